@@ -1,0 +1,34 @@
+"""Adapters: the outside world, one file per agent runtime, plus the LLM client, GitLab, git.
+
+Runtimes are registered here by name and imported lazily, so a missing optional SDK or CLI
+fails with a message saying what to install, and only when that runtime is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from aeval.errors import RuntimeUnavailable
+from aeval.runtime import AgentRuntime
+
+# name -> "module:Class"; keep in sync with DESIGN.md's runtime table.
+RUNTIMES: dict[str, str] = {
+    "literal": "adapters.literal:LiteralRuntime",
+    "replay": "adapters.replay:ReplayRuntime",
+}
+
+
+def runtime_class(name: str) -> type[AgentRuntime]:
+    try:
+        target = RUNTIMES[name]
+    except KeyError:
+        raise RuntimeUnavailable(
+            f"unknown runtime {name!r}; known: {', '.join(sorted(RUNTIMES))}") from None
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_runtime(name: str, **options: Any) -> AgentRuntime:
+    """An instance of the runtime registered as ``name``."""
+    return runtime_class(name)(**options)

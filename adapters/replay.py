@@ -1,0 +1,61 @@
+"""`replay`: re-emits a recorded run instead of running anything, for re-grading and tests.
+
+It reads ``<recording>/events.jsonl``, restores the recorded outputs into the workspace and
+re-applies the recorded skill edits (skill.diff) to the skill copy, so deterministic checks
+and Δ see what the original run left behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from aeval.errors import RuntimeUnavailable
+from aeval.events import EndEvent, read_events
+from aeval.runtime import EventRecorder, RunRequest, RunResult
+
+
+class ReplayRuntime:
+    name: ClassVar[str] = "replay"
+    skills_subdir: ClassVar[str | None] = ".agents/skills"
+    needs_model: ClassVar[bool] = False
+    config_dirs: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, recordings: dict[str, Path] | None = None):
+        """``recordings`` maps a case id (or ``skill/case``) to its recorded case folder."""
+        self.recordings = {k: Path(v) for k, v in (recordings or {}).items()}
+
+    def check_available(self) -> None:
+        return None
+
+    def _recording(self, request: RunRequest) -> Path:
+        for key in (f"{request.skill_name}/{request.case_id}", request.case_id):
+            if key in self.recordings:
+                return self.recordings[key]
+        raise RuntimeUnavailable(f"no recording for {request.skill_name}/{request.case_id}")
+
+    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+        start = time.monotonic()
+        rec = self._recording(request)
+        events_path = rec / "events.jsonl"
+        if not events_path.is_file():
+            raise RuntimeUnavailable(f"{events_path} does not exist")
+        outputs = rec / "outputs"
+        if outputs.is_dir():
+            shutil.copytree(outputs, request.workspace, dirs_exist_ok=True)
+        diff = rec / "skill.diff"
+        if diff.is_file() and diff.read_text().strip():
+            subprocess.run(["git", "apply", "-p1", "--unsafe-paths", str(diff.resolve())],
+                           cwd=request.skill_dir, check=True, capture_output=True)
+        final, status = "", "completed"
+        for e in read_events(events_path):
+            fields = e.model_dump(exclude={"seq", "t", "kind"})
+            if isinstance(e, EndEvent):
+                final, status = e.final_text, e.status
+            recorder.emit(type(e), **fields)
+        if status not in ("completed", "failed", "timeout", "max_turns"):
+            status = "failed"
+        return RunResult(status=status, final_text=final, wall_s=time.monotonic() - start)

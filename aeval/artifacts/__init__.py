@@ -1,0 +1,96 @@
+"""Artifact models: the file format of every artifact, and the source of every JSON Schema."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from aeval.artifacts.aggregate import (
+    AnalysisNote,
+    AnalysisNotes,
+    AssertionDelta,
+    Benchmark,
+    CaseResult,
+    FixSuggestion,
+    FixSuggestions,
+    Gate,
+    MultiEvalReport,
+    RateStats,
+    Regression,
+    RejectedSuggestion,
+    RunManifest,
+    SkillResult,
+)
+from aeval.artifacts.case import (
+    SCHEMA_VERSION,
+    AssertionsFile,
+    AssertionSpec,
+    AttemptRecord,
+    EvalMetadata,
+)
+from aeval.artifacts.grading import (
+    ChangeMade,
+    Claim,
+    EvalFeedback,
+    ExecutionMetrics,
+    Expectation,
+    FeedbackItem,
+    FirstAttemptError,
+    GraderInfo,
+    Grading,
+    GradingSummary,
+    SelfCorrection,
+    Timing,
+)
+from aeval.contract import EvalConfig
+from aeval.events import EVENT_ADAPTER
+
+# `aeval schema NAME` and eval_skill/schemas/NAME.schema.json
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "eval-config": EvalConfig,
+    "run": RunManifest,
+    "eval-metadata": EvalMetadata,
+    "assertions": AssertionsFile,
+    "grading": Grading,
+    "benchmark": Benchmark,
+    "analysis-notes": AnalysisNotes,
+    "fix-suggestions": FixSuggestions,
+    "multi-eval-report": MultiEvalReport,
+    "regression": Regression,
+}
+# artifact file name -> schema name, for validation of a run folder
+FILE_SCHEMAS = {
+    "run.json": "run",
+    "eval_metadata.json": "eval-metadata",
+    "assertions.json": "assertions",
+    "grading.json": "grading",
+    "benchmark.json": "benchmark",
+    "analysis_notes.json": "analysis-notes",
+    "fix_suggestions.json": "fix-suggestions",
+    "multi_eval_report.json": "multi-eval-report",
+    "regression.json": "regression",
+    "events.jsonl": "event",
+}
+
+
+def json_schema(name: str) -> dict:
+    """The JSON Schema of one artifact (``event`` is one line of events.jsonl)."""
+    if name == "event":
+        schema = EVENT_ADAPTER.json_schema()
+        schema["title"] = "Event"
+    else:
+        schema = SCHEMAS[name].model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://aeval.dev/schemas/{name}.schema.json"
+    return schema
+
+
+SCHEMA_NAMES = sorted([*SCHEMAS, "event"])
+
+__all__ = [
+    "FILE_SCHEMAS", "SCHEMAS", "SCHEMA_NAMES", "SCHEMA_VERSION", "AnalysisNote", "AnalysisNotes",
+    "AssertionDelta", "AssertionSpec", "AssertionsFile", "AttemptRecord", "Benchmark",
+    "CaseResult", "ChangeMade", "Claim", "EvalFeedback", "EvalMetadata", "ExecutionMetrics",
+    "Expectation", "FeedbackItem", "FirstAttemptError", "FixSuggestion", "FixSuggestions", "Gate",
+    "GraderInfo", "Grading", "GradingSummary", "MultiEvalReport", "RateStats", "Regression",
+    "RejectedSuggestion", "RunManifest", "SelfCorrection", "SkillResult", "Timing", "json_schema",
+]

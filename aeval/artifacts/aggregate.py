@@ -1,0 +1,191 @@
+"""Per skill x runtime artifacts: benchmark, analysis notes, fix suggestions, multi-eval report,
+regression; and run.json for the whole run."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval.artifacts.case import Artifact, CaseStatus
+from aeval.contract import Tier
+from aeval.events import Usage
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- benchmark.json -------------------------------------------------------------------------
+
+
+class RateStats(_M):
+    """A pass rate over the runs (cases x epochs)."""
+
+    mean: float | None
+    stddev: float | None = Field(description="Sample standard deviation; None for one run.")
+    min: float | None
+    max: float | None
+    wilson_low: float | None = Field(description="Wilson 95 % interval over pooled assertions.")
+    wilson_high: float | None
+    n: int = Field(description="Runs with at least one graded assertion.")
+
+
+class Benchmark(Artifact):
+    skill: str
+    runtime: str
+    runs: int = Field(description="Graded case runs (cases x epochs).")
+    statuses: dict[str, int] = Field(description="Count per case status.")
+    first_attempt_pass_rate: RateStats
+    terminal_pass_rate: RateStats
+    usage: Usage = Field(description="Executor tokens summed over the runs.")
+    wall_s: RateStats | None = Field(None, description="Executor wall seconds (mean ...).")
+    tool_calls: int = 0
+    self_corrections: int = Field(0, description="Skill-file changes summed over the runs.")
+    assertion_matrix: dict[str, dict[str, bool | None]] = Field(
+        default_factory=dict,
+        description="case[/epoch] -> assertion id -> first-attempt pass (None = ungraded).",
+    )
+
+
+# ---- analysis_notes.json --------------------------------------------------------------------
+
+
+class AnalysisNote(_M):
+    kind: Literal["non_discriminating", "always_failing", "flaky", "token_outlier",
+                  "latency_outlier", "ungraded", "narrative"]
+    subject: str = Field(description="The assertion (case:id) or case the note is about.")
+    detail: str
+
+
+class AnalysisNotes(Artifact):
+    skill: str
+    runtime: str
+    notes: list[AnalysisNote] = Field(default_factory=list)
+    model: str | None = Field(None, description="Model of the narrative, when one was asked.")
+
+
+# ---- fix_suggestions.json -------------------------------------------------------------------
+
+
+class FixSuggestion(_M):
+    level: Literal["LV1", "LV2"] = Field(
+        description="LV1: causally implicated in a first-attempt failure (gates the merge); "
+                    "LV2: an advisory improvement from eval_feedback."
+    )
+    grounded_in: str = Field(
+        description="`case-id:assertion-id` of a failed assertion or `case-id:C<n>` of a "
+                    "self_correction.changes_made entry."
+    )
+    path: str = Field(description="File relative to the skill root.")
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    original: str = Field(description="The file's current lines start..end, exactly.")
+    replacement: str
+    rationale: str
+    validated: bool = Field(
+        description="True when the run itself proved the replacement (the executor's own edit)."
+    )
+    source: Literal["delta", "model"] = "model"
+
+
+class RejectedSuggestion(_M):
+    suggestion: dict
+    reason: str
+
+
+class FixSuggestions(Artifact):
+    skill: str
+    runtime: str
+    suggestions: list[FixSuggestion] = Field(default_factory=list)
+    rejected: list[RejectedSuggestion] = Field(default_factory=list)
+    causal_share: float | None = Field(description="LV1 / (LV1 + LV2); None when empty.")
+
+
+# ---- multi_eval_report.json -----------------------------------------------------------------
+
+
+class CaseResult(_M):
+    """One case run, as the run and the report list it."""
+
+    case_id: str
+    runtime: str
+    epoch: int | None = None
+    status: CaseStatus
+    reason: str
+    passed: int = 0
+    failed: int = 0
+    ungraded: int = 0
+    total: int = 0
+    first_attempt_pass_rate: float | None = None
+    terminal_pass_rate: float | None = None
+    self_corrections: int = 0
+    attempts: int = 1
+    dir: str = Field(description="Case folder, relative to the run folder.")
+
+
+class MultiEvalReport(Artifact):
+    skill: str
+    runtime: str
+    cases: list[CaseResult]
+    verdict: CaseStatus = Field(description="fail if any case failed, else error if any errored.")
+    protocol_fidelity: bool
+
+
+# ---- regression.json ------------------------------------------------------------------------
+
+
+class AssertionDelta(_M):
+    case_id: str
+    assertion_id: str
+    text: str
+
+
+class Regression(Artifact):
+    skill: str
+    runtime: str
+    baseline_run: str | None
+    pass_rate_delta: dict[str, float | None] = Field(default_factory=dict,
+                                                     description="case -> now - baseline")
+    newly_failing: list[AssertionDelta] = Field(default_factory=list)
+    newly_passing: list[AssertionDelta] = Field(default_factory=list)
+
+
+# ---- run.json -------------------------------------------------------------------------------
+
+
+class SkillResult(_M):
+    name: str
+    path: str
+    status: Literal["pass", "fail", "error", "invalid", "skipped"]
+    tier: Tier | None = None
+    problems: list[str] = Field(default_factory=list, description="Why invalid.")
+    warnings: list[str] = Field(default_factory=list, description="Lint warnings.")
+    cases: list[CaseResult] = Field(default_factory=list)
+
+
+class Gate(_M):
+    exit_code: Literal[0, 1, 2, 3]
+    reason: str
+
+
+class RunManifest(Artifact):
+    """run.json."""
+
+    run_id: str
+    created_at: datetime
+    finished_at: datetime | None = None
+    status: Literal["running", "finished"] = "running"
+    aeval_version: str
+    prefect_version: str | None = None
+    paths: list[str]
+    base: str | None = Field(None, description="--changed-since ref, when used.")
+    head: str | None = None
+    runtimes: list[str]
+    model: str | None = None
+    grader_model: str | None = None
+    epochs: int = 1
+    skills: list[SkillResult] = Field(default_factory=list)
+    totals: dict[str, int] = Field(default_factory=dict, description="Case count per status.")
+    gate: Gate | None = None

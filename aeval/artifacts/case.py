@@ -1,0 +1,103 @@
+"""Per-case artifacts: eval_metadata.json and assertions.json."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval.contract import DeterministicCheck, Tier
+from aeval.events import Usage
+
+SCHEMA_VERSION = 1
+
+
+class Artifact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Version of this file's format.")
+
+
+CaseStatus = Literal["pass", "fail", "error"]
+AssertionKind = Literal["natural_language", "deterministic", "structural"]
+AssertionSource = Literal["author", "writer", "generic", "structural"]
+
+
+class AssertionSpec(BaseModel):
+    """One assertion, fixed before execution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Stable id within the case: A1, A2 ...; S1 for structural.")
+    text: str = Field(description="The assertion as a sentence (checks get a generated one).")
+    kind: AssertionKind
+    source: AssertionSource = Field(
+        description="author: eval.config; writer: the assertion-writer model; generic: the "
+                    "generic tier; structural: always added by aeval."
+    )
+    check: DeterministicCheck | None = Field(None, description="The typed check, if any.")
+
+
+class AssertionsFile(Artifact):
+    """assertions.json: written BEFORE install and execution; the hash proves it unchanged."""
+
+    skill: str
+    case_id: str
+    written_at: datetime = Field(description="UTC time of writing; earlier than execution start.")
+    writer: str = Field(description="`author-only`, or the model that wrote extra assertions.")
+    sha256: str = Field(description="sha256 of the canonical JSON of `assertions`.")
+    assertions: list[AssertionSpec]
+
+    @staticmethod
+    def digest(assertions: list[AssertionSpec]) -> str:
+        canon = json.dumps([a.model_dump(mode="json") for a in assertions], sort_keys=True,
+                           separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()
+
+
+class AttemptRecord(BaseModel):
+    """One attempt of a case. A retried case has several; only the last one is graded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int = Field(ge=1)
+    started_at: datetime
+    ended_at: datetime | None = None
+    outcome: Literal["completed", "transient_error", "error"] = Field(
+        description="completed: the runtime ran to an end (the skill may still have failed); "
+                    "transient_error: retried; error: a permanent environment failure."
+    )
+    error: str | None = Field(None, description="The environment error, redacted.")
+    error_type: str | None = None
+    dir: str = Field(description="Folder of this attempt's raw log and events, run-relative.")
+
+
+class EvalMetadata(Artifact):
+    """eval_metadata.json: what was run, where it came from, what it cost."""
+
+    run_id: str
+    skill: str
+    skill_path: str
+    case_id: str
+    runtime: str
+    runtime_version: str | None = None
+    model: str | None = None
+    epoch: int | None = Field(None, description="Epoch number when the run has several.")
+    tier: Tier = Field(description="Which contract tier supplied the case.")
+    contract: str | None = Field(description="Path of the contract file (None: generic tier).")
+    prompt: str
+    expected_outcome: str
+    required_credentials: list[str] = Field(description="Names only; values never stored.")
+    lint_warnings: list[str] = Field(default_factory=list)
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    status: CaseStatus | None = Field(None, description="Filled after grading.")
+    usage: Usage = Field(default_factory=Usage, description="Executor tokens of the graded "
+                                                             "attempt.")
+    wall_s: float | None = Field(None, description="Executor wall time of the graded attempt.")
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    outputs: list[dict] = Field(default_factory=list,
+                                description="Output files: path, size, sha256, copied.")

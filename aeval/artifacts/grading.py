@@ -1,0 +1,137 @@
+"""grading.json: per-assertion verdicts, self-correction, claims, feedback, metrics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval.artifacts.case import Artifact, AssertionKind, CaseStatus
+from aeval.events import Usage
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Expectation(_M):
+    """The verdict on one assertion."""
+
+    id: str
+    text: str
+    kind: AssertionKind
+    status: Literal["passed", "failed", "ungraded"] = Field(
+        description="First-attempt verdict. ungraded: no grader could judge it (never a pass)."
+    )
+    passed: bool | None = Field(description="First-attempt pass; None when ungraded.")
+    terminal_passed: bool | None = Field(
+        description="Pass judged on the final state, corrections allowed; None when ungraded."
+    )
+    needed_correction: bool = Field(
+        False, description="Its success depended on a correction the executor applied."
+    )
+    evidence: str = Field("", description="Quoted from the transcript, the outputs or a check.")
+    graded_by: Literal["check", "grader", "structural", "none"]
+
+
+class GradingSummary(_M):
+    passed: int = Field(description="First-attempt passes.")
+    failed: int = Field(description="First-attempt failures.")
+    ungraded: int
+    total: int
+    pass_rate: float | None = Field(description="= first_attempt_pass_rate (the gate signal).")
+    first_attempt_pass_rate: float | None = Field(description="passed / graded; None if none.")
+    terminal_pass_rate: float | None = Field(description="Terminal passes / graded.")
+
+
+class FirstAttemptError(_M):
+    """A tool call that failed during the run."""
+
+    seq: int = Field(description="Sequence number of the failing tool_result event.")
+    call_seq: int | None = Field(None, description="Sequence number of its tool_call event.")
+    tool: str
+    exit_code: int | None = None
+    command: str | None = Field(None, description="The command or input, shortened.")
+    excerpt: str = Field("", description="The end of the output, where errors are.")
+
+
+class ChangeMade(_M):
+    """One edit to the skill's own files found by the manifest diff (Δ)."""
+
+    id: str = Field(description="C1, C2 ... (what suggestions cite in grounded_in).")
+    path: str = Field(description="Path relative to the skill root.")
+    change: Literal["added", "modified", "deleted"]
+    diff: str = Field(description="Unified diff, shipped -> after execution.")
+    event_seq: int | None = Field(None, description="The tool_call that made it, when known.")
+    tool: str | None = None
+    attribution: Literal["direct", "after_bash", "unknown"] = Field(
+        "unknown", description="direct: a write/edit call named the file; after_bash: found "
+                               "after a bash call; unknown: not tied to an event."
+    )
+
+
+class SelfCorrection(_M):
+    was_needed: bool = Field(description="Δ non-empty, or a failed call later retried.")
+    first_attempt_errors: list[FirstAttemptError] = Field(default_factory=list)
+    changes_made: list[ChangeMade] = Field(default_factory=list)
+    affected_assertions: list[str] = Field(default_factory=list,
+                                           description="Ids failed because of a correction.")
+
+
+class Claim(_M):
+    claim: str
+    type: Literal["factual", "process", "quality"]
+    verified: bool | None = Field(description="None when it could not be checked.")
+    evidence: str = ""
+
+
+class FeedbackItem(_M):
+    assertion: str | None = Field(None, description="Assertion id the remark is about.")
+    reason: str
+
+
+class EvalFeedback(_M):
+    suggestions: list[FeedbackItem] = Field(default_factory=list)
+    overall: str = ""
+
+
+class ExecutionMetrics(_M):
+    tool_calls: dict[str, int] = Field(default_factory=dict, description="Calls per tool.")
+    total_tool_calls: int = 0
+    failed_tool_calls: int = 0
+    turns: int = Field(0, description="Assistant messages (model turns).")
+    usage: Usage = Field(default_factory=Usage)
+    output_files: int = 0
+    transcript_chars: int = 0
+
+
+class Timing(_M):
+    executor_wall_s: float | None = None
+    grader_wall_s: float | None = None
+    total_s: float | None = None
+
+
+class GraderInfo(_M):
+    model: str | None = Field(description="Grader model; None when no model graded.")
+    protocol_fidelity: bool = Field(
+        description="The grader's answer validated (after at most the allowed retries)."
+    )
+    attempts: int = 0
+
+
+class Grading(Artifact):
+    """grading.json."""
+
+    skill: str
+    case_id: str
+    runtime: str
+    status: CaseStatus
+    status_reason: str = Field(description="Why this status, in one line.")
+    expectations: list[Expectation] = Field(default_factory=list)
+    summary: GradingSummary
+    self_correction: SelfCorrection
+    claims: list[Claim] = Field(default_factory=list)
+    eval_feedback: EvalFeedback = Field(default_factory=EvalFeedback)
+    execution_metrics: ExecutionMetrics = Field(default_factory=ExecutionMetrics)
+    timing: Timing = Field(default_factory=Timing)
+    grader: GraderInfo

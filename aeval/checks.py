@@ -1,0 +1,168 @@
+"""Deterministic checks: each looks at the workspace or the events and returns a verdict with
+evidence a person can verify. A check never raises for what it inspects: a missing file or a
+bad JSON document is a failed check with that as evidence."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aeval import contract as c
+from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id, transcript_text
+from aeval.shell import run_command
+
+EVIDENCE_CAP = 600
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    workspace: Path
+    events: list[Event]
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    evidence: str
+
+
+def describe(check: c.DeterministicCheck) -> str:
+    """The sentence shown for a check in reports."""
+    if check.description:
+        return check.description
+    match check:
+        case c.FileExists():
+            return f"File {check.path} exists"
+        case c.FileContains():
+            return f"File {check.path} matches /{check.pattern}/"
+        case c.CommandCheck():
+            extra = f" and prints /{check.stdout}/" if check.stdout else ""
+            return f"`{check.run}` exits {check.exit_code}{extra}"
+        case c.JsonPath():
+            want = (f" == {json.dumps(check.equals)}" if check.equals is not None
+                    else f" matches /{check.pattern}/" if check.pattern else " exists")
+            return f"{check.path}: {check.query}{want}"
+        case c.TranscriptContains():
+            return f"Transcript contains {check.text!r}"
+        case c.TranscriptRegex():
+            return f"Transcript matches /{check.pattern}/"
+        case c.ToolUsed():
+            what = f" with input /{check.input}/" if check.input else ""
+            return f"Tool {check.tool} used{what} at least {check.min_count}x"
+        case c.CommandsSucceeded():
+            return "Every command of the run succeeded on the first attempt"
+    raise TypeError(check)  # pragma: no cover
+
+
+def _short(text: str, cap: int = EVIDENCE_CAP) -> str:
+    text = text.strip()
+    return text if len(text) <= cap else "…" + text[-cap:]
+
+
+def _inside(ws: Path, rel: str) -> Path | None:
+    p = (ws / rel).resolve()
+    return p if p.is_relative_to(ws.resolve()) else None
+
+
+def _query(doc: Any, query: str) -> Any:
+    q = query.strip()
+    q = q[1:] if q.startswith("$") else q
+    for name, index in re.findall(r"\.?([^.\[\]]+)|\[(-?\d+)\]", q):
+        if index:
+            doc = doc[int(index)]
+        else:
+            if not isinstance(doc, dict):
+                raise KeyError(name)
+            doc = doc[name]
+    return doc
+
+
+def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
+    ws = ctx.workspace
+    match check:
+        case c.FileExists():
+            p = _inside(ws, check.path)
+            if p is not None and p.exists():
+                kind = "folder" if p.is_dir() else f"{p.stat().st_size} bytes"
+                return CheckOutcome(True, f"{check.path} exists ({kind})")
+            return CheckOutcome(False, f"{check.path} does not exist in the workspace")
+        case c.FileContains():
+            p = _inside(ws, check.path)
+            if p is None or not p.is_file():
+                return CheckOutcome(False, f"{check.path} does not exist in the workspace")
+            text = p.read_text(encoding="utf-8", errors="replace")
+            m = re.search(check.pattern, text, re.MULTILINE)
+            if m:
+                line = text.count("\n", 0, m.start()) + 1
+                return CheckOutcome(True, f"{check.path}:{line}: {_short(m.group(0), 200)}")
+            return CheckOutcome(False, f"/{check.pattern}/ not found in {check.path} "
+                                       f"({len(text)} chars): {_short(text, 200)!r}")
+        case c.CommandCheck():
+            r = run_command(check.run, ws, ctx.env, check.timeout_s, cap=4000)
+            if r.timed_out:
+                return CheckOutcome(False, f"timed out after {check.timeout_s}s")
+            if r.exit_code != check.exit_code:
+                return CheckOutcome(False, f"exit {r.exit_code}, expected {check.exit_code}: "
+                                           f"{_short(r.combined())}")
+            if check.stdout and not re.search(check.stdout, r.stdout, re.MULTILINE):
+                return CheckOutcome(False, f"stdout does not match /{check.stdout}/: "
+                                           f"{_short(r.stdout)!r}")
+            return CheckOutcome(True, f"exit {r.exit_code}: {_short(r.stdout, 200)!r}")
+        case c.JsonPath():
+            p = _inside(ws, check.path)
+            if p is None or not p.is_file():
+                return CheckOutcome(False, f"{check.path} does not exist in the workspace")
+            try:
+                doc = json.loads(p.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                return CheckOutcome(False, f"{check.path} is not valid JSON: {exc}")
+            try:
+                value = _query(doc, check.query)
+            except (KeyError, IndexError, TypeError):
+                return CheckOutcome(False, f"{check.query} not found in {check.path}")
+            shown = json.dumps(value)[:200]
+            if check.equals is not None and value != check.equals:
+                return CheckOutcome(False, f"{check.query} = {shown}, expected "
+                                           f"{json.dumps(check.equals)}")
+            if check.pattern and not re.search(check.pattern, str(value)):
+                return CheckOutcome(False, f"{check.query} = {shown} does not match "
+                                           f"/{check.pattern}/")
+            return CheckOutcome(True, f"{check.path}: {check.query} = {shown}")
+        case c.TranscriptContains():
+            text = transcript_text(ctx.events)
+            i = text.find(check.text)
+            if i >= 0:
+                return CheckOutcome(True, f"found: {_short(text[max(0, i - 80): i + 120], 220)!r}")
+            return CheckOutcome(False, f"{check.text!r} not in the transcript ({len(text)} chars)")
+        case c.TranscriptRegex():
+            text = transcript_text(ctx.events)
+            m = re.search(check.pattern, text, re.MULTILINE)
+            if m:
+                return CheckOutcome(True, f"matched: {_short(m.group(0), 200)!r}")
+            return CheckOutcome(False, f"/{check.pattern}/ not in the transcript")
+        case c.ToolUsed():
+            calls = [e for e in ctx.events if isinstance(e, ToolCallEvent) and e.tool == check.tool]
+            if check.input:
+                calls = [e for e in calls
+                         if re.search(check.input, json.dumps(e.input, ensure_ascii=False))]
+            ok = len(calls) >= check.min_count
+            seqs = ", ".join(f"[{e.seq}]" for e in calls[:10]) or "none"
+            return CheckOutcome(ok, f"{len(calls)} matching {check.tool} call(s): {seqs}")
+        case c.CommandsSucceeded():
+            calls = calls_by_id(ctx.events)
+            failed = [e for e in ctx.events if isinstance(e, ToolResultEvent) and not e.ok]
+            results = [e for e in ctx.events if isinstance(e, ToolResultEvent)]
+            if not results:
+                return CheckOutcome(False, "no command was run")
+            if not failed:
+                return CheckOutcome(True, f"all {len(results)} tool call(s) succeeded")
+            f = failed[0]
+            call = calls.get(f.call_id)
+            cmd = call.input.get("command", json.dumps(call.input)) if call else f.tool
+            return CheckOutcome(False, f"[{f.seq}] `{_short(str(cmd), 200)}` exited "
+                                       f"{f.exit_code}: {_short(f.output)}")
+    raise TypeError(f"unknown check {check!r}")  # pragma: no cover

@@ -1,0 +1,329 @@
+"""The eval.config contract: what a skill declares about how it is tested.
+
+JSON (YAML accepted) next to SKILL.md. Three tiers when a skill has none:
+per-skill ``eval.config`` -> per-name ``<marketplace>/.aeval/evals/<name>.config`` -> a generic
+smoke case derived from SKILL.md. The tier used is recorded in every case's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from aeval.errors import ContractError, Problem
+from aeval.skill import Skill
+
+CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.config.yml")
+ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+GENERIC_OUTCOME = "The documented workflow completes without error."
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _relative(value: str) -> str:
+    p = PurePosixPath(value)
+    if p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"{value!r} must be a relative path inside the workspace")
+    return value
+
+
+# ---- deterministic checks -------------------------------------------------------------------
+
+
+class _Check(_Strict):
+    description: str | None = Field(
+        None, description="What the check means, shown instead of the generated text."
+    )
+
+
+class FileExists(_Check):
+    """A file (or folder) exists in the workspace after the run."""
+
+    type: Literal["file_exists"]
+    path: str = Field(description="Path relative to the workspace root.")
+    _v = field_validator("path")(_relative)
+
+
+class FileContains(_Check):
+    """A workspace file's text matches a regular expression (Python `re.search`, MULTILINE)."""
+
+    type: Literal["file_contains"]
+    path: str = Field(description="Path relative to the workspace root.")
+    pattern: str = Field(description="Regular expression searched in the file's text.")
+    _v = field_validator("path")(_relative)
+
+
+class CommandCheck(_Check):
+    """A command run in the workspace after the run: its exit code, and optionally its stdout."""
+
+    type: Literal["command"]
+    run: str = Field(description="Shell command (bash), run with the workspace root as cwd.")
+    exit_code: int = Field(0, description="Expected exit code.")
+    stdout: str | None = Field(None, description="Regular expression stdout must match.")
+    timeout_s: float = Field(120, gt=0, description="Seconds before the command is killed.")
+
+
+class JsonPath(_Check):
+    """A value inside a JSON file of the workspace.
+
+    ``query`` is a dotted path with optional indices: ``metrics.miou``, ``$.items[0].name``.
+    With neither ``equals`` nor ``pattern`` the check passes when the value exists.
+    """
+
+    type: Literal["json_path"]
+    path: str = Field(description="JSON file, relative to the workspace root.")
+    query: str = Field(description="Dotted path with [index] parts, optionally starting '$.'.")
+    equals: Any = Field(None, description="Expected value (compared after JSON decoding).")
+    pattern: str | None = Field(None, description="Regular expression the value's text matches.")
+    _v = field_validator("path")(_relative)
+
+
+class TranscriptContains(_Check):
+    """The transcript (messages and tool output) contains a literal text."""
+
+    type: Literal["transcript_contains"]
+    text: str = Field(min_length=1, description="Literal text, case-sensitive.")
+
+
+class TranscriptRegex(_Check):
+    """The transcript (messages and tool output) matches a regular expression."""
+
+    type: Literal["transcript_regex"]
+    pattern: str = Field(description="Regular expression (MULTILINE).")
+
+
+class ToolUsed(_Check):
+    """The executor called a tool, optionally with input matching a regular expression."""
+
+    type: Literal["tool_used"]
+    tool: str = Field(description="Normalized tool name: bash, read_file, write_file ...")
+    input: str | None = Field(
+        None, description="Regular expression matched against the call's input (as JSON text)."
+    )
+    min_count: int = Field(1, ge=1, description="Least number of matching calls.")
+
+
+class CommandsSucceeded(_Check):
+    """No tool call of the run failed (non-zero exit, tool error): the first attempt was clean."""
+
+    type: Literal["commands_succeeded"]
+
+
+DeterministicCheck = Annotated[
+    FileExists | FileContains | CommandCheck | JsonPath | TranscriptContains | TranscriptRegex
+    | ToolUsed | CommandsSucceeded,
+    Field(discriminator="type"),
+]
+CHECK_TYPES = tuple(
+    t.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
+    for t in (FileExists, FileContains, CommandCheck, JsonPath, TranscriptContains,
+              TranscriptRegex, ToolUsed, CommandsSucceeded)
+)
+
+Assertion = Annotated[
+    str | DeterministicCheck,
+    Field(description="A natural-language assertion (judged by the grader) or a typed check."),
+]
+
+
+# ---- the contract ---------------------------------------------------------------------------
+
+
+class EvalCase(_Strict):
+    """One independent test case: its own session, its own workspace, graded alone."""
+
+    id: str = Field(pattern=ID_RE, description="Case id, unique in the skill: letters, digits, _.-")
+    prompt: str = Field(min_length=1, description="What the executor is asked to do.")
+    expected_outcome: str = Field(min_length=1, description="What a successful run produces.")
+    required_credentials: list[Annotated[str, Field(pattern=ENV_RE)]] = Field(
+        default_factory=list,
+        description="Environment variable names passed to the executor; nothing else is.",
+    )
+    files: list[str] = Field(
+        default_factory=list,
+        description="Paths relative to the skill folder, copied into the workspace root first.",
+    )
+    setup: list[str] = Field(default_factory=list, description="Commands run at install time.")
+    preflight: list[str] = Field(
+        default_factory=list,
+        description="Commands that must succeed before execution; failure is environmental.",
+    )
+    steps: list[str] = Field(
+        default_factory=list, description="The documented workflow, run verbatim by `literal`."
+    )
+    assertions: list[Assertion] = Field(
+        default_factory=list, description="Author assertions, kept verbatim."
+    )
+    pass_threshold: float = Field(
+        1.0, ge=0.0, le=1.0, description="Least first-attempt pass rate for `pass`."
+    )
+    timeout_s: float = Field(1800, gt=0, description="Seconds the execution may take.")
+    max_turns: int = Field(60, ge=1, description="Most model turns the executor may take.")
+
+    _files = field_validator("files")(lambda v: [_relative(x) for x in v])
+
+    @field_validator("assertions")
+    @classmethod
+    def _regexes_compile(cls, value: list) -> list:
+        for a in value:
+            for attr in ("pattern", "stdout", "input"):
+                rx = getattr(a, attr, None)
+                if isinstance(rx, str):
+                    try:
+                        re.compile(rx)
+                    except re.error as exc:
+                        raise ValueError(f"{attr} {rx!r} is not a valid regex: {exc}") from exc
+        return value
+
+
+class EvalConfig(_Strict):
+    """The whole eval.config."""
+
+    evals: list[EvalCase] = Field(min_length=1, description="Independent test cases.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> EvalConfig:
+        seen: set[str] = set()
+        for c in self.evals:
+            if c.id in seen:
+                raise ValueError(f"duplicate case id {c.id!r}")
+            seen.add(c.id)
+        return self
+
+
+class Tier(StrEnum):
+    """Where a skill's cases came from."""
+
+    per_skill = "per-skill"
+    per_name = "per-name"
+    generic = "generic"
+
+
+class LoadedContract(_Strict):
+    """The cases of one skill and where they came from."""
+
+    tier: Tier
+    source: str | None = Field(description="The contract file, or None for the generic tier.")
+    config: EvalConfig
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in CHECK_TYPES or part in ("str", "function-after[_relative(), str]"):
+            continue  # union branch names add noise, not location
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def problems_from_validation(where: str, exc: ValidationError) -> list[Problem]:
+    """One `path:field: problem` per pydantic error, deduplicated, union noise removed."""
+    out: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for err in exc.errors(include_url=False):
+        field = _loc(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "union_tag_invalid":
+            msg = f"unknown check type; known: {', '.join(CHECK_TYPES)}"
+        elif err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        if (field, msg) not in seen:
+            seen.add((field, msg))
+            out.append(Problem(where, field, msg))
+    return out
+
+
+def parse_config(path: Path) -> EvalConfig:
+    """Read and validate a contract file (JSON, or YAML). Raises ContractError."""
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as json_exc:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ContractError([Problem(where, "", f"neither JSON nor YAML: line "
+                                         f"{json_exc.lineno}: {json_exc.msg}")]) from None
+        if isinstance(data, str) or data is None:
+            raise ContractError([Problem(where, "", f"not valid JSON: line {json_exc.lineno}: "
+                                                    f"{json_exc.msg}")]) from None
+    if not isinstance(data, dict):
+        raise ContractError([Problem(where, "", "must be an object with an `evals` list")])
+    try:
+        return EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(problems_from_validation(where, exc)) from None
+
+
+def generic_config(skill: Skill) -> EvalConfig:
+    """The generic smoke case: the description as prompt; SKILL.md's shell blocks as steps."""
+    blocks = skill.shell_blocks()
+    assertions: list = [GENERIC_OUTCOME]
+    if blocks:
+        assertions.append({"type": "commands_succeeded",
+                           "description": "Every documented shell block of SKILL.md exits 0"})
+    return EvalConfig.model_validate({"evals": [{
+        "id": "smoke",
+        "prompt": f"Use the {skill.name} skill: {skill.description}",
+        "expected_outcome": GENERIC_OUTCOME,
+        "steps": [code for _, code in blocks],
+        "assertions": assertions,
+    }]})
+
+
+def find_contract(skill: Skill, marketplace: Path | None) -> tuple[Tier, Path | None]:
+    for name in CONFIG_NAMES:
+        p = skill.path / name
+        if p.is_file():
+            return Tier.per_skill, p
+    if marketplace is not None:
+        evals = Path(marketplace) / ".aeval" / "evals"
+        for suffix in (".config", ".config.json", ".config.yaml", ".config.yml"):
+            p = evals / f"{skill.name}{suffix}"
+            if p.is_file():
+                return Tier.per_name, p
+    return Tier.generic, None
+
+
+def load_contract(skill: Skill, marketplace: Path | None) -> LoadedContract:
+    """The three-tier fallback. Raises ContractError when the chosen file is broken."""
+    tier, path = find_contract(skill, marketplace)
+    if path is None:
+        return LoadedContract(tier=tier, source=None, config=generic_config(skill))
+    config = parse_config(path)
+    problems = []
+    for i, case in enumerate(config.evals):
+        for j, f in enumerate(case.files):
+            if not (skill.path / f).exists():
+                problems.append(Problem(str(path), f"evals[{i}].files[{j}]",
+                                        f"{f!r} does not exist in {skill.path}"))
+    if problems:
+        raise ContractError(problems)
+    return LoadedContract(tier=tier, source=str(path), config=config)
+
+
+def find_marketplace(skill_dir: Path) -> Path | None:
+    """The nearest folder above a skill that holds ``.aeval/evals`` (for the per-name tier)."""
+    for d in Path(skill_dir).resolve().parents:
+        if (d / ".aeval" / "evals").is_dir():
+            return d
+    return None

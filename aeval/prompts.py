@@ -1,0 +1,17 @@
+"""The one loader of the prompt templates in ``eval_skill/agents/*.md``."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+AGENTS_DIR = Path(__file__).resolve().parent.parent / "eval_skill" / "agents"
+PROMPTS = ("executor", "assertion_writer", "grader", "analyzer", "comparator", "suggester")
+
+
+@cache
+def load_prompt(name: str) -> str:
+    """The text of ``eval_skill/agents/<name>.md``."""
+    if name not in PROMPTS:
+        raise KeyError(f"unknown prompt {name!r}; known: {', '.join(PROMPTS)}")
+    return (AGENTS_DIR / f"{name}.md").read_text(encoding="utf-8")

@@ -1,0 +1,144 @@
+"""The runtime Protocol: the one seam between aeval and an agent (or no agent at all).
+
+An adapter gets a `RunRequest` (prompt, prepared workspace, allowed environment, limits) and
+an `EventRecorder`, emits normalized events through it while the run goes on, and returns a
+`RunResult`. Adapters live in ``adapters/``, one file each, registered by name there.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval.events import (
+    EVENT_ADAPTER,
+    EndEvent,
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+    UsageEvent,
+)
+from aeval.redact import Redactor
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int = Field(60, ge=1, description="Most model turns.")
+    timeout_s: float = Field(1800, gt=0, description="Wall-clock seconds for the whole run.")
+    output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool's output.")
+
+
+class RunRequest(BaseModel):
+    """Everything a runtime may use. Nothing else from the parent process reaches the agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str
+    case_id: str
+    workspace: Path = Field(description="Working directory: the workspace root.")
+    home: Path = Field(description="An empty, private HOME for this attempt (outside workspace).")
+    skill_name: str
+    skill_description: str
+    skill_dir: Path = Field(description="The skill copy inside the workspace ($SKILL_DIR).")
+    env: dict[str, str] = Field(
+        description="The whole environment of tool processes: a minimal base plus the case's "
+                    "declared credentials. Model API keys of the runtime itself are not here."
+    )
+    steps: list[str] = Field(default_factory=list, description="For `literal`: the commands.")
+    limits: Limits = Field(default_factory=Limits)
+    model: str | None = Field(None, description="Model identifier, for runtimes that use one.")
+    api_base: str | None = Field(None, description="Model API base URL override.")
+    system_prompt: str = Field("", description="Executor rules: eval_skill/agents/executor.md.")
+    raw_log: Path = Field(description="Where the runtime writes its native output, as is.")
+
+
+class RunResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["completed", "failed", "timeout", "max_turns"] = Field(
+        description="completed: the agent (or every step) finished; failed: a step or the agent "
+                    "gave up; timeout / max_turns: a limit stopped it."
+    )
+    final_text: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    wall_s: float = Field(0, ge=0)
+    raw_log: str | None = Field(None, description="Path of the native log, if any.")
+    runtime_version: str | None = None
+
+
+class EventRecorder:
+    """Numbers events, redacts secrets, and appends them to events.jsonl as they happen.
+
+    Thread-safe; each line is flushed, so a killed run keeps every event before the kill.
+    """
+
+    def __init__(self, path: Path, redactor: Redactor):
+        self.path = Path(path)
+        self.redactor = redactor
+        self.events: list[Event] = []
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("w", encoding="utf-8")
+
+    def emit(self, kind: type[Event] | Any, **fields: Any) -> Event:
+        with self._lock:
+            data = {"seq": len(self.events), "t": round(time.monotonic() - self._start, 3),
+                    "kind": kind.model_fields["kind"].default, **fields}
+            clean = json.loads(self.redactor.text(json.dumps(data, default=str)))
+            event = EVENT_ADAPTER.validate_python(clean)
+            self.events.append(event)
+            self._fh.write(event.model_dump_json() + "\n")
+            self._fh.flush()
+            return event
+
+    # Shorthands used by the adapters.
+    def message(self, role: str, text: str) -> Event:
+        return self.emit(MessageEvent, role=role, text=text)
+
+    def tool_call(self, call_id: str, tool: str, input: dict) -> Event:
+        return self.emit(ToolCallEvent, call_id=call_id, tool=tool, input=input)
+
+    def tool_result(self, call_id: str, tool: str, ok: bool, **kw: Any) -> Event:
+        return self.emit(ToolResultEvent, call_id=call_id, tool=tool, ok=ok, **kw)
+
+    def usage(self, usage: Usage, model: str | None = None) -> Event:
+        return self.emit(UsageEvent, usage=usage.model_dump(), model=model)
+
+    def error(self, message: str, transient: bool, error_type: str | None = None) -> Event:
+        return self.emit(ErrorEvent, message=message, transient=transient, error_type=error_type)
+
+    def end(self, status: str, final_text: str = "") -> Event:
+        return self.emit(EndEvent, status=status, final_text=final_text)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+
+@runtime_checkable
+class AgentRuntime(Protocol):
+    """What every adapter in ``adapters/`` implements. Class-level flags let the runner fail
+    fast (a model-less runtime given no steps, a model runtime given no model)."""
+
+    name: ClassVar[str]
+    skills_subdir: ClassVar[str | None]  # where the skill copy goes, relative to the workspace
+    needs_model: ClassVar[bool]
+    config_dirs: ClassVar[tuple[str, ...]]  # runtime-owned folders in the workspace (not outputs)
+
+    def check_available(self) -> None:
+        """Raise RuntimeUnavailable (saying what to install) when this runtime cannot run."""
+
+    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+        """Run the prompt in the workspace, emitting events; raise TransientError for
+        retryable model-API failures and other EnvironmentFailures for permanent ones."""

@@ -1,0 +1,23 @@
+"""Settings from the environment (``AEVAL_*``), overridden by command-line flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AEVAL_", extra="ignore")
+
+    home: Path = Field(Path(".aeval"), description="Run store root (AEVAL_HOME).")
+    model: str | None = Field(None, description="Executor model, a litellm model string. With "
+                                                "none, the `literal` runtime is used.")
+    grader_model: str | None = Field(None, description="Grader model; defaults to `model`.")
+    api_base: str | None = Field(None, description="Model API base URL override.")
+    concurrency: int = Field(4, ge=1, description="Case chains run at once.")
+    model_concurrency: int = Field(4, ge=1, description="Model calls in flight at once.")
+    retries: int = Field(2, ge=0, description="Retries of a case after a transient error.")
+    keep_workspaces: bool = Field(False, description="Keep attempt workspaces for debugging.")
+    output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")

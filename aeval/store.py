@@ -1,0 +1,100 @@
+"""The run store: where artifacts go, written atomically.
+
+Layout (DESIGN.md)::
+
+    <root>/runs/<run-id>/run.json  junit.xml  report.html
+    <root>/runs/<run-id>/<skill>/<runtime>/<case-id>[/epoch-N]/...
+
+Every file is written to a temporary sibling and renamed into place, so a killed process
+leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from aeval.redact import Redactor
+
+_NO_REDACTION = Redactor()
+M = TypeVar("M", bound=BaseModel)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: Path, text: str, redactor: Redactor = _NO_REDACTION) -> Path:
+    return atomic_write_bytes(path, redactor.text(text).encode("utf-8"))
+
+
+def write_model(path: Path, model: BaseModel, redactor: Redactor = _NO_REDACTION) -> Path:
+    """Write a pydantic artifact as indented JSON, redacted, atomically."""
+    return atomic_write_text(path, model.model_dump_json(indent=2) + "\n", redactor)
+
+
+def read_model(path: Path, model: type[M]) -> M:
+    return model.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: ``20261130-091500-3f9c2a``."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+class RunStore:
+    """Paths of one store root (default ``.aeval``)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs / run_id
+
+    def case_dir(self, run_id: str, skill: str, runtime: str, case_id: str,
+                 epoch: int | None = None) -> Path:
+        d = self.run_dir(run_id) / skill / runtime / case_id
+        return d / f"epoch-{epoch}" if epoch is not None else d
+
+    def run_ids(self) -> list[str]:
+        if not self.runs.is_dir():
+            return []
+        return sorted(p.name for p in self.runs.iterdir() if (p / "run.json").is_file())
+
+    def resolve(self, run_id_or_dir: str) -> Path:
+        """A run id, ``latest``, or a run directory path -> the run directory."""
+        p = Path(run_id_or_dir)
+        if (p / "run.json").is_file():
+            return p
+        if run_id_or_dir == "latest":
+            ids = self.run_ids()
+            if not ids:
+                raise FileNotFoundError(f"no runs in {self.runs}")
+            return self.run_dir(ids[-1])
+        d = self.run_dir(run_id_or_dir)
+        if not (d / "run.json").is_file():
+            raise FileNotFoundError(f"no run {run_id_or_dir!r} in {self.runs}")
+        return d

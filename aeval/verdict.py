@@ -1,0 +1,70 @@
+"""Case verdicts and the CI gate (DESIGN.md: verdicts, errors, gate)."""
+
+from __future__ import annotations
+
+from aeval.artifacts import CaseResult, Expectation, Gate, GradingSummary, SkillResult
+
+
+def summarize(expectations: list[Expectation]) -> GradingSummary:
+    graded = [e for e in expectations if e.status != "ungraded"]
+    passed = sum(1 for e in graded if e.passed)
+    terminal = sum(1 for e in graded if e.terminal_passed)
+    n = len(graded)
+    first = passed / n if n else None
+    return GradingSummary(
+        passed=passed, failed=n - passed, ungraded=len(expectations) - n,
+        total=len(expectations), pass_rate=first, first_attempt_pass_rate=first,
+        terminal_pass_rate=terminal / n if n else None,
+    )
+
+
+def case_status(expectations: list[Expectation], threshold: float) -> tuple[str, str]:
+    """(status, reason) from first-attempt verdicts only.
+
+    - the structural assertion failed (the skill was edited) -> fail, whatever else passed;
+    - no assertion besides the structural one could be graded -> error (nothing was judged);
+    - first-attempt pass rate >= threshold -> pass, else fail.
+    """
+    s = summarize(expectations)
+    ungraded = f", {s.ungraded} ungraded" if s.ungraded else ""
+    structural_failed = [e for e in expectations if e.kind == "structural" and e.passed is False]
+    if structural_failed:
+        return "fail", f"skill files modified during execution ({s.passed}/{s.passed + s.failed} " \
+                       f"first-attempt{ungraded})"
+    judged = [e for e in expectations if e.kind != "structural" and e.status != "ungraded"]
+    if not judged:
+        return "error", (f"nothing could be graded: {s.ungraded} natural-language assertion(s) "
+                         f"need a grader model (--grader-model)" if s.ungraded
+                         else "the case has no assertions")
+    rate = s.first_attempt_pass_rate or 0.0
+    verdict = "pass" if rate >= threshold else "fail"
+    first_failed = next((e for e in expectations if e.passed is False), None)
+    why = f"; first failure {first_failed.id}: {first_failed.text}" if first_failed else ""
+    return verdict, (f"{s.passed}/{s.passed + s.failed} first-attempt "
+                     f"({rate:.0%} vs threshold {threshold:.0%}){ungraded}{why}")
+
+
+def skill_status(cases: list[CaseResult]) -> str:
+    statuses = {c.status for c in cases}
+    for s in ("fail", "error"):
+        if s in statuses:
+            return s
+    return "pass" if cases else "error"
+
+
+def gate(skills: list[SkillResult], usage_error: str | None = None) -> Gate:
+    """Exit code of `aeval run`, first match wins: 1 fail; 2 usage error or invalid skill;
+    3 environment error; 0 everything passed."""
+    fails = [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == "fail"]
+    if fails:
+        return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {', '.join(fails[:5])}")
+    invalid = [s.name for s in skills if s.status == "invalid"]
+    if usage_error or invalid:
+        return Gate(exit_code=2, reason=usage_error or f"invalid skill(s): {', '.join(invalid)}")
+    errors = [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == "error"]
+    if errors:
+        return Gate(exit_code=3, reason=f"{len(errors)} case(s) hit an environment error: "
+                                        f"{', '.join(errors[:5])}")
+    if not any(s.cases for s in skills):
+        return Gate(exit_code=0, reason="no skill to evaluate")
+    return Gate(exit_code=0, reason="every case passed")

@@ -1,0 +1,1 @@
+"""Thin Prefect flows that only compose tasks."""

@@ -1,0 +1,111 @@
+"""The evaluate flow: examine -> (assertions -> execute -> grade) per case, as independent
+chains -> aggregate per skill x runtime -> publish."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import prefect
+from prefect import flow, get_run_logger
+from prefect.futures import as_completed
+from prefect.tasks import exponential_backoff
+from prefect.utilities.annotations import allow_failure
+
+from aeval import __version__
+from aeval.artifacts import CaseResult, RunManifest, SkillResult
+from aeval.skill import find_skill_roots
+from aeval.store import RunStore, write_model
+from aeval.verdict import skill_status
+from tasks.aggregate import aggregate_skill
+from tasks.assertions import write_assertions
+from tasks.examine import examine_skill
+from tasks.execute import execute_case
+from tasks.grade import grade_case
+from tasks.plan import plan_cases
+from tasks.publish import publish_run
+
+
+@flow(name="aeval-evaluate", flow_run_name="evaluate {run_id}", validate_parameters=False)
+def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, epochs: int = 1,
+             store: str = ".aeval", model: str | None = None, grader_model: str | None = None,
+             api_base: str | None = None, retries: int = 2, retry_delay_s: float = 2.0,
+             keep_workspaces: bool = False, output_cap: int = 16_000,
+             runtime_options: dict[str, dict[str, Any]] | None = None,
+             skill_roots: list[str] | None = None, base: str | None = None,
+             head: str | None = None) -> RunManifest:
+    """Evaluate the skills at ``paths`` (folders holding SKILL.md, or marketplace roots),
+    or exactly ``skill_roots`` when given (change detection passes them)."""
+    log = _Both(get_run_logger(), logging.getLogger("aeval.progress"))
+    runtimes = runtimes or ["literal"]
+    run_dir = RunStore(Path(store)).run_dir(run_id)
+    manifest = RunManifest(
+        run_id=run_id, created_at=datetime.now(UTC), aeval_version=__version__,
+        prefect_version=prefect.__version__, paths=[str(p) for p in paths], base=base,
+        head=head, runtimes=runtimes, model=model, grader_model=grader_model, epochs=epochs)
+    write_model(run_dir / "run.json", manifest)
+
+    roots = [Path(r) for r in skill_roots] if skill_roots is not None else [
+        r for p in paths for r in find_skill_roots(Path(p))]
+    examined = [f.result() for f in examine_skill.map(roots)]
+    ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
+    plans = plan_cases(examined, run_id, run_dir, runtimes, epochs, ws_root, model,
+                       grader_model, api_base, output_cap, keep_workspaces, runtime_options)
+    log.info("%d skill(s), %d case run(s), runtime(s): %s", len(examined), len(plans),
+             ", ".join(runtimes))
+    for ex in examined:
+        if not ex.valid:
+            log.warning("%s is invalid:\n  %s", ex.root, "\n  ".join(ex.problems))
+
+    execute = execute_case.with_options(
+        retries=retries, retry_delay_seconds=exponential_backoff(retry_delay_s)(retries)
+        if retries else 0, retry_jitter_factor=0.5)
+    graded = {}
+    for plan in plans:
+        a = write_assertions.submit(plan)
+        x = execute.submit(plan, wait_for=[a])
+        graded[grade_case.submit(plan, a, allow_failure(x))] = plan
+    results: dict[str, list[CaseResult]] = {}
+    for fut in as_completed(list(graded)):
+        plan = graded[fut]
+        res = fut.result()
+        results.setdefault(str(plan.skill.path), []).append(res)
+        log.info("%s: %s", plan.label, res.status.upper())
+
+    skills = []
+    for ex in examined:
+        cases = sorted(results.get(str(ex.root), []),
+                       key=lambda c: (c.runtime, c.case_id, c.epoch or 0))
+        for rt in runtimes:
+            rt_cases = [c for c in cases if c.runtime == rt]
+            if rt_cases:
+                aggregate_skill(run_dir, ex.name, rt, rt_cases)
+        skills.append(SkillResult(
+            name=ex.name, path=str(ex.root), tier=ex.tier, warnings=ex.warnings,
+            problems=ex.problems, cases=cases,
+            status="invalid" if not ex.valid else skill_status(cases)))
+    manifest.skills = skills
+    done = publish_run(run_dir, manifest)
+    if not keep_workspaces:
+        shutil.rmtree(ws_root, ignore_errors=True)
+    log.info("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)
+    return done
+
+
+class _Both:
+    """Log to the Prefect run (UI) and to the console progress logger of the CLI."""
+
+    def __init__(self, *loggers: logging.Logger | logging.LoggerAdapter):
+        self.loggers = loggers
+
+    def info(self, msg: str, *args: object) -> None:
+        for lg in self.loggers:
+            lg.info(msg, *args)
+
+    def warning(self, msg: str, *args: object) -> None:
+        for lg in self.loggers:
+            lg.warning(msg, *args)

@@ -1,0 +1,201 @@
+"""Aggregate one skill x runtime over its cases x epochs: benchmark.json (pandas),
+analysis_notes.json, multi_eval_report.json and summary.md."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from aeval.artifacts import (
+    AnalysisNote,
+    AnalysisNotes,
+    Benchmark,
+    CaseResult,
+    FixSuggestions,
+    Grading,
+    MultiEvalReport,
+    RateStats,
+)
+from aeval.events import Usage
+from aeval.store import atomic_write_text, read_model, write_model
+from aeval.verdict import skill_status
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float | None, float | None]:
+    """Wilson score interval of a binomial proportion."""
+    if n == 0:
+        return None, None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+
+
+def _stats(series: pd.Series, successes: int | None = None, trials: int | None = None
+           ) -> RateStats:
+    s = series.dropna().astype(float)
+    lo, hi = wilson(successes, trials) if trials else (None, None)
+    if s.empty:
+        return RateStats(mean=None, stddev=None, min=None, max=None, wilson_low=lo,
+                         wilson_high=hi, n=0)
+    std = s.std(ddof=1)
+    return RateStats(mean=round(s.mean(), 4), stddev=None if pd.isna(std) else round(std, 4),
+                     min=round(s.min(), 4), max=round(s.max(), 4), wilson_low=lo,
+                     wilson_high=hi, n=len(s))
+
+
+def load_gradings(run_dir: Path, cases: list[CaseResult]) -> list[tuple[CaseResult, Grading]]:
+    out = []
+    for c in cases:
+        p = run_dir / c.dir / "grading.json"
+        if p.is_file():
+            out.append((c, read_model(p, Grading)))
+    return out
+
+
+def assertion_frame(pairs: list[tuple[CaseResult, Grading]]) -> pd.DataFrame:
+    """One row per case run x assertion."""
+    rows = []
+    for c, g in pairs:
+        run = c.case_id if c.epoch is None else f"{c.case_id}/epoch-{c.epoch}"
+        for e in g.expectations:
+            rows.append({"run": run, "case": c.case_id, "epoch": c.epoch, "assertion": e.id,
+                         "text": e.text, "status": e.status, "passed": e.passed,
+                         "terminal": e.terminal_passed})
+    return pd.DataFrame(rows, columns=["run", "case", "epoch", "assertion", "text", "status",
+                                       "passed", "terminal"])
+
+
+def benchmark(skill: str, runtime: str, pairs: list[tuple[CaseResult, Grading]]) -> Benchmark:
+    runs = pd.DataFrame([{
+        "status": c.status, "first": c.first_attempt_pass_rate,
+        "terminal": c.terminal_pass_rate, "wall": g.timing.executor_wall_s,
+        "tool_calls": g.execution_metrics.total_tool_calls,
+        "changes": len(g.self_correction.changes_made),
+    } for c, g in pairs], columns=["status", "first", "terminal", "wall", "tool_calls",
+                                   "changes"])
+    df = assertion_frame(pairs)
+    graded = df[df["status"] != "ungraded"]
+    first_ok = int((graded["status"] == "passed").sum())
+    term_ok = int(graded["terminal"].fillna(False).astype(bool).sum())
+    usage = sum((g.execution_metrics.usage for _, g in pairs), Usage())
+    matrix: dict[str, dict[str, bool | None]] = {}
+    for row in df.itertuples():
+        matrix.setdefault(row.run, {})[row.assertion] = (
+            None if row.status == "ungraded" else bool(row.passed))
+    return Benchmark(
+        skill=skill, runtime=runtime, runs=len(runs),
+        statuses={k: int(v) for k, v in runs["status"].value_counts().items()},
+        first_attempt_pass_rate=_stats(runs["first"], first_ok, len(graded)),
+        terminal_pass_rate=_stats(runs["terminal"], term_ok, len(graded)),
+        usage=usage, wall_s=_stats(runs["wall"]) if runs["wall"].notna().any() else None,
+        tool_calls=int(runs["tool_calls"].sum()), self_corrections=int(runs["changes"].sum()),
+        assertion_matrix=matrix)
+
+
+def analyze(skill: str, runtime: str, pairs: list[tuple[CaseResult, Grading]]) -> AnalysisNotes:
+    """Descriptive notes over the run distribution; never looks at skill source."""
+    notes: list[AnalysisNote] = []
+    df = assertion_frame(pairs)
+    graded = df[df["status"] != "ungraded"].assign(ok=lambda d: d["status"] == "passed")
+    # runs in which something failed: an assertion passing in all of them discriminates nothing
+    failing_runs = set(graded.loc[~graded["ok"], "run"])
+    for (case, aid), g in df.groupby(["case", "assertion"], sort=True):
+        subject, text = f"{case}:{aid}", g["text"].iloc[0]
+        gg = graded[(graded["case"] == case) & (graded["assertion"] == aid)]
+        if gg.empty:
+            notes.append(AnalysisNote(kind="ungraded", subject=subject,
+                                      detail=f"never graded ({len(g)} run(s)): {text}"))
+            continue
+        rate = float(gg["ok"].mean())
+        if len(gg) > 1 and 0 < rate < 1:
+            notes.append(AnalysisNote(kind="flaky", subject=subject,
+                                      detail=f"passed {rate:.0%} of {len(gg)} runs: {text}"))
+        elif rate == 0:
+            notes.append(AnalysisNote(kind="always_failing", subject=subject,
+                                      detail=f"failed in all {len(gg)} run(s): {text}"))
+        elif aid != "S1" and set(gg["run"]) and set(gg["run"]) <= failing_runs:
+            notes.append(AnalysisNote(kind="non_discriminating", subject=subject, detail=(
+                f"passed in every run, including {len(gg)} run(s) that failed: {text}")))
+    runs = pd.DataFrame([{"run": c.case_id if c.epoch is None else f"{c.case_id}#{c.epoch}",
+                          "tokens": g.execution_metrics.usage.prompt_tokens
+                          + g.execution_metrics.usage.output_tokens,
+                          "wall": g.timing.executor_wall_s} for c, g in pairs])
+    if len(runs) >= 4:
+        for col, kind in (("tokens", "token_outlier"), ("wall", "latency_outlier")):
+            s = runs[col].astype(float)
+            q1, q3 = s.quantile(0.25), s.quantile(0.75)
+            fence = q3 + 1.5 * (q3 - q1)
+            for r in runs[s > fence].itertuples():
+                notes.append(AnalysisNote(kind=kind, subject=r.run, detail=(
+                    f"{col} {getattr(r, col):.1f} above the upper fence {fence:.1f} "
+                    f"(median {s.median():.1f})")))
+    return AnalysisNotes(skill=skill, runtime=runtime, notes=notes)
+
+
+SUMMARY_TEMPLATE = """\
+# {skill} [{runtime}]: {verdict}
+
+> [!{callout}]
+> {headline}
+
+| case | status | first-attempt | terminal | ungraded | self-corrections | attempts |
+|---|---|---|---|---|---|---|
+{rows}
+
+<details><summary>Reasons</summary>
+
+{reasons}
+
+</details>
+"""
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def render_summary(report: MultiEvalReport) -> str:
+    rows = "\n".join(
+        f"| {c.case_id}{'' if c.epoch is None else f' #{c.epoch}'} | {c.status} | "
+        f"{_pct(c.first_attempt_pass_rate)} | {_pct(c.terminal_pass_rate)} | {c.ungraded} | "
+        f"{c.self_corrections} | {c.attempts} |" for c in report.cases)
+    reasons = "\n".join(f"- **{c.case_id}**: {c.reason}" for c in report.cases)
+    callout = {"pass": "TIP", "fail": "CAUTION", "error": "WARNING"}[report.verdict]
+    n = len(report.cases)
+    passed = sum(1 for c in report.cases if c.status == "pass")
+    return SUMMARY_TEMPLATE.format(skill=report.skill, runtime=report.runtime,
+                                   verdict=report.verdict.upper(), callout=callout,
+                                   headline=f"{passed}/{n} case(s) passed on the first attempt",
+                                   rows=rows, reasons=reasons)
+
+
+def aggregate(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult]) -> MultiEvalReport:
+    """Write the per skill x runtime artifacts; return the multi-eval report."""
+    out = Path(run_dir) / cases[0].dir.split("/")[0] / runtime
+    pairs = load_gradings(Path(run_dir), cases)
+    write_model(out / "benchmark.json", benchmark(skill, runtime, pairs))
+    write_model(out / "analysis_notes.json", analyze(skill, runtime, pairs))
+    if not (out / "fix_suggestions.json").exists():
+        write_model(out / "fix_suggestions.json",
+                    FixSuggestions(skill=skill, runtime=runtime, causal_share=None))
+    fidelity = all(g.grader.protocol_fidelity for _, g in pairs)
+    report = MultiEvalReport(skill=skill, runtime=runtime, cases=cases,
+                             verdict=skill_status(cases), protocol_fidelity=fidelity)
+    write_model(out / "multi_eval_report.json", report)
+    atomic_write_text(out / "summary.md", render_summary(report))
+    return report
+
+
+@task(name="aggregate", task_run_name="aggregate {skill} [{runtime}]", cache_policy=NO_CACHE)
+def aggregate_skill(run_dir: Path, skill: str, runtime: str,
+                    cases: list[CaseResult]) -> MultiEvalReport:
+    """Benchmark, analysis notes, multi-eval report and summary for one skill x runtime."""
+    return aggregate(run_dir, skill, runtime, cases)

@@ -1,0 +1,233 @@
+"""Grade: deterministic checks in the workspace, the structural assertion from Δ, the
+self-correction section from the events, and the case verdict from first-attempt results.
+
+Natural-language assertions need a grader model; without one they are `ungraded`, which
+never counts as passed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import Counter
+from datetime import UTC, datetime
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from aeval.artifacts import (
+    AssertionsFile,
+    AttemptRecord,
+    CaseResult,
+    ChangeMade,
+    EvalMetadata,
+    ExecutionMetrics,
+    Expectation,
+    FirstAttemptError,
+    GraderInfo,
+    Grading,
+    SelfCorrection,
+    Timing,
+)
+from aeval.checks import CheckContext, run_check
+from aeval.events import (
+    Event,
+    MessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+    UsageEvent,
+    calls_by_id,
+    read_events,
+    transcript_text,
+)
+from aeval.plan import CasePlan, ExecutionRecord
+from aeval.redact import Redactor
+from aeval.shell import base_env
+from aeval.store import write_model
+from aeval.verdict import case_status, summarize
+from aeval.workspace import FileChange
+from tasks.execute import recorded_attempts
+from tasks.install import resolve_credentials
+
+WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
+
+
+def first_attempt_errors(events: list[Event]) -> list[FirstAttemptError]:
+    calls = calls_by_id(events)
+    out = []
+    for e in events:
+        if isinstance(e, ToolResultEvent) and not e.ok:
+            call = calls.get(e.call_id)
+            cmd = None
+            if call is not None:
+                cmd = call.input.get("command") if isinstance(call.input.get("command"), str) \
+                    else json.dumps(call.input, ensure_ascii=False)
+            out.append(FirstAttemptError(
+                seq=e.seq, call_seq=call.seq if call else None, tool=e.tool,
+                exit_code=e.exit_code, command=(cmd or "")[:300] or None,
+                excerpt=e.output.strip()[-400:]))
+    return out
+
+
+def attribute_changes(changes: list[FileChange], events: list[Event],
+                      skill_rel: str) -> list[ChangeMade]:
+    """Tie each skill edit to the tool call that made it (Δ attribution)."""
+    calls = calls_by_id(events)
+    out = []
+    for i, ch in enumerate(changes, 1):
+        ws_path = f"{skill_rel}/{ch.path}"
+        seq, tool, how = None, None, "unknown"
+        for e in events:
+            if isinstance(e, ToolResultEvent) and ws_path in e.paths_written:
+                call = calls.get(e.call_id)
+                seq, tool = (call.seq if call else e.seq), e.tool
+                how = "direct" if e.tool in WRITE_TOOLS else "after_bash"
+                break
+        if seq is None:
+            for e in events:
+                if isinstance(e, ToolCallEvent) and (
+                        ws_path in json.dumps(e.input) or ch.path in json.dumps(e.input)):
+                    seq, tool = e.seq, e.tool
+                    how = "direct" if e.tool in WRITE_TOOLS else "after_bash"
+                    break
+        out.append(ChangeMade(id=f"C{i}", path=ch.path, change=ch.change, diff=ch.diff,
+                              event_seq=seq, tool=tool, attribution=how))
+    return out
+
+
+def metrics(events: list[Event], outputs: int) -> ExecutionMetrics:
+    calls = Counter(e.tool for e in events if isinstance(e, ToolCallEvent))
+    usage = sum((e.usage for e in events if isinstance(e, UsageEvent)), Usage())
+    return ExecutionMetrics(
+        tool_calls=dict(calls), total_tool_calls=sum(calls.values()),
+        failed_tool_calls=sum(1 for e in events if isinstance(e, ToolResultEvent) and not e.ok),
+        turns=sum(1 for e in events if isinstance(e, MessageEvent) and e.role == "assistant"),
+        usage=usage, output_files=outputs, transcript_chars=len(transcript_text(events)))
+
+
+def _not_run(assertions: AssertionsFile, reason: str) -> list[Expectation]:
+    return [Expectation(id=a.id, text=a.text, kind=a.kind, status="ungraded", passed=None,
+                        terminal_passed=None, evidence=f"not evaluated: {reason}",
+                        graded_by="none") for a in assertions.assertions]
+
+
+def grade(plan: CasePlan, assertions: AssertionsFile,
+          execution: ExecutionRecord | BaseException) -> CaseResult:
+    """Grade one case and write grading.json and eval_metadata.json. Never raises for the
+    case's own outcome: an execution exception becomes status `error` with its reason."""
+    start = time.monotonic()
+    case_dir = plan.case_dir
+    attempts: list[AttemptRecord] = recorded_attempts(plan)
+    try:
+        redactor = Redactor(resolve_credentials(plan))
+    except Exception:
+        redactor = Redactor()
+    meta = EvalMetadata(
+        run_id=plan.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
+        case_id=plan.case.id, runtime=plan.runtime, model=plan.model, epoch=plan.epoch,
+        tier=plan.tier, contract=plan.contract, prompt=plan.case.prompt,
+        expected_outcome=plan.case.expected_outcome,
+        required_credentials=plan.case.required_credentials, lint_warnings=plan.warnings,
+        attempts=attempts,
+        started_at=attempts[0].started_at if attempts else None,
+    )
+
+    if isinstance(execution, BaseException):
+        reason = redactor.text(
+            f"{type(execution).__name__}: {execution}".strip().splitlines()[0][:400])
+        last = attempts[-1] if attempts else None
+        if last and last.error:
+            reason = f"{last.error_type}: {last.error.splitlines()[0][:400]}"
+        expectations = _not_run(assertions, "the case did not execute")
+        grading = Grading(
+            skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status="error",
+            status_reason=reason, expectations=expectations, summary=summarize(expectations),
+            self_correction=SelfCorrection(was_needed=False),
+            grader=GraderInfo(model=None, protocol_fidelity=True))
+        meta.status, meta.ended_at = "error", datetime.now(UTC)
+        write_model(case_dir / "grading.json", grading, redactor)
+        write_model(case_dir / "eval_metadata.json", meta, redactor)
+        return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
+                          status="error", reason=reason, ungraded=len(expectations),
+                          total=len(expectations), attempts=len(attempts), dir=plan.rel_dir)
+
+    events = read_events(case_dir / "events.jsonl")
+    skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
+    changes = attribute_changes(execution.changes, events, skill_rel)
+    errors = first_attempt_errors(events)
+    env = base_env(execution.attempt_root / "home",
+                   {"SKILL_DIR": str(execution.skill_copy), **_credentials(plan)})
+    ctx = CheckContext(workspace=execution.workspace, events=events, env=env)
+
+    expectations = []
+    for a in assertions.assertions:
+        if a.kind == "structural":
+            ok = not changes
+            evidence = ("no skill file changed (manifest diff empty)" if ok else
+                        "; ".join(f"{c.id} {c.change} {c.path}" + (
+                            f" by [{c.event_seq}] {c.tool}" if c.event_seq is not None else "")
+                            for c in changes))
+            expectations.append(Expectation(
+                id=a.id, text=a.text, kind=a.kind, status="passed" if ok else "failed",
+                passed=ok, terminal_passed=True, needed_correction=not ok,
+                evidence=evidence, graded_by="structural"))
+        elif a.check is not None:
+            out = run_check(a.check, ctx)
+            expectations.append(Expectation(
+                id=a.id, text=a.text, kind=a.kind, status="passed" if out.passed else "failed",
+                passed=out.passed, terminal_passed=out.passed,
+                evidence=redactor.text(out.evidence), graded_by="check"))
+        else:
+            expectations.append(Expectation(
+                id=a.id, text=a.text, kind=a.kind, status="ungraded", passed=None,
+                terminal_passed=None, graded_by="none",
+                evidence="no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"))
+
+    status, reason = case_status(expectations, plan.case.pass_threshold)
+    result = execution.result
+    m = metrics(events, len(execution.outputs))
+    grading = Grading(
+        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
+        status_reason=reason, expectations=expectations, summary=summarize(expectations),
+        self_correction=SelfCorrection(
+            was_needed=bool(changes),
+            first_attempt_errors=errors, changes_made=changes,
+            affected_assertions=[e.id for e in expectations if e.needed_correction]),
+        execution_metrics=m,
+        timing=Timing(executor_wall_s=round(result.wall_s, 3),
+                      total_s=round(result.wall_s + time.monotonic() - start, 3)),
+        grader=GraderInfo(model=None, protocol_fidelity=True))
+    write_model(case_dir / "grading.json", grading, redactor)
+
+    meta.status, meta.ended_at = status, datetime.now(UTC)
+    meta.usage = result.usage if result.usage.requests else m.usage
+    meta.wall_s = round(result.wall_s, 3)
+    meta.runtime_version = execution.runtime_version
+    meta.outputs = execution.outputs
+    write_model(case_dir / "eval_metadata.json", meta, redactor)
+
+    if not plan.keep_workspace:
+        shutil.rmtree(execution.attempt_root, ignore_errors=True)
+    s = grading.summary
+    return CaseResult(
+        case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=status,
+        reason=reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
+        first_attempt_pass_rate=s.first_attempt_pass_rate,
+        terminal_pass_rate=s.terminal_pass_rate, self_corrections=len(changes),
+        attempts=len(attempts), dir=plan.rel_dir)
+
+
+def _credentials(plan: CasePlan) -> dict[str, str]:
+    try:
+        return resolve_credentials(plan)
+    except Exception:
+        return {}
+
+
+@task(name="grade", task_run_name="grade {plan.label}", cache_policy=NO_CACHE)
+def grade_case(plan: CasePlan, assertions: AssertionsFile,
+               execution: ExecutionRecord | BaseException) -> CaseResult:
+    """Grade one case (``execution`` is the exception when the execution failed)."""
+    return grade(plan, assertions, execution)

@@ -1,0 +1,69 @@
+"""Install: a fresh workspace with the skill COPY where the runtime discovers skills, the case
+files, the manifest; then `setup` and `preflight` commands."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from aeval.errors import EnvironmentFailure, MissingCredential, PreflightFailed
+from aeval.plan import CasePlan
+from aeval.redact import Redactor
+from aeval.shell import base_env, run_command
+from aeval.store import atomic_write_text
+from aeval.workspace import Workspace, prepare_workspace
+
+
+class SetupFailed(EnvironmentFailure):
+    """A `setup` command failed: the case could not be installed."""
+
+
+def resolve_credentials(plan: CasePlan, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Values of the declared credentials; a missing one is an environment error."""
+    environ = os.environ if environ is None else environ
+    missing = [n for n in plan.case.required_credentials if not environ.get(n)]
+    if missing:
+        raise MissingCredential(
+            f"required credential(s) not set: {', '.join(missing)} (declared by "
+            f"{plan.skill.name}/{plan.case.id} in required_credentials)")
+    return {n: environ[n] for n in plan.case.required_credentials}
+
+
+def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str]) -> dict[str, str]:
+    """The whole environment of every command of the case."""
+    return base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir), **credentials})
+
+
+def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
+            config_dirs: tuple[str, ...], credentials: dict[str, str],
+            log_path: Path) -> Workspace:
+    """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
+    ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
+                           plan.case.files, config_dirs)
+    env = tool_env(plan, ws, credentials)
+    redactor = Redactor(credentials)
+    log: list[str] = []
+    try:
+        for phase, commands, error in (("setup", plan.case.setup, SetupFailed),
+                                       ("preflight", plan.case.preflight, PreflightFailed)):
+            for cmd in commands:
+                r = run_command(cmd, ws.path, env, plan.case.timeout_s, plan.output_cap)
+                log.append(f"$ {cmd}  # {phase}, exit {r.exit_code}, {r.duration_s:.1f}s\n"
+                           f"{r.combined()}\n")
+                if not r.ok:
+                    tail = r.combined().strip()[-500:]
+                    raise error(f"{phase} command failed (exit {r.exit_code}): {cmd}\n{tail}")
+    finally:
+        atomic_write_text(log_path, "".join(log), redactor)
+    return ws
+
+
+@task(name="install", task_run_name="install {plan.label}", cache_policy=NO_CACHE)
+def install_workspace(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
+                      config_dirs: tuple[str, ...], credentials: dict[str, str],
+                      log_path: Path) -> Workspace:
+    """Install one attempt's workspace."""
+    return install(plan, attempt_root, skills_subdir, config_dirs, credentials, log_path)

@@ -1,0 +1,30 @@
+"""Planning: examined skills x cases x runtimes x epochs -> independent case plans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aeval.plan import CasePlan, Examined
+
+
+def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: list[str],
+               epochs: int, workspace_root: Path, model: str | None = None,
+               grader_model: str | None = None, api_base: str | None = None,
+               output_cap: int = 16_000, keep_workspace: bool = False,
+               runtime_options: dict[str, dict[str, Any]] | None = None) -> list[CasePlan]:
+    plans = []
+    for ex in examined:
+        if not ex.valid:
+            continue
+        for case in ex.cases:
+            for rt in runtimes:
+                for epoch in (range(1, epochs + 1) if epochs > 1 else [None]):
+                    plans.append(CasePlan(
+                        run_id=run_id, run_dir=run_dir, skill=ex.skill, tier=ex.tier,
+                        contract=ex.contract, warnings=ex.warnings, case=case, runtime=rt,
+                        runtime_options=(runtime_options or {}).get(rt, {}), epoch=epoch,
+                        model=model, grader_model=grader_model, api_base=api_base,
+                        output_cap=output_cap, keep_workspace=keep_workspace,
+                        workspace_root=workspace_root))
+    return plans
