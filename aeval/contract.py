@@ -220,14 +220,20 @@ class LoadedContract(_Strict):
 
 
 def _loc(loc: tuple) -> str:
-    out = ""
+    """``('evals', 0, 'assertions', 1, 'tagged-union[...]', 'file_exists', 'path')`` ->
+    ``evals[0].assertions[1].path``: union branch names are noise to a config author."""
+    out, skip_tag = "", False
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in CHECK_TYPES or part in ("str", "function-after[_relative(), str]"):
-            continue  # union branch names add noise, not location
-        else:
-            out += f".{part}" if out else str(part)
+            continue
+        if part.startswith(("tagged-union[", "function-", "union[")):
+            skip_tag = part.startswith("tagged-union[")
+            continue
+        if skip_tag and part in CHECK_TYPES:
+            skip_tag = False
+            continue
+        out += f".{part}" if out else part
     return out
 
 
@@ -236,10 +242,16 @@ def problems_from_validation(where: str, exc: ValidationError) -> list[Problem]:
     out: list[Problem] = []
     seen: set[tuple[str, str]] = set()
     for err in exc.errors(include_url=False):
-        field = _loc(err["loc"])
+        loc = err["loc"]
+        if loc and loc[-1] == "str" and err["type"] == "string_type":
+            continue  # a typed check that failed is not also "not a string"
+        field = _loc(loc)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":
-            msg = f"unknown check type; known: {', '.join(CHECK_TYPES)}"
+            msg = f"unknown check type {err['input'].get('type')!r}; known: " \
+                  f"{', '.join(CHECK_TYPES)}"
+        elif err["type"] == "union_tag_not_found":
+            msg = "a check needs a `type` field"
         elif err["type"] == "extra_forbidden":
             msg = "unknown field"
         if (field, msg) not in seen:

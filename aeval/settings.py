@@ -19,5 +19,7 @@ class Settings(BaseSettings):
     concurrency: int = Field(4, ge=1, description="Case chains run at once.")
     model_concurrency: int = Field(4, ge=1, description="Model calls in flight at once.")
     retries: int = Field(2, ge=0, description="Retries of a case after a transient error.")
+    retry_delay_s: float = Field(2.0, ge=0, description="First retry delay; doubles each time "
+                                                        "(with jitter).")
     keep_workspaces: bool = Field(False, description="Keep attempt workspaces for debugging.")
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")

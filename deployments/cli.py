@@ -219,6 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         epochs=args.epochs, store=str(store), model=model,
         grader_model=args.grader_model or settings.grader_model,
         api_base=args.api_base or settings.api_base, retries=settings.retries,
+        retry_delay_s=settings.retry_delay_s,
         keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots])
     print_summary(manifest, RunStore(store).run_dir(run_id))

@@ -1,0 +1,98 @@
+"""Each deterministic check: a pass and a fail, with evidence a person can verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter
+
+from aeval.checks import CheckContext, describe, run_check
+from aeval.contract import DeterministicCheck
+from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent
+from aeval.shell import base_env
+
+CHECK = TypeAdapter(DeterministicCheck)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> CheckContext:
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "m.json").write_text(json.dumps(
+        {"metrics": {"miou": 0.81, "classes": ["road", "sky"]}, "ok": True}))
+    (tmp_path / "outputs" / "log.txt").write_text("epoch 1\nmIoU=0.81\n")
+    (tmp_path / "bad.json").write_text("{not json")
+    events = [
+        MessageEvent(seq=0, t=0, role="user", text="train please"),
+        ToolCallEvent(seq=1, t=0, call_id="a", tool="bash",
+                      input={"command": "python run.py segment_train"}),
+        ToolResultEvent(seq=2, t=0, call_id="a", tool="bash", ok=False, exit_code=1,
+                        output="Traceback ...\nKeyError: 'segment_train'"),
+        ToolCallEvent(seq=3, t=0, call_id="b", tool="bash",
+                      input={"command": "python run.py train"}),
+        ToolResultEvent(seq=4, t=0, call_id="b", tool="bash", ok=True, exit_code=0,
+                        output="mIoU=0.81"),
+    ]
+    return CheckContext(workspace=tmp_path, events=events, env=base_env(tmp_path))
+
+
+@pytest.mark.parametrize("spec, passed, evidence", [
+    ({"type": "file_exists", "path": "outputs/m.json"}, True, "outputs/m.json exists"),
+    ({"type": "file_exists", "path": "outputs/nope"}, False, "does not exist"),
+    ({"type": "file_contains", "path": "outputs/log.txt", "pattern": r"mIoU=0\.\d+"}, True,
+     "outputs/log.txt:2: mIoU=0.81"),
+    ({"type": "file_contains", "path": "outputs/log.txt", "pattern": "loss"}, False,
+     "/loss/ not found in outputs/log.txt"),
+    ({"type": "command", "run": "test -f outputs/m.json && echo yes", "stdout": "^yes$"}, True,
+     "exit 0"),
+    ({"type": "command", "run": "exit 3"}, False, "exit 3, expected 0"),
+    ({"type": "command", "run": "exit 3", "exit_code": 3}, True, "exit 3"),
+    ({"type": "command", "run": "echo no", "stdout": "yes"}, False, "stdout does not match"),
+    ({"type": "command", "run": "sleep 5", "timeout_s": 0.3}, False, "timed out"),
+    ({"type": "json_path", "path": "outputs/m.json", "query": "metrics.miou"}, True,
+     "metrics.miou = 0.81"),
+    ({"type": "json_path", "path": "outputs/m.json", "query": "$.metrics.classes[1]",
+      "equals": "sky"}, True, '= "sky"'),
+    ({"type": "json_path", "path": "outputs/m.json", "query": "metrics.miou", "equals": 0.9},
+     False, "expected 0.9"),
+    ({"type": "json_path", "path": "outputs/m.json", "query": "metrics.loss"}, False,
+     "not found"),
+    ({"type": "json_path", "path": "outputs/m.json", "query": "metrics.miou",
+      "pattern": r"^0\.8"}, True, "0.81"),
+    ({"type": "json_path", "path": "bad.json", "query": "a"}, False, "not valid JSON"),
+    ({"type": "transcript_contains", "text": "KeyError: 'segment_train'"}, True, "found"),
+    ({"type": "transcript_contains", "text": "CUDA"}, False, "not in the transcript"),
+    ({"type": "transcript_regex", "pattern": r"mIoU=\d\.\d+"}, True, "mIoU=0.81"),
+    ({"type": "transcript_regex", "pattern": r"loss=\d"}, False, "not in the transcript"),
+    ({"type": "tool_used", "tool": "bash", "input": "segment_train"}, True, "[1]"),
+    ({"type": "tool_used", "tool": "bash", "min_count": 3}, False, "2 matching bash call(s)"),
+    ({"type": "tool_used", "tool": "edit_file"}, False, "0 matching"),
+    ({"type": "commands_succeeded"}, False, "KeyError: 'segment_train'"),
+])
+def test_check(ctx, spec, passed, evidence):
+    check = CHECK.validate_python(spec)
+    out = run_check(check, ctx)
+    assert out.passed is passed, out.evidence
+    assert evidence in out.evidence
+    assert describe(check)
+
+
+def test_commands_succeeded_passes_on_clean_run_and_fails_on_no_run(ctx):
+    clean = CheckContext(ctx.workspace, [e for e in ctx.events if e.seq >= 3], ctx.env)
+    assert run_check(CHECK.validate_python({"type": "commands_succeeded"}), clean).passed
+    empty = CheckContext(ctx.workspace, [], ctx.env)
+    out = run_check(CHECK.validate_python({"type": "commands_succeeded"}), empty)
+    assert not out.passed and "no command was run" in out.evidence
+
+
+def test_command_check_runs_in_workspace_with_only_given_env(ctx, monkeypatch):
+    monkeypatch.setenv("AEVAL_TEST_LEAK", "should-not-be-seen")
+    out = run_check(CHECK.validate_python(
+        {"type": "command", "run": 'test -z "$AEVAL_TEST_LEAK" && pwd', "stdout": "."}), ctx)
+    assert out.passed and str(ctx.workspace) in out.evidence
+
+
+def test_paths_outside_the_workspace_are_rejected_when_the_contract_is_read():
+    with pytest.raises(ValueError, match="must be a relative path inside the workspace"):
+        CHECK.validate_python({"type": "file_exists", "path": "../../etc/passwd"})

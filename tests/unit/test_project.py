@@ -1,0 +1,60 @@
+"""Project invariants: shipped schemas match the models, prompts exist, layers point one way."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from aeval.artifacts import SCHEMA_NAMES, json_schema
+from aeval.prompts import PROMPTS, load_prompt
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ["deployments", "flows", "tasks", "adapters", "aeval"]  # each imports only later ones
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_shipped_schema_is_generated_from_the_model(name):
+    shipped = json.loads((ROOT / "eval_skill" / "schemas" / f"{name}.schema.json").read_text())
+    assert shipped == json_schema(name), "run `aeval schema --write eval_skill/schemas`"
+
+
+@pytest.mark.parametrize("name", PROMPTS)
+def test_every_prompt_exists_and_is_not_empty(name):
+    assert len(load_prompt(name)) > 200
+
+
+def test_every_prompt_a_code_path_names_exists():
+    names = set()
+    for py in ROOT.glob("*/**/*.py"):
+        if "tests" in py.parts:
+            continue
+        for node in ast.walk(ast.parse(py.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "load_prompt":
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant):
+                    names.add(arg.value)
+    assert names and names <= set(PROMPTS)
+
+
+def _imports(py: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(py.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_dependencies_point_one_way(layer):
+    forbidden = set(LAYERS[: LAYERS.index(layer)])
+    if layer == "aeval":
+        forbidden |= {"prefect", "litellm", "openai", "anthropic", "gitlab", "claude_agent_sdk",
+                      "pandas"}
+    for py in (ROOT / layer).rglob("*.py"):
+        bad = _imports(py) & forbidden
+        assert not bad, f"{py.relative_to(ROOT)} imports {bad}"
