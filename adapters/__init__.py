@@ -14,6 +14,7 @@ from aeval.runtime import AgentRuntime
 
 # name -> "module:Class"; keep in sync with DESIGN.md's runtime table.
 RUNTIMES: dict[str, str] = {
+    "builtin": "adapters.builtin:BuiltinRuntime",
     "literal": "adapters.literal:LiteralRuntime",
     "replay": "adapters.replay:ReplayRuntime",
 }

@@ -1,0 +1,141 @@
+"""`builtin`: aeval's own tool-using agent loop on litellm, so any provider works (local ones
+included): ``--model openai/<name>``, ``anthropic/<name>``, ``ollama/<name>`` ...
+
+The skill copy sits at ``.agents/skills/<name>/`` and is announced by name and description
+in the system prompt; the agent reads SKILL.md itself. The request prefix is byte-stable
+(no timestamps or random ids; the conversation only grows), and for Anthropic models cache
+breakpoints sit on the tools, the system prompt and the newest message, so repeated turns
+read the prompt from the cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from typing import Any, ClassVar
+
+from adapters.agent_tools import TOOL_SPECS, Toolbox
+from adapters.llm import complete, is_anthropic
+from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
+from aeval.events import Usage
+from aeval.runtime import EventRecorder, RunRequest, RunResult
+
+SKILL_NOTE = """
+## Your skill
+
+One agent skill is installed for this task:
+
+- **{name}**: {description}
+  Location: `{path}/` (read `{path}/SKILL.md` first; scripts and references sit beside it).
+"""
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def system_prompt(request: RunRequest) -> str:
+    rel = request.skill_dir.relative_to(request.workspace).as_posix()
+    base = request.system_prompt.replace("{skill_path}", rel)
+    return base.rstrip() + "\n" + SKILL_NOTE.format(name=request.skill_name,
+                                                   description=request.skill_description,
+                                                   path=rel)
+
+
+def with_cache_breakpoints(messages: list[dict], tools: list[dict]) -> tuple[list, list]:
+    """Anthropic prompt caching: breakpoints on the tools, the system prompt and the newest
+    message. Copies; the conversation itself is never rewritten."""
+    msgs = copy.deepcopy(messages)
+    for i in (0, len(msgs) - 1):
+        m = msgs[i]
+        if isinstance(m.get("content"), str) and m["content"]:
+            m["content"] = [{"type": "text", "text": m["content"], "cache_control": _EPHEMERAL}]
+    tls = copy.deepcopy(tools)
+    tls[-1]["function"]["cache_control"] = _EPHEMERAL
+    return msgs, tls
+
+
+class BuiltinRuntime:
+    name: ClassVar[str] = "builtin"
+    skills_subdir: ClassVar[str | None] = ".agents/skills"
+    needs_model: ClassVar[bool] = True
+    config_dirs: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, api_key_env: str | None = None):
+        """``api_key_env``: name of the variable holding the model key (default: the
+        provider's usual one, read by litellm from aeval's own environment)."""
+        self.api_key_env = api_key_env
+
+    def check_available(self) -> None:
+        try:
+            import litellm  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - a hard dependency
+            raise RuntimeUnavailable("the builtin runtime needs litellm: pip install litellm") \
+                from exc
+
+    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+        if not request.model:
+            raise RuntimeUnavailable("the builtin runtime needs --model (a litellm model string)")
+        start = time.monotonic()
+        deadline = start + request.limits.timeout_s
+        tools = Toolbox(request.workspace, request.skill_dir, request.env,
+                        request.limits.output_cap)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt(request)},
+            {"role": "user", "content": request.prompt},
+        ]
+        recorder.message("user", request.prompt)
+        api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        anthropic = is_anthropic(request.model)
+        usage = None
+        status, final, turns = "completed", "", 0
+        raw = request.raw_log.open("a", encoding="utf-8")
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    status, final = "timeout", f"timeout after {turns} turn(s)"
+                    break
+                if turns >= request.limits.max_turns:
+                    status, final = "max_turns", f"stopped at max_turns={turns}"
+                    break
+                msgs, specs = (with_cache_breakpoints(messages, TOOL_SPECS) if anthropic
+                               else (messages, TOOL_SPECS))
+                try:
+                    comp = complete(request.model, msgs, specs, api_base=request.api_base,
+                                    api_key=api_key, timeout=min(600.0, left))
+                except EnvironmentFailure as exc:
+                    recorder.error(str(exc), transient=isinstance(exc, ModelTransientError),
+                                   error_type=type(exc).__name__)
+                    raise
+                turns += 1
+                raw.write(json.dumps(comp.raw, default=str) + "\n")
+                raw.flush()
+                usage = comp.usage if usage is None else usage + comp.usage
+                recorder.usage(comp.usage, request.model)
+                if comp.text:
+                    recorder.message("assistant", comp.text)
+                messages.append(comp.message)
+                if not comp.tool_calls:
+                    final = comp.text
+                    break
+                for call in comp.tool_calls:
+                    recorder.tool_call(call.id, call.name, call.arguments)
+                    out = tools.run(call.name, call.arguments, deadline - time.monotonic())
+                    recorder.tool_result(call.id, call.name, out.ok, exit_code=out.exit_code,
+                                         output=out.output, duration_s=out.duration_s,
+                                         truncated=out.truncated,
+                                         paths_written=out.paths_written)
+                    messages.append({"role": "tool", "tool_call_id": call.id,
+                                     "content": out.output})
+        finally:
+            raw.close()
+        recorder.end(status, final)
+        return RunResult(status=status, final_text=final, usage=usage or Usage(),
+                         wall_s=time.monotonic() - start,
+                         runtime_version=f"litellm {_litellm_version()}")
+
+
+def _litellm_version() -> str:
+    from importlib.metadata import version
+
+    return version("litellm")
