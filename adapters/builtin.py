@@ -59,6 +59,13 @@ class BuiltinRuntime:
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = True
     config_dirs: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = "pip install litellm  (a dependency of aeval)"
+
+    def version(self) -> str | None:
+        try:
+            return f"litellm {_litellm_version()}"
+        except Exception:
+            return None
 
     def __init__(self, api_key_env: str | None = None):
         """``api_key_env``: name of the variable holding the model key (default: the

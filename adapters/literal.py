@@ -20,6 +20,10 @@ class LiteralRuntime:
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = "nothing to install: part of aeval"
+
+    def version(self) -> str | None:
+        return "aeval"
 
     def check_available(self) -> None:
         return None

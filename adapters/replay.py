@@ -23,6 +23,10 @@ class ReplayRuntime:
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = "nothing to install: part of aeval"
+
+    def version(self) -> str | None:
+        return "aeval"
 
     def __init__(self, recordings: dict[str, Path] | None = None):
         """``recordings`` maps a case id (or ``skill/case``) to its recorded case folder."""

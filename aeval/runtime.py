@@ -135,6 +135,10 @@ class AgentRuntime(Protocol):
     skills_subdir: ClassVar[str | None]  # where the skill copy goes, relative to the workspace
     needs_model: ClassVar[bool]
     config_dirs: ClassVar[tuple[str, ...]]  # runtime-owned folders in the workspace (not outputs)
+    install_hint: ClassVar[str]  # the exact command that installs what the runtime needs
+
+    def version(self) -> str | None:
+        """The installed version of the runtime's SDK or CLI, or None when not installed."""
 
     def check_available(self) -> None:
         """Raise RuntimeUnavailable (saying what to install) when this runtime cannot run."""
