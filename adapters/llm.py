@@ -10,10 +10,14 @@ suggester) goes through `complete()`, which:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from aeval.errors import EnvironmentFailure, ModelPermanentError, ModelTransientError
 from aeval.events import Usage
@@ -23,6 +27,9 @@ from aeval.settings import Settings
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 _slots = threading.BoundedSemaphore(Settings().model_concurrency)
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def _status(exc: BaseException) -> int | None:
@@ -97,14 +104,18 @@ def is_anthropic(model: str) -> bool:
 
 def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
              api_base: str | None = None, api_key: str | None = None, timeout: float = 600,
-             max_tokens: int = 8192, **extra: Any) -> Completion:
-    """One model call. Raises ModelTransientError / ModelPermanentError."""
-    import json
+             max_tokens: int = 8192, retries: int = 0, **extra: Any) -> Completion:
+    """One model call. Raises ModelTransientError / ModelPermanentError.
 
+    ``retries`` > 0 lets litellm retry transient failures itself (evaluator calls: nothing to
+    refresh); the executor loop passes 0 so its case is retried from a fresh workspace.
+    """
     import litellm
 
+    litellm.suppress_debug_info = True
     kwargs: dict[str, Any] = dict(model=model, messages=messages, timeout=timeout,
-                                  num_retries=0, max_retries=0, max_tokens=max_tokens, **extra)
+                                  num_retries=retries, max_retries=0, max_tokens=max_tokens,
+                                  **extra)
     if tools:
         kwargs["tools"] = tools
     if api_base:
@@ -138,3 +149,62 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
                       usage=normalize_usage(getattr(resp, "usage", None)),
                       finish_reason=choice.finish_reason, message=assistant,
                       raw=resp.model_dump() if hasattr(resp, "model_dump") else {})
+
+
+@dataclass
+class JsonAnswer:
+    """A validated structured answer, or why there is none."""
+
+    value: BaseModel | None
+    attempts: int
+    error: str | None
+    usage: Usage
+    texts: list[str]
+    wall_s: float
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in a model's answer: bare, fenced, or the outermost {...}."""
+    text = text.strip()
+    for candidate in (text, *(m.group(1) for m in _FENCE.finditer(text))):
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            pass
+    start, end = text.find("{"), text.rfind("}")
+    if start >= 0 and end > start:
+        return json.loads(text[start:end + 1])
+    raise ValueError("no JSON object in the answer")
+
+
+def ask_json(model: str, system: str, user: str, answer: type[M], *, api_base: str | None = None,
+             attempts: int = 3, check: Any = None, timeout: float = 600,
+             retries: int = 3) -> JsonAnswer:
+    """Ask for a JSON answer validated by ``answer`` (and ``check(value)``, which raises
+    ValueError). An invalid answer is re-asked with the error, at most ``attempts`` times.
+    Transient API failures are retried by litellm (``retries``); when they persist, the
+    ModelTransientError propagates."""
+    import time
+
+    start = time.monotonic()
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                      {"role": "user", "content": user}]
+    usage, texts, error = Usage(), [], None
+    for n in range(1, attempts + 1):
+        comp = complete(model, messages, api_base=api_base, timeout=timeout, retries=retries)
+        usage = usage + comp.usage
+        texts.append(comp.text)
+        try:
+            value = answer.model_validate(extract_json(comp.text))
+            if check is not None:
+                check(value)
+            return JsonAnswer(value, n, None, usage, texts, time.monotonic() - start)
+        except (ValueError, ValidationError) as exc:
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            messages += [{"role": "assistant", "content": comp.text},
+                         {"role": "user", "content": "Your answer was not valid: " + error +
+                          "\nAnswer again with JSON only, in exactly the required shape."}]
+    return JsonAnswer(None, attempts, error, usage, texts, time.monotonic() - start)

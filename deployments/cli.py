@@ -217,7 +217,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     manifest = flow(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
         epochs=args.epochs, store=str(store), model=model,
-        grader_model=args.grader_model or settings.grader_model,
+        grader_model=None if args.no_grader else (
+            args.grader_model or settings.grader_model or model),
         api_base=args.api_base or settings.api_base, retries=settings.retries,
         retry_delay_s=settings.retry_delay_s,
         keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
@@ -268,7 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runtime to use (repeatable); default: builtin with a model, else "
                         "literal")
     r.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
-    r.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL")
+    r.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
+                                          "executor model)")
+    r.add_argument("--no-grader", action="store_true",
+                   help="no grader model: natural-language assertions stay ungraded")
     r.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
     r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")

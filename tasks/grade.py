@@ -21,6 +21,7 @@ from aeval.artifacts import (
     AttemptRecord,
     CaseResult,
     ChangeMade,
+    EvalFeedback,
     EvalMetadata,
     ExecutionMetrics,
     Expectation,
@@ -31,6 +32,7 @@ from aeval.artifacts import (
     Timing,
 )
 from aeval.checks import CheckContext, run_check
+from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
     MessageEvent,
@@ -50,6 +52,15 @@ from aeval.verdict import case_status, summarize
 from aeval.workspace import FileChange
 from tasks.execute import recorded_attempts
 from tasks.install import resolve_credentials
+from tasks.judge import (
+    TRANSCRIPT_CAP,
+    call_grader,
+    grader_input,
+    head_tail,
+    render_outputs,
+    skill_lines,
+    withhold,
+)
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
 
@@ -161,8 +172,40 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
                    {"SKILL_DIR": str(execution.skill_copy), **_credentials(plan)})
     ctx = CheckContext(workspace=execution.workspace, events=events, env=env)
 
+    check_results = {a.id: run_check(a.check, ctx) for a in assertions.assertions
+                     if a.check is not None}
+    verdicts, grader_info, claims, feedback, grader_error = {}, GraderInfo(
+        model=None, protocol_fidelity=True), [], EvalFeedback(), None
+    grader_wall = None
+    judged = [a for a in assertions.assertions if a.kind != "structural"]
+    if plan.grader_model and judged:
+        lines = skill_lines(plan.skill.path) | {
+            ln.strip() for c in execution.changes for ln in (c.after or "").splitlines()
+            if len(ln.strip()) >= 12}
+        transcript = head_tail(withhold((case_dir / "transcript.md").read_text(), lines),
+                               TRANSCRIPT_CAP)
+        outputs = render_outputs(case_dir / "outputs", execution.outputs, lines)
+        text = grader_input(plan.case.prompt, transcript, outputs, judged)
+        try:
+            answer = call_grader(plan.grader_model, plan.api_base, text, judged)
+        except EnvironmentFailure as exc:
+            grader_error = f"grader model failed: {redactor.text(str(exc))[:300]}"
+            answer = None
+        if answer is not None:
+            grader_wall = round(answer.wall_s, 3)
+            grader_info = GraderInfo(model=plan.grader_model,
+                                     protocol_fidelity=answer.value is not None,
+                                     attempts=answer.attempts)
+            if answer.value is None:
+                grader_error = (f"grader answer invalid after {answer.attempts} attempt(s): "
+                                f"{answer.error[:300]}")
+            else:
+                verdicts = {v.id: v for v in answer.value.expectations}
+                claims, feedback = answer.value.claims, answer.value.eval_feedback
+
     expectations = []
     for a in assertions.assertions:
+        v = verdicts.get(a.id)
         if a.kind == "structural":
             ok = not changes
             evidence = ("no skill file changed (manifest diff empty)" if ok else
@@ -174,31 +217,48 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
                 passed=ok, terminal_passed=True, needed_correction=not ok,
                 evidence=evidence, graded_by="structural"))
         elif a.check is not None:
-            out = run_check(a.check, ctx)
+            # the check decides; a correction the grader ties to it fails the first attempt
+            out = check_results[a.id]
+            corrected = bool(v and v.needed_correction and out.passed)
+            first = out.passed and not corrected
+            evidence = redactor.text(out.evidence) + (
+                f" | grader: needed a correction: {v.evidence}" if corrected else "")
             expectations.append(Expectation(
-                id=a.id, text=a.text, kind=a.kind, status="passed" if out.passed else "failed",
-                passed=out.passed, terminal_passed=out.passed,
-                evidence=redactor.text(out.evidence), graded_by="check"))
+                id=a.id, text=a.text, kind=a.kind, status="passed" if first else "failed",
+                passed=first, terminal_passed=out.passed, needed_correction=corrected,
+                evidence=evidence, graded_by="check"))
+        elif v is not None:
+            first = v.passed and not v.needed_correction
+            expectations.append(Expectation(
+                id=a.id, text=a.text, kind=a.kind, status="passed" if first else "failed",
+                passed=first, terminal_passed=v.passed, needed_correction=v.needed_correction,
+                evidence=redactor.text(v.evidence), graded_by="grader"))
         else:
             expectations.append(Expectation(
                 id=a.id, text=a.text, kind=a.kind, status="ungraded", passed=None,
                 terminal_passed=None, graded_by="none",
-                evidence="no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"))
+                evidence=grader_error or "no grader model configured (--grader-model or "
+                                         "AEVAL_GRADER_MODEL)"))
 
     status, reason = case_status(expectations, plan.case.pass_threshold)
+    if grader_error and not grader_info.protocol_fidelity:
+        status, reason = "error", grader_error  # the grader broke protocol: no verdict
+    elif grader_error and status != "fail":
+        status, reason = "error", grader_error
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(
         skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
         status_reason=reason, expectations=expectations, summary=summarize(expectations),
+        claims=claims, eval_feedback=feedback,
         self_correction=SelfCorrection(
-            was_needed=bool(changes),
+            was_needed=bool(changes) or any(e.needed_correction for e in expectations),
             first_attempt_errors=errors, changes_made=changes,
             affected_assertions=[e.id for e in expectations if e.needed_correction]),
         execution_metrics=m,
-        timing=Timing(executor_wall_s=round(result.wall_s, 3),
+        timing=Timing(executor_wall_s=round(result.wall_s, 3), grader_wall_s=grader_wall,
                       total_s=round(result.wall_s + time.monotonic() - start, 3)),
-        grader=GraderInfo(model=None, protocol_fidelity=True))
+        grader=grader_info)
     write_model(case_dir / "grading.json", grading, redactor)
 
     meta.status, meta.ended_at = status, datetime.now(UTC)

@@ -19,6 +19,8 @@ from aeval.artifacts.aggregate import (
     RejectedSuggestion,
     RunManifest,
     SkillResult,
+    SuggesterAnswer,
+    SuggesterItem,
 )
 from aeval.artifacts.case import (
     SCHEMA_VERSION,
@@ -35,7 +37,9 @@ from aeval.artifacts.grading import (
     Expectation,
     FeedbackItem,
     FirstAttemptError,
+    GraderAnswer,
     GraderInfo,
+    GraderVerdict,
     Grading,
     GradingSummary,
     SelfCorrection,
@@ -56,6 +60,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "fix-suggestions": FixSuggestions,
     "multi-eval-report": MultiEvalReport,
     "regression": Regression,
+    "grader-answer": GraderAnswer,
+    "suggester-answer": SuggesterAnswer,
 }
 # artifact file name -> schema name, for validation of a run folder
 FILE_SCHEMAS = {
@@ -91,6 +97,8 @@ __all__ = [
     "AssertionDelta", "AssertionSpec", "AssertionsFile", "AttemptRecord", "Benchmark",
     "CaseResult", "ChangeMade", "Claim", "EvalFeedback", "EvalMetadata", "ExecutionMetrics",
     "Expectation", "FeedbackItem", "FirstAttemptError", "FixSuggestion", "FixSuggestions", "Gate",
-    "GraderInfo", "Grading", "GradingSummary", "MultiEvalReport", "RateStats", "Regression",
-    "RejectedSuggestion", "RunManifest", "SelfCorrection", "SkillResult", "Timing", "json_schema",
+    "GraderAnswer", "GraderInfo", "GraderVerdict", "Grading", "GradingSummary",
+    "MultiEvalReport", "RateStats", "Regression",
+    "RejectedSuggestion", "RunManifest", "SelfCorrection", "SkillResult", "SuggesterAnswer",
+    "SuggesterItem", "Timing", "json_schema",
 ]

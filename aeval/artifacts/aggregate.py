@@ -189,3 +189,22 @@ class RunManifest(Artifact):
     skills: list[SkillResult] = Field(default_factory=list)
     totals: dict[str, int] = Field(default_factory=dict, description="Case count per status.")
     gate: Gate | None = None
+
+
+class SuggesterItem(_M):
+    """One suggestion as the suggester model proposes it (checked before it is kept)."""
+
+    level: Literal["LV1", "LV2"]
+    grounded_in: str
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    original: str
+    replacement: str
+    rationale: str = ""
+
+
+class SuggesterAnswer(_M):
+    """The suggester's JSON answer (eval_skill/agents/suggester.md)."""
+
+    suggestions: list[SuggesterItem] = Field(default_factory=list)

@@ -135,3 +135,22 @@ class Grading(Artifact):
     execution_metrics: ExecutionMetrics = Field(default_factory=ExecutionMetrics)
     timing: Timing = Field(default_factory=Timing)
     grader: GraderInfo
+
+
+# ---- what the grader model answers (validated; an invalid answer is retried) -----------------
+
+
+class GraderVerdict(_M):
+    id: str = Field(description="Assertion id, as given.")
+    passed: bool = Field(description="Satisfied by the evidence in the final state.")
+    needed_correction: bool = Field(
+        False, description="Success depended on a correction applied after a first failure.")
+    evidence: str = Field(min_length=1, description="Quoted from the transcript or outputs.")
+
+
+class GraderAnswer(_M):
+    """The grader's JSON answer (eval_skill/agents/grader.md)."""
+
+    expectations: list[GraderVerdict]
+    claims: list[Claim] = Field(default_factory=list)
+    eval_feedback: EvalFeedback = Field(default_factory=EvalFeedback)

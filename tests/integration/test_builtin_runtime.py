@@ -81,7 +81,7 @@ def keys(monkeypatch):
 
 def run(skill: Path, srv: ScriptedModelServer, out: Path, *extra: str) -> tuple[int, Path]:
     code = main(["run", str(skill), "--model", "openai/scripted", "--api-base",
-                 srv.base_url_openai, "--out", str(out), "-q", *extra])
+                 srv.base_url_openai, "--out", str(out), "-q", "--no-grader", *extra])
     (run_dir,) = (out / "runs").iterdir()
     return code, run_dir / "segmentation" / "builtin" / "train"
 
@@ -227,7 +227,7 @@ def test_whole_marketplace_with_a_model_runs_real_tools(tmp_path, keys):
     shutil.copytree(EXAMPLES, mp)
     with ScriptedModelServer([explore]) as srv:
         code = main(["run", str(mp), "--model", "openai/scripted", "--api-base",
-                     srv.base_url_openai, "--out", str(tmp_path / "s"), "-q"])
+                     srv.base_url_openai, "--out", str(tmp_path / "s"), "-q", "--no-grader"])
         assert len(srv.requests) == 2 * 6
     (rd,) = (tmp_path / "s" / "runs").iterdir()
     for case in rd.glob("*/builtin/*"):
