@@ -28,6 +28,7 @@ from tasks.execute import execute_case
 from tasks.grade import grade_case
 from tasks.plan import plan_cases
 from tasks.publish import publish_run
+from tasks.suggest import suggest_fixes
 
 
 @flow(name="aeval-evaluate", flow_run_name="evaluate {run_id}", validate_parameters=False)
@@ -83,6 +84,7 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
         for rt in runtimes:
             rt_cases = [c for c in cases if c.runtime == rt]
             if rt_cases:
+                suggest_fixes(run_dir, ex.name, ex.root, rt, rt_cases, grader_model, api_base)
                 aggregate_skill(run_dir, ex.name, rt, rt_cases)
         skills.append(SkillResult(
             name=ex.name, path=str(ex.root), tier=ex.tier, warnings=ex.warnings,

@@ -15,7 +15,6 @@ from aeval.artifacts import (
     AnalysisNotes,
     Benchmark,
     CaseResult,
-    FixSuggestions,
     Grading,
     MultiEvalReport,
     RateStats,
@@ -183,15 +182,32 @@ def aggregate(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult]) 
     pairs = load_gradings(Path(run_dir), cases)
     write_model(out / "benchmark.json", benchmark(skill, runtime, pairs))
     write_model(out / "analysis_notes.json", analyze(skill, runtime, pairs))
-    if not (out / "fix_suggestions.json").exists():
-        write_model(out / "fix_suggestions.json",
-                    FixSuggestions(skill=skill, runtime=runtime, causal_share=None))
     fidelity = all(g.grader.protocol_fidelity for _, g in pairs)
     report = MultiEvalReport(skill=skill, runtime=runtime, cases=cases,
                              verdict=skill_status(cases), protocol_fidelity=fidelity)
+    summary = render_summary(report)
+    if template_problems(summary):
+        report.protocol_fidelity = False
     write_model(out / "multi_eval_report.json", report)
-    atomic_write_text(out / "summary.md", render_summary(report))
+    atomic_write_text(out / "summary.md", summary)
     return report
+
+
+def template_problems(summary: str) -> list[str]:
+    """Structural check of a summary against the locked template: callout, verdict heading,
+    table header, balanced <details>."""
+    problems = []
+    lines = summary.splitlines()
+    if not lines or not lines[0].startswith("# ") or not lines[0].rstrip().endswith(
+            ("PASS", "FAIL", "ERROR")):
+        problems.append("first line is not the verdict heading")
+    if not any(ln.startswith("> [!") for ln in lines):
+        problems.append("no callout block")
+    if "| case | status | first-attempt | terminal |" not in summary:
+        problems.append("no case table")
+    if summary.count("<details>") != summary.count("</details>"):
+        problems.append("unbalanced <details>")
+    return problems
 
 
 @task(name="aggregate", task_run_name="aggregate {skill} [{runtime}]", cache_policy=NO_CACHE)

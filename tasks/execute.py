@@ -104,6 +104,12 @@ def run_attempt(plan: CasePlan) -> ExecutionRecord:
                           render_transcript(events, f"{plan.label}: {plan.case.prompt[:80]}"),
                           redactor)
         atomic_write_text(plan.case_dir / "skill.diff", render_diff(changes), redactor)
+        after_dir = plan.case_dir / "skill_after"
+        if after_dir.exists():
+            shutil.rmtree(after_dir)
+        for ch in changes:
+            if ch.after is not None:
+                atomic_write_text(after_dir / ch.path, ch.after, redactor)
     except EnvironmentFailure as exc:
         record.outcome = "transient_error" if isinstance(exc, TransientError) else "error"
         record.error = redactor.text(str(exc))

@@ -57,6 +57,7 @@ from tasks.judge import (
     call_grader,
     grader_input,
     head_tail,
+    neutralize,
     render_outputs,
     skill_lines,
     withhold,
@@ -176,15 +177,19 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
                      if a.check is not None}
     verdicts, grader_info, claims, feedback, grader_error = {}, GraderInfo(
         model=None, protocol_fidelity=True), [], EvalFeedback(), None
+    injections: list[str] = []
     grader_wall = None
     judged = [a for a in assertions.assertions if a.kind != "structural"]
     if plan.grader_model and judged:
         lines = skill_lines(plan.skill.path) | {
             ln.strip() for c in execution.changes for ln in (c.after or "").splitlines()
             if len(ln.strip()) >= 12}
-        transcript = head_tail(withhold((case_dir / "transcript.md").read_text(), lines),
-                               TRANSCRIPT_CAP)
-        outputs = render_outputs(case_dir / "outputs", execution.outputs, lines)
+        transcript, found_t = neutralize(
+            withhold((case_dir / "transcript.md").read_text(), lines))
+        transcript = head_tail(transcript, TRANSCRIPT_CAP)
+        outputs, found_o = neutralize(
+            render_outputs(case_dir / "outputs", execution.outputs, lines))
+        injections = found_t + found_o
         text = grader_input(plan.case.prompt, transcript, outputs, judged)
         try:
             answer = call_grader(plan.grader_model, plan.api_base, text, judged)
@@ -250,7 +255,7 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     grading = Grading(
         skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
         status_reason=reason, expectations=expectations, summary=summarize(expectations),
-        claims=claims, eval_feedback=feedback,
+        claims=claims, eval_feedback=feedback, injection_attempts=injections,
         self_correction=SelfCorrection(
             was_needed=bool(changes) or any(e.needed_correction for e in expectations),
             first_attempt_errors=errors, changes_made=changes,

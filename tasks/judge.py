@@ -10,6 +10,7 @@ and the blocks are fenced so that text in them cannot close them.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from adapters.llm import JsonAnswer, ask_json
@@ -21,6 +22,27 @@ OUTPUT_FILE_CAP = 8_000
 OUTPUTS_CAP = 40_000
 MIN_WITHHELD_LINE = 12
 WITHHELD = "[a line of the skill's own files, withheld from the grader]"
+INJECTION = "[a line addressed to the grader, withheld from it]"
+# Lines in the data that address the grader or try to override its instructions.
+_INJECTION_RE = re.compile(
+    r"(?i)\b(grader|judge|evaluator|grading model|assessor)\b[^\n]{0,60}\b(mark|pass|grade|"
+    r"score|rate|approve|ignore|answer|output|set|treat)\b"
+    r"|\bignore\b[^\n]{0,30}\b(previous|prior|above|earlier|all)\b[^\n]{0,20}\b(instructions|"
+    r"rules|prompts?)\b"
+    r"|\b(mark|grade|score)\b[^\n]{0,30}\b(every|all)\b[^\n]{0,30}\b(assertions?|"
+    r"expectations?|checks?)\b[^\n]{0,30}\b(pass|passed|true)\b")
+
+
+def neutralize(text: str) -> tuple[str, list[str]]:
+    """Withhold lines that address the grader; return the text and what was withheld."""
+    found, out = [], []
+    for ln in text.splitlines():
+        if _INJECTION_RE.search(ln):
+            found.append(ln.strip()[:200])
+            out.append(INJECTION)
+        else:
+            out.append(ln)
+    return "\n".join(out), found
 
 
 def skill_lines(skill_dir: Path) -> set[str]:

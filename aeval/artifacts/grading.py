@@ -135,6 +135,10 @@ class Grading(Artifact):
     execution_metrics: ExecutionMetrics = Field(default_factory=ExecutionMetrics)
     timing: Timing = Field(default_factory=Timing)
     grader: GraderInfo
+    injection_attempts: list[str] = Field(
+        default_factory=list,
+        description="Lines of the transcript or outputs addressed to the grader (prompt "
+                    "injection); withheld from the grader and listed here as evidence.")
 
 
 # ---- what the grader model answers (validated; an invalid answer is retried) -----------------

@@ -1,0 +1,213 @@
+"""Suggest: grounded LV1 / LV2 fixes mapped to exact lines of the skill's files.
+
+- LV1 straight from Δ: each hunk of an executor's edit to a skill file becomes a line
+  replacement whose `replacement` is the executor's own text (validated by the run when the
+  case then passed terminally), grounded in its `changes_made` entry.
+- For failed assertions that Δ does not explain (LV1) and for the grader's eval_feedback (LV2),
+  a model (eval_skill/agents/suggester.md) proposes line replacements.
+- Every kept suggestion cites an existing failed assertion or change (`case:A3`, `case:C1`)
+  and its `original` equals the file's current lines; anything else goes to `rejected`.
+  Nothing failed and nothing corrected -> an empty set, and no model call.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from adapters.llm import ask_json
+from aeval.artifacts import (
+    CaseResult,
+    FixSuggestion,
+    FixSuggestions,
+    Grading,
+    RejectedSuggestion,
+    SuggesterAnswer,
+)
+from aeval.errors import EnvironmentFailure
+from aeval.prompts import load_prompt
+from aeval.store import read_model, write_model
+
+MAX_FILE_CHARS = 20_000
+
+
+def _case_key(c: CaseResult) -> str:
+    return c.case_id if c.epoch is None else f"{c.case_id}#{c.epoch}"
+
+
+def read_lines(skill_dir: Path, rel: str) -> list[str] | None:
+    p = (skill_dir / rel).resolve()
+    if not p.is_relative_to(skill_dir.resolve()) or not p.is_file():
+        return None
+    try:
+        return p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        return None
+
+
+def delta_suggestions(skill_dir: Path, case: str, g: Grading, case_dir: Path
+                      ) -> tuple[list[FixSuggestion], list[RejectedSuggestion]]:
+    """LV1 from the executor's own edits (kept in ``<case>/skill_after/``): one suggestion
+    per changed hunk, on the shipped file's exact lines."""
+    kept, rejected = [], []
+    validated = g.summary.terminal_pass_rate == 1.0
+    for ch in g.self_correction.changes_made:
+        ref = f"{case}:{ch.id}"
+        if ch.change != "modified":
+            rejected.append(RejectedSuggestion(
+                suggestion={"grounded_in": ref, "path": ch.path, "change": ch.change},
+                reason=f"a {ch.change} file is not a line replacement; see skill.diff"))
+            continue
+        before = read_lines(skill_dir, ch.path)
+        after = read_lines(case_dir / "skill_after", ch.path)
+        if before is None or after is None:
+            rejected.append(RejectedSuggestion(suggestion={"grounded_in": ref, "path": ch.path},
+                                               reason="the file is not text, or its edited "
+                                                      "copy was not kept"))
+            continue
+        sm = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                continue
+            new = after[j1:j2]
+            if i1 == i2:  # pure insertion: anchor on the line before (or after) it
+                if i1 > 0:
+                    i1, new = i1 - 1, [before[i1 - 1], *new]
+                else:
+                    i2, new = 1, [*new, before[0]]
+            kept.append(FixSuggestion(
+                level="LV1", grounded_in=ref, path=ch.path, start_line=i1 + 1, end_line=i2,
+                original="\n".join(before[i1:i2]), replacement="\n".join(new),
+                rationale=f"The executor had to make this edit during {case} ("
+                          + ("then the case passed terminally" if validated
+                             else "the case still failed")
+                          + "); shipping it removes the need for the correction.",
+                validated=validated, source="delta"))
+    return kept, rejected
+
+
+def check_suggestion(item: dict, skill_dir: Path, failed: set[str], changes: set[str]
+                     ) -> FixSuggestion | str:
+    """A kept suggestion, or the reason it is rejected."""
+    ref = item.get("grounded_in", "")
+    if ref not in failed and ref not in changes:
+        return f"grounded_in {ref!r} is neither a failed assertion nor a recorded change"
+    lines = read_lines(skill_dir, item["path"])
+    if lines is None:
+        return f"{item['path']!r} is not a text file of the skill"
+    s, e = item["start_line"], item["end_line"]
+    if e < s or e > len(lines):
+        return f"lines {s}-{e} are outside {item['path']} ({len(lines)} lines)"
+    if "\n".join(lines[s - 1:e]) != item["original"].rstrip("\n"):
+        return f"stale: `original` differs from lines {s}-{e} of {item['path']}"
+    if item["original"].rstrip("\n") == item["replacement"].rstrip("\n"):
+        return "the replacement equals the original"
+    return FixSuggestion(level=item["level"], grounded_in=ref, path=item["path"],
+                         start_line=s, end_line=e, original=item["original"].rstrip("\n"),
+                         replacement=item["replacement"].rstrip("\n"),
+                         rationale=item.get("rationale", ""), validated=False, source="model")
+
+
+def numbered_skill(skill_dir: Path) -> str:
+    parts, total = [], 0
+    for p in sorted(skill_dir.rglob("*")):
+        if not p.is_file() or "__pycache__" in p.parts:
+            continue
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        body = "\n".join(f"{i:4d}| {ln}" for i, ln in enumerate(text.splitlines(), 1))
+        if total + len(body) > MAX_FILE_CHARS * 4:
+            parts.append(f"=== {p.relative_to(skill_dir)} (not shown: size cap)")
+            continue
+        total += len(body)
+        parts.append(f"=== {p.relative_to(skill_dir)}\n{body}")
+    return "\n".join(parts)
+
+
+def suggester_input(skill_dir: Path, pairs: list[tuple[str, Grading]],
+                    explained: set[str]) -> str:
+    failed = [{"id": f"{k}:{e.id}", "text": e.text, "evidence": e.evidence[-600:]}
+              for k, g in pairs for e in g.expectations
+              if e.status == "failed" and f"{k}:{e.id}" not in explained]
+    changes = [{"id": f"{k}:{c.id}", "path": c.path, "diff": c.diff[-2000:]}
+               for k, g in pairs for c in g.self_correction.changes_made]
+    feedback = [{"case": k, "assertion": f.assertion, "reason": f.reason}
+                for k, g in pairs for f in g.eval_feedback.suggestions]
+    return "\n\n".join([
+        "FAILED ASSERTIONS (cite their ids):\n" + json.dumps(failed, indent=1),
+        "SELF-CORRECTIONS (cite their ids):\n" + json.dumps(changes, indent=1),
+        "GRADER FEEDBACK (LV2 material; cite a failed assertion or change id):\n"
+        + json.dumps(feedback, indent=1),
+        "SKILL FILES (with line numbers; `original` must be the exact text of the lines, "
+        "without the numbers):\n" + numbered_skill(skill_dir),
+    ])
+
+
+def suggest(run_dir: Path, skill: str, skill_dir: Path, runtime: str, cases: list[CaseResult],
+            model: str | None = None, api_base: str | None = None) -> FixSuggestions:
+    """Compute and write fix_suggestions.json for one skill x runtime."""
+    skill_dir = Path(skill_dir)
+    pairs, dirs = [], {}
+    for c in sorted(cases, key=lambda c: (c.case_id, c.epoch or 0)):
+        p = Path(run_dir) / c.dir / "grading.json"
+        if p.is_file():
+            pairs.append((_case_key(c), read_model(p, Grading)))
+            dirs[_case_key(c)] = p.parent
+    kept: list[FixSuggestion] = []
+    rejected: list[RejectedSuggestion] = []
+    for key, g in pairs:
+        k, r = delta_suggestions(skill_dir, key, g, dirs[key])
+        kept += k
+        rejected += r
+    failed = {f"{k}:{e.id}" for k, g in pairs for e in g.expectations if e.status == "failed"}
+    changes = {f"{k}:{c.id}" for k, g in pairs for c in g.self_correction.changes_made}
+    # a failure explained by an edit of the skill (Δ) is covered by that edit's suggestion;
+    # corrections outside the skill (a patched runner of the agent's own) explain nothing here
+    explained = {f"{k}:{a}" for k, g in pairs if g.self_correction.changes_made
+                 for a in g.self_correction.affected_assertions}
+    wants_model = any(f not in explained for f in failed) or any(
+        g.eval_feedback.suggestions for _, g in pairs)
+    model_error = None
+    if model and (failed or changes) and wants_model:
+        try:
+            ans = ask_json(model, load_prompt("suggester"),
+                           suggester_input(skill_dir, pairs, explained), SuggesterAnswer,
+                           api_base=api_base)
+        except EnvironmentFailure as exc:
+            ans, model_error = None, f"suggester model failed: {exc}"[:400]
+        if ans is not None and ans.value is None:
+            model_error = f"suggester answer invalid: {ans.error}"[:400]
+        for item in ans.value.suggestions if ans is not None and ans.value else []:
+            out = check_suggestion(item.model_dump(), skill_dir, failed, changes)
+            if isinstance(out, str):
+                rejected.append(RejectedSuggestion(suggestion=item.model_dump(), reason=out))
+            else:
+                kept.append(out)
+    if model_error:
+        rejected.append(RejectedSuggestion(suggestion={}, reason=model_error))
+    # one suggestion per (path, lines, replacement); deterministic order
+    unique: dict[tuple, FixSuggestion] = {}
+    for s in sorted(kept, key=lambda s: (s.level, s.path, s.start_line, s.end_line,
+                                         s.grounded_in)):
+        unique.setdefault((s.path, s.start_line, s.end_line, s.replacement), s)
+    final = sorted(unique.values(), key=lambda s: (s.path, s.start_line, s.level))
+    lv1 = sum(s.level == "LV1" for s in final)
+    doc = FixSuggestions(skill=skill, runtime=runtime, suggestions=final, rejected=rejected,
+                         causal_share=round(lv1 / len(final), 4) if final else None)
+    write_model(Path(run_dir) / cases[0].dir.split("/")[0] / runtime / "fix_suggestions.json",
+                doc)
+    return doc
+
+
+@task(name="suggest", task_run_name="suggest {skill} [{runtime}]", cache_policy=NO_CACHE)
+def suggest_fixes(run_dir: Path, skill: str, skill_dir: Path, runtime: str,
+                  cases: list[CaseResult], model: str | None = None,
+                  api_base: str | None = None) -> FixSuggestions:
+    """Grounded LV1 / LV2 suggestions for one skill x runtime."""
+    return suggest(run_dir, skill, skill_dir, runtime, cases, model, api_base)
