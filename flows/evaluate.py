@@ -85,7 +85,7 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
             rt_cases = [c for c in cases if c.runtime == rt]
             if rt_cases:
                 suggest_fixes(run_dir, ex.name, ex.root, rt, rt_cases, grader_model, api_base)
-                aggregate_skill(run_dir, ex.name, rt, rt_cases)
+                aggregate_skill(run_dir, ex.name, rt, rt_cases, grader_model, api_base)
         skills.append(SkillResult(
             name=ex.name, path=str(ex.root), tier=ex.tier, warnings=ex.warnings,
             problems=ex.problems, cases=cases,

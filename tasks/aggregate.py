@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
 
+from adapters.llm import ask_json
 from aeval.artifacts import (
     AnalysisNote,
     AnalysisNotes,
@@ -19,7 +21,9 @@ from aeval.artifacts import (
     MultiEvalReport,
     RateStats,
 )
+from aeval.errors import EnvironmentFailure
 from aeval.events import Usage
+from aeval.prompts import load_prompt
 from aeval.store import atomic_write_text, read_model, write_model
 from aeval.verdict import skill_status
 
@@ -176,12 +180,39 @@ def render_summary(report: MultiEvalReport) -> str:
                                    rows=rows, reasons=reasons)
 
 
-def aggregate(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult]) -> MultiEvalReport:
+class AnalyzerAnswer(BaseModel):
+    observations: list[str] = Field(max_length=5)
+
+
+def narrate(notes: AnalysisNotes, bench: Benchmark, model: str, api_base: str | None
+            ) -> AnalysisNotes:
+    """The analyzer model's observations over the benchmark and notes (never skill source)."""
+    text = ("BENCHMARK:\n" + bench.model_dump_json(indent=1) + "\n\nNOTES:\n"
+            + notes.model_dump_json(indent=1, include={"notes"}))
+    try:
+        ans = ask_json(model, load_prompt("analyzer"), text, AnalyzerAnswer, api_base=api_base)
+    except EnvironmentFailure as exc:
+        extra = [AnalysisNote(kind="narrative", subject="analyzer",
+                              detail=f"analyzer model failed: {str(exc)[:200]}")]
+        return notes.model_copy(update={"notes": notes.notes + extra})
+    if ans.value is None:
+        return notes
+    extra = [AnalysisNote(kind="narrative", subject="analyzer", detail=o)
+             for o in ans.value.observations]
+    return notes.model_copy(update={"notes": notes.notes + extra, "model": model})
+
+
+def aggregate(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult],
+              model: str | None = None, api_base: str | None = None) -> MultiEvalReport:
     """Write the per skill x runtime artifacts; return the multi-eval report."""
     out = Path(run_dir) / cases[0].dir.split("/")[0] / runtime
     pairs = load_gradings(Path(run_dir), cases)
-    write_model(out / "benchmark.json", benchmark(skill, runtime, pairs))
-    write_model(out / "analysis_notes.json", analyze(skill, runtime, pairs))
+    bench = benchmark(skill, runtime, pairs)
+    notes = analyze(skill, runtime, pairs)
+    if model and pairs:
+        notes = narrate(notes, bench, model, api_base)
+    write_model(out / "benchmark.json", bench)
+    write_model(out / "analysis_notes.json", notes)
     fidelity = all(g.grader.protocol_fidelity for _, g in pairs)
     report = MultiEvalReport(skill=skill, runtime=runtime, cases=cases,
                              verdict=skill_status(cases), protocol_fidelity=fidelity)
@@ -211,7 +242,7 @@ def template_problems(summary: str) -> list[str]:
 
 
 @task(name="aggregate", task_run_name="aggregate {skill} [{runtime}]", cache_policy=NO_CACHE)
-def aggregate_skill(run_dir: Path, skill: str, runtime: str,
-                    cases: list[CaseResult]) -> MultiEvalReport:
+def aggregate_skill(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult],
+                    model: str | None = None, api_base: str | None = None) -> MultiEvalReport:
     """Benchmark, analysis notes, multi-eval report and summary for one skill x runtime."""
-    return aggregate(run_dir, skill, runtime, cases)
+    return aggregate(run_dir, skill, runtime, cases, model, api_base)

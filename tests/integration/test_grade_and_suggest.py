@@ -59,7 +59,14 @@ def env(monkeypatch):
     monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
 
 
+WRITER_MATCH = "You write ASSERTIONS for an aeval test case"
+NO_EXTRA = Script(name="writer", match=WRITER_MATCH,
+                  turns=[Turn(text='{"assertions": []}')])
+
+
 def run(skill: Path, scripts: list[Script], out: Path) -> tuple[int, Path, list]:
+    if not any(s.name == "writer" for s in scripts):
+        scripts = [NO_EXTRA, *scripts]
     with ScriptedModelServer(scripts) as srv:
         code = main(["run", str(skill), "--model", "openai/scripted", "--api-base",
                      srv.base_url_openai, "--out", str(out), "-q"])
@@ -228,3 +235,27 @@ def test_no_failures_no_suggestions(tmp_path):
     (rd,) = (tmp_path / "s" / "runs").iterdir()
     fx = load(rd / "csv-stats" / "builtin" / "fix_suggestions.json")
     assert code == 0 and fx["suggestions"] == [] and fx["causal_share"] is None
+
+
+def test_assertion_writer_adds_assertions_before_anything_runs(skill, tmp_path):
+    writer = Script(name="writer", match=WRITER_MATCH, turns=[Turn(text=json.dumps({
+        "assertions": ["outputs/model.json holds a threshold",
+                       "The skill's configured action names work without modification"]}))])
+    verdicts = {**ALL_PASS, "W1": (True, False)}
+    _, out, requests = run(skill, [writer, grader("grader", verdicts), EDITS_SKILL],
+                           tmp_path / "s")
+    a = load(out / "train" / "assertions.json")
+    assert a["writer"] == "openai/scripted"
+    # the duplicate of an author assertion was dropped; the structural one stays last
+    assert [(x["id"], x["source"]) for x in a["assertions"]] == [
+        ("A1", "author"), ("A2", "author"), ("A3", "author"), ("W1", "writer"),
+        ("S1", "structural")]
+    meta = load(out / "train" / "eval_metadata.json")
+    assert a["written_at"] < meta["attempts"][0]["started_at"]
+    # the writer asked before the executor's first request
+    scripts = [r.script for r in requests]
+    assert scripts.index("writer") < scripts.index("edits-skill")
+    (wreq,) = [r for r in requests if r.script == "writer"]
+    assert "| `segment_train` |" in json.dumps(wreq.body)  # it reads SKILL.md
+    g = load(out / "train" / "grading.json")
+    assert {e["id"] for e in g["expectations"]} == {"A1", "A2", "A3", "W1", "S1"}
