@@ -23,6 +23,11 @@ CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.con
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
+# Secrets of the harness itself: a contract (written by whoever opens the MR) must not be able
+# to hand them to the executor.
+RESERVED_CREDENTIALS = re.compile(
+    r"^(AEVAL_.*|PREFECT_.*|CI_JOB_TOKEN|CI_JOB_JWT.*|CI_REGISTRY_PASSWORD|CI_DEPLOY_PASSWORD|"
+    r"GITLAB_TOKEN|GITLAB_.*_TOKEN|.*_GITLAB_TOKEN|ACTIONS_.*TOKEN|GITHUB_TOKEN)$")
 
 
 class _Strict(BaseModel):
@@ -170,6 +175,14 @@ class EvalCase(_Strict):
     max_turns: int = Field(60, ge=1, description="Most model turns the executor may take.")
 
     _files = field_validator("files")(lambda v: [_relative(x) for x in v])
+
+    @field_validator("required_credentials")
+    @classmethod
+    def _not_reserved(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if RESERVED_CREDENTIALS.match(name):
+                raise ValueError(f"{name} is reserved for aeval and CI; a case cannot ask for it")
+        return value
 
     @field_validator("assertions")
     @classmethod

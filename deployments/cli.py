@@ -27,6 +27,22 @@ EPILOG = """exit codes of `aeval run` (first match wins):
 """
 
 
+def harden_process() -> bool:
+    """Make this process non-dumpable (Linux), so its /proc/<pid>/environ and memory cannot be
+    read by the executor's tool processes running as the same user. It holds the model API key
+    (and, with --post, the GitLab token). Root can still read them: run untrusted skills as
+    an unprivileged user or in a container. Returns True when applied."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False
+
+
 def _prefect_env(verbose: bool) -> None:
     """Quiet, offline defaults for the embedded Prefect, set before Prefect is imported."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -311,6 +327,7 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    harden_process()
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

@@ -24,13 +24,16 @@ def artifact_key(*parts: str) -> str:
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
     """A testsuite per skill x runtime, a testcase per case; failures carry the evidence."""
     root = ET.Element("testsuites", name=f"aeval {manifest.run_id}")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
     for s in manifest.skills:
         by_rt: dict[str, list[CaseResult]] = {}
         for c in s.cases:
             by_rt.setdefault(c.runtime, []).append(c)
         if s.status == "invalid":
             suite = ET.SubElement(root, "testsuite", name=s.name, tests="1", failures="0",
-                                  errors="1")
+                                  errors="1", time="0")
+            totals["tests"] += 1
+            totals["errors"] += 1
             tc = ET.SubElement(suite, "testcase", classname=s.name, name="contract")
             ET.SubElement(tc, "error", message="invalid skill").text = "\n".join(s.problems)
             continue
@@ -39,20 +42,33 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
                 root, "testsuite", name=f"{s.name} [{rt}]", tests=str(len(cases)),
                 failures=str(sum(c.status == "fail" for c in cases)),
                 errors=str(sum(c.status == "error" for c in cases)))
+            suite_time = 0.0
             for c in cases:
                 name = c.case_id if c.epoch is None else f"{c.case_id} epoch {c.epoch}"
-                tc = ET.SubElement(suite, "testcase", classname=f"{s.name}.{rt}", name=name)
                 grading_path = run_dir / c.dir / "grading.json"
+                g = read_model(grading_path, Grading) if grading_path.is_file() else None
+                seconds = (g.timing.total_s or 0.0) if g else 0.0
+                suite_time += seconds
+                tc = ET.SubElement(suite, "testcase", classname=f"{s.name}.{rt}", name=name,
+                                   time=f"{seconds:.3f}")
                 if c.status == "pass":
+                    if c.ungraded:
+                        ET.SubElement(tc, "system-out").text = f"{c.ungraded} ungraded: {c.reason}"
                     continue
                 detail = c.reason
-                if grading_path.is_file():
-                    g = read_model(grading_path, Grading)
+                if g is not None:
                     detail = "\n".join(
                         [c.reason] + [f"{e.id} {e.status.upper()}: {e.text}\n    {e.evidence}"
                                       for e in g.expectations if e.status != "passed"])
                 tag = "failure" if c.status == "fail" else "error"
                 ET.SubElement(tc, tag, message=c.reason[:300]).text = detail
+            suite.set("time", f"{suite_time:.3f}")
+            totals["tests"] += len(cases)
+            totals["failures"] += sum(c.status == "fail" for c in cases)
+            totals["errors"] += sum(c.status == "error" for c in cases)
+            totals["time"] += suite_time
+    for k, v in totals.items():
+        root.set(k, f"{v:.3f}" if k == "time" else str(v))
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 

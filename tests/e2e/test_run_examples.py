@@ -207,24 +207,24 @@ def test_one_invalid_skill_does_not_stop_the_others(tmp_path):
 
 def test_missing_credential_is_an_environment_error(tmp_path):
     cfg = json.loads(json.dumps(GOOD))
-    cfg["evals"][0]["required_credentials"] = ["AEVAL_TEST_NEVER_SET"]
+    cfg["evals"][0]["required_credentials"] = ["SKILLTEST_NEVER_SET"]
     make_skill(tmp_path / "mp", "needs-key", cfg)
     code = main(["run", str(tmp_path / "mp"), "--out", str(tmp_path / "s"), "-q"])
     assert code == 3
     g = load(run_dir(tmp_path / "s") / "needs-key" / "literal" / "ok" / "grading.json")
-    assert g["status"] == "error" and "AEVAL_TEST_NEVER_SET" in g["status_reason"]
+    assert g["status"] == "error" and "SKILLTEST_NEVER_SET" in g["status_reason"]
 
 
 def test_declared_credential_reaches_steps_but_never_artifacts(tmp_path, monkeypatch):
     canary = "canary-Zx81-secret-value"
-    monkeypatch.setenv("AEVAL_TEST_TOKEN", canary)
-    monkeypatch.setenv("AEVAL_TEST_UNDECLARED", "undeclared-visible")
+    monkeypatch.setenv("SKILLTEST_TOKEN", canary)
+    monkeypatch.setenv("SKILLTEST_UNDECLARED", "undeclared-visible")
     cfg = {"evals": [{"id": "c", "prompt": "p", "expected_outcome": "o",
-                      "required_credentials": ["AEVAL_TEST_TOKEN"],
-                      "steps": ['echo "tok=$AEVAL_TEST_TOKEN" | tee out.txt',
-                                'echo "undeclared=${AEVAL_TEST_UNDECLARED:-absent}"'],
+                      "required_credentials": ["SKILLTEST_TOKEN"],
+                      "steps": ['echo "tok=$SKILLTEST_TOKEN" | tee out.txt',
+                                'echo "undeclared=${SKILLTEST_UNDECLARED:-absent}"'],
                       "assertions": [
-                          {"type": "command", "run": 'test ${#AEVAL_TEST_TOKEN} -eq '
+                          {"type": "command", "run": 'test ${#SKILLTEST_TOKEN} -eq '
                                                      + str(len(canary))},
                           {"type": "transcript_contains", "text": "undeclared=absent"}]}]}
     make_skill(tmp_path / "mp", "secretive", cfg)

@@ -79,6 +79,12 @@ def test_yaml_is_accepted(tmp_path):
     ({**CASE, "assertions": [{"type": "file_contains", "path": "a", "pattern": "("}]},
      "evals[0].assertions: pattern '(' is not a valid regex"),
     ({"id": "c1", "prompt": "p"}, "evals[0].expected_outcome: Field required"),
+    ({**CASE, "required_credentials": ["AEVAL_GITLAB_TOKEN"]},
+     "evals[0].required_credentials: AEVAL_GITLAB_TOKEN is reserved for aeval and CI"),
+    ({**CASE, "required_credentials": ["HF_TOKEN", "CI_JOB_TOKEN"]},
+     "evals[0].required_credentials: CI_JOB_TOKEN is reserved"),
+    ({**CASE, "required_credentials": ["PREFECT_API_KEY"]},
+     "evals[0].required_credentials: PREFECT_API_KEY is reserved"),
 ])
 def test_bad_config_names_file_field_and_problem(tmp_path, case, expected):
     d = write_skill(tmp_path)

@@ -58,3 +58,26 @@ def test_dependencies_point_one_way(layer):
     for py in (ROOT / layer).rglob("*.py"):
         bad = _imports(py) & forbidden
         assert not bad, f"{py.relative_to(ROOT)} imports {bad}"
+
+
+def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
+    """As an unprivileged user, a child process (a tool call) cannot read the environment of
+    the hardened aeval process, where the model key lives."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if not shutil.which("setpriv") or os.geteuid() != 0:
+        pytest.skip("needs root to switch to an unprivileged user with setpriv")
+    code = ("import os, subprocess, sys; from deployments.cli import harden_process; "
+            "harden and harden_process(); "
+            "r = subprocess.run(['cat', f'/proc/{os.getpid()}/environ'], capture_output=True); "
+            "sys.exit(0 if b'sk-canary' in r.stdout else 7)")
+    base = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c"]
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-canary", "HOME": str(tmp_path),
+           "PYTHONPATH": str(ROOT)}
+    unhardened = subprocess.run([*base, "harden = False; " + code], env=env, cwd=tmp_path)
+    hardened = subprocess.run([*base, "harden = True; " + code], env=env, cwd=tmp_path)
+    assert unhardened.returncode == 0  # the leak is real without hardening
+    assert hardened.returncode == 7
