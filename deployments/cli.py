@@ -196,6 +196,7 @@ def print_summary(manifest, run_dir: Path) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    args.paths = args.paths or ["."]
     for p in args.paths:
         if not Path(p).exists():
             print(f"{p}: no such file or folder", file=sys.stderr)
@@ -217,7 +218,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"runtime: {runtimes[0]} "
               + (f"(model {model})" if model else "(no model configured: running the cases' "
                  "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)"))
-    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    base = head = None
+    if args.changed_since:
+        from adapters.git import GitError, changed_skills
+
+        try:
+            changes = changed_skills(Path(args.paths[0]), args.changed_since, args.head)
+        except GitError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_USAGE
+        base, head = changes.base, changes.head
+        for note in changes.notes():
+            print(note)
+        if not changes.skills:
+            print(f"no skill changed since {args.changed_since}: nothing to evaluate")
+            return 0
+        here = Path(args.paths[0]).resolve()
+        shown = [str(s.relative_to(here)) if s.is_relative_to(here) else str(s)
+                 for s in changes.skills]
+        print(f"{len(changes.skills)} changed skill(s): {', '.join(shown)}")
+        roots = changes.skills
+    else:
+        roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:
         print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
@@ -238,8 +260,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         api_base=args.api_base or settings.api_base, retries=settings.retries,
         retry_delay_s=settings.retry_delay_s,
         keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
-        output_cap=settings.output_cap, skill_roots=[str(r) for r in roots])
+        output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
+        head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
+        gitlab_url=args.gitlab_url)
     print_summary(manifest, RunStore(store).run_dir(run_id))
+    if manifest.delivery:
+        print(f"gitlab: {manifest.delivery}")
+        if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
+            return 3  # the skills passed, but the MR did not get the report: retry the job
     return manifest.gate.exit_code
 
 
@@ -280,7 +308,19 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Evaluate every skill at or under PATH (a folder with "
                        "SKILL.md, or a marketplace root).")
-    r.add_argument("paths", nargs="+", metavar="PATH")
+    r.add_argument("paths", nargs="*", metavar="PATH",
+                   help="skill folders or marketplace roots (default: .)")
+    r.add_argument("--changed-since", metavar="REF",
+                   help="evaluate only the skills changed in `git diff REF...HEAD` of the "
+                        "repository at PATH")
+    r.add_argument("--head", default="HEAD", help="head ref for --changed-since (default HEAD;"
+                                                  " the working tree must be at it)")
+    r.add_argument("--post", action="store_true",
+                   help="post the results on the GitLab MR (AEVAL_GITLAB_TOKEN; MR from CI "
+                        "variables or --mr/--project/--gitlab-url)")
+    r.add_argument("--mr", type=int, metavar="IID", help="merge request IID for --post")
+    r.add_argument("--project", metavar="ID", help="GitLab project id or path for --post")
+    r.add_argument("--gitlab-url", metavar="URL", help="GitLab URL for --post")
     r.add_argument("--runtime", action="append", metavar="NAME",
                    help="runtime to use (repeatable); default: builtin with a model, else "
                         "literal")
@@ -310,6 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?", help="eval-config, run, grading, ... (omit with --write)")
     s.add_argument("--write", metavar="DIR", help="write every schema into DIR")
     s.set_defaults(func=cmd_schema)
+
+    from deployments.post import add_parser as add_post_parser
+
+    add_post_parser(sub)
 
     sh = sub.add_parser("show", help="summarize a finished run")
     sh.add_argument("run", nargs="?", default="latest", help="run id, run folder, or latest")

@@ -23,6 +23,7 @@ from aeval.store import RunStore, write_model
 from aeval.verdict import skill_status
 from tasks.aggregate import aggregate_skill
 from tasks.assertions import write_assertions
+from tasks.deliver import post_to_gitlab
 from tasks.examine import examine_skill
 from tasks.execute import execute_case
 from tasks.grade import grade_case
@@ -38,7 +39,8 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
              keep_workspaces: bool = False, output_cap: int = 16_000,
              runtime_options: dict[str, dict[str, Any]] | None = None,
              skill_roots: list[str] | None = None, base: str | None = None,
-             head: str | None = None) -> RunManifest:
+             head: str | None = None, post: bool = False, mr_iid: int | None = None,
+             project_id: str | None = None, gitlab_url: str | None = None) -> RunManifest:
     """Evaluate the skills at ``paths`` (folders holding SKILL.md, or marketplace roots),
     or exactly ``skill_roots`` when given (change detection passes them)."""
     log = _Both(get_run_logger(), logging.getLogger("aeval.progress"))
@@ -47,11 +49,12 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
     manifest = RunManifest(
         run_id=run_id, created_at=datetime.now(UTC), aeval_version=__version__,
         prefect_version=prefect.__version__, paths=[str(p) for p in paths], base=base,
-        head=head, runtimes=runtimes, model=model, grader_model=grader_model, epochs=epochs)
-    write_model(run_dir / "run.json", manifest)
-
+        head=head, runtimes=runtimes, model=model, grader_model=grader_model, epochs=epochs,
+        api_base=api_base)
     roots = [Path(r) for r in skill_roots] if skill_roots is not None else [
         r for p in paths for r in find_skill_roots(Path(p))]
+    manifest.skill_roots = [str(r) for r in roots]
+    write_model(run_dir / "run.json", manifest)
     examined = [f.result() for f in examine_skill.map(roots)]
     ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
     plans = plan_cases(examined, run_id, run_dir, runtimes, epochs, ws_root, model,
@@ -95,6 +98,14 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
     if not keep_workspaces:
         shutil.rmtree(ws_root, ignore_errors=True)
     log.info("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)
+    if post:
+        try:
+            result = post_to_gitlab(str(run_dir), mr_iid, project_id, gitlab_url)
+            done.delivery = f"posted: {result.summary()}"
+        except Exception as exc:  # a delivery failure must not hide the skill verdict
+            done.delivery = f"failed: {type(exc).__name__}: {str(exc)[:300]}"
+            log.warning("posting to GitLab failed: %s", done.delivery)
+        write_model(run_dir / "run.json", done)
     return done
 
 

@@ -189,6 +189,10 @@ class RunManifest(Artifact):
     skills: list[SkillResult] = Field(default_factory=list)
     totals: dict[str, int] = Field(default_factory=dict, description="Case count per status.")
     gate: Gate | None = None
+    delivery: str | None = Field(None, description="Outcome of posting to the MR, if asked.")
+    api_base: str | None = Field(None, description="Model API base URL, if overridden.")
+    skill_roots: list[str] = Field(default_factory=list,
+                                   description="The skill folders the run planned.")
 
 
 class SuggesterItem(_M):

@@ -1,0 +1,111 @@
+"""git: the repository root and which skills a change touched."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aeval.skill import SKILL_FILE
+
+
+class GitError(RuntimeError):
+    """git failed (not a repository, unknown ref ...). The message is git's own."""
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def git_toplevel(path: Path) -> Path:
+    """The root of the repository holding ``path``."""
+    p = Path(path)
+    return Path(git(p if p.is_dir() else p.parent, "rev-parse", "--show-toplevel").strip())
+
+
+def rev(repo: Path, ref: str) -> str:
+    return git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
+
+
+@dataclass
+class ChangeSet:
+    """The skills a diff touched, and what was set aside, with why."""
+
+    base: str
+    head: str
+    skills: list[Path] = field(default_factory=list)  # skill roots to evaluate, sorted
+    deleted: list[str] = field(default_factory=list)  # skill folders removed by the change
+    ignored: list[str] = field(default_factory=list)  # changed paths outside any skill
+
+    def notes(self) -> list[str]:
+        out = [f"skipped deleted skill {d}" for d in self.deleted]
+        if self.ignored:
+            out.append(f"{len(self.ignored)} changed file(s) outside any skill ignored")
+        return out
+
+
+def _skill_root(repo: Path, rel: str) -> Path | None:
+    """Nearest folder at or above ``rel`` (in the working tree) that holds SKILL.md."""
+    p = repo / rel
+    for d in [p if p.is_dir() else p.parent, *p.parents]:
+        if not d.is_relative_to(repo):
+            break
+        if (d / SKILL_FILE).is_file():
+            return d
+        if d == repo:
+            break
+    return None
+
+
+def _was_skill(repo: Path, base: str, rel: str) -> str | None:
+    """The skill folder ``rel`` belonged to at ``base``, if any."""
+    parts = Path(rel).parts
+    for n in range(len(parts) - 1, -1, -1):
+        folder = "/".join(parts[:n])
+        spec = f"{base}:{folder + '/' if folder else ''}{SKILL_FILE}"
+        if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", spec],
+                          capture_output=True).returncode == 0:
+            return folder or "."
+    return None
+
+
+def changed_skills(repo: Path, base: str, head: str = "HEAD") -> ChangeSet:
+    """Skills touched by ``git diff base...head`` (the merge-base form, as an MR shows it).
+
+    A change anywhere under a skill maps to its root (nearest folder with SKILL.md); renamed
+    files follow their new path; a skill whose SKILL.md is gone at head is reported deleted;
+    changes outside skills are ignored. Skills are taken from the working tree, which must be
+    at ``head``.
+    """
+    repo = git_toplevel(Path(repo))
+    b, h = rev(repo, base), rev(repo, head)
+    out = git(repo, "diff", "--name-status", "-M", "-z", f"{b}...{h}")
+    fields = out.split("\0")
+    changes = ChangeSet(base=b, head=h)
+    roots: set[Path] = set()
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        if status[0] in "RC":  # renamed or copied: follow the new path
+            paths = [fields[i + 2]]
+            i += 3
+        else:
+            paths = [fields[i + 1]]
+            i += 2
+        for rel in paths:
+            root = _skill_root(repo, rel)
+            if root is not None:
+                roots.add(root)
+                continue
+            gone = _was_skill(repo, b, rel)
+            if gone is not None:
+                if gone not in changes.deleted:
+                    changes.deleted.append(gone)
+            elif rel not in changes.ignored:
+                changes.ignored.append(rel)
+    changes.deleted = sorted(d for d in changes.deleted if not (repo / d / SKILL_FILE).is_file())
+    changes.skills = sorted(roots)
+    return changes

@@ -1,0 +1,115 @@
+"""Change detection on a real git repository: only touched skills are evaluated."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from adapters.git import GitError, changed_skills
+from deployments.cli import main
+
+pytestmark = pytest.mark.integration
+
+
+def sh(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def skill(repo: Path, name: str, step: str = "echo ok > out.txt") -> Path:
+    d = repo / "skills" / name
+    (d / "scripts").mkdir(parents=True)
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: skill {name}\n---\nBody\n")
+    (d / "scripts" / "run.sh").write_text("echo run\n")
+    (d / "eval.config").write_text(json.dumps({"evals": [{
+        "id": "c", "prompt": "p", "expected_outcome": "o", "steps": [step],
+        "assertions": [{"type": "file_exists", "path": "out.txt"}]}]}))
+    return d
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "repo"
+    r.mkdir()
+    sh(r, "init", "-q", "-b", "main")
+    sh(r, "config", "user.email", "t@example.com")
+    sh(r, "config", "user.name", "t")
+    for n in ("alpha", "beta", "gamma"):
+        skill(r, n)
+    (r / "README.md").write_text("marketplace\n")
+    sh(r, "add", "-A")
+    sh(r, "commit", "-qm", "three skills")
+    return r
+
+
+def commit(repo: Path, msg: str = "change") -> None:
+    sh(repo, "add", "-A")
+    sh(repo, "commit", "-qm", msg)
+
+
+def test_a_change_deep_in_one_skill_selects_only_that_skill(repo):
+    (repo / "skills" / "beta" / "scripts" / "run.sh").write_text("echo changed\n")
+    (repo / "README.md").write_text("docs only\n")
+    commit(repo)
+    cs = changed_skills(repo, "HEAD~1")
+    assert cs.skills == [repo / "skills" / "beta"]
+    assert cs.ignored == ["README.md"] and cs.deleted == []
+
+
+def test_deleted_skill_is_skipped_with_a_note_and_renamed_skill_follows(repo):
+    sh(repo, "rm", "-rq", "skills/gamma")
+    sh(repo, "mv", "skills/alpha", "skills/alpha-two")
+    commit(repo)
+    cs = changed_skills(repo, "HEAD~1")
+    assert cs.skills == [repo / "skills" / "alpha-two"]
+    assert cs.deleted == ["skills/gamma"]
+    assert "skipped deleted skill skills/gamma" in cs.notes()
+
+
+def test_merge_base_semantics(repo):
+    base = sh(repo, "rev-parse", "HEAD")
+    sh(repo, "checkout", "-qb", "feature")
+    (repo / "skills" / "alpha" / "SKILL.md").write_text(
+        "---\nname: alpha\ndescription: changed\n---\n")
+    commit(repo)
+    sh(repo, "checkout", "-q", "main")
+    (repo / "skills" / "gamma" / "SKILL.md").write_text(
+        "---\nname: gamma\ndescription: on main\n---\n")
+    commit(repo)
+    sh(repo, "checkout", "-q", "feature")
+    # main moved on after the branch: base...HEAD still shows only the branch's own change
+    assert changed_skills(repo, "main").skills == [repo / "skills" / "alpha"]
+    assert changed_skills(repo, base).skills == [repo / "skills" / "alpha"]
+
+
+def test_unknown_ref_is_a_clear_error(repo):
+    with pytest.raises(GitError, match="nope"):
+        changed_skills(repo, "nope")
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_run_changed_since_evaluates_only_the_changed_skill(repo, tmp_path, capsys):
+    (repo / "skills" / "beta" / "SKILL.md").write_text(
+        "---\nname: beta\ndescription: skill beta, edited\n---\nBody\n")
+    commit(repo)
+    code = main(["run", str(repo), "--changed-since", "HEAD~1", "--out", str(tmp_path / "s")])
+    assert code == 0
+    (rd,) = (tmp_path / "s" / "runs").iterdir()
+    run = json.loads((rd / "run.json").read_text())
+    assert [s["name"] for s in run["skills"]] == ["beta"]
+    assert run["base"] == sh(repo, "rev-parse", "HEAD~1")
+    assert run["head"] == sh(repo, "rev-parse", "HEAD")
+    assert "1 changed skill(s): skills/beta" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_no_changed_skill_exits_0_without_running(repo, tmp_path, capsys):
+    (repo / "README.md").write_text("docs only\n")
+    commit(repo)
+    assert main(["run", str(repo), "--changed-since", "HEAD~1", "--out",
+                 str(tmp_path / "s")]) == 0
+    assert "no skill changed" in capsys.readouterr().out
+    assert not (tmp_path / "s" / "runs").exists()
