@@ -195,7 +195,43 @@ def print_summary(manifest, run_dir: Path) -> None:
     console.print(f"exit {g.exit_code}: {escape(g.reason)}")
 
 
+def _resume(args: argparse.Namespace) -> int:
+    """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
+    from aeval.artifacts import RunManifest
+    from aeval.settings import Settings
+    from aeval.store import RunStore, read_model
+
+    settings = Settings()
+    store = RunStore(Path(args.out or settings.home))
+    try:
+        run_dir = store.run_dir(args.resume) if not Path(args.resume).is_dir() else Path(
+            args.resume)
+        old = read_model(run_dir / "run.json", RunManifest)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.evaluate import evaluate
+
+    print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
+    flow = evaluate.with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    manifest = flow(
+        paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
+        store=str(run_dir.parent.parent), model=old.model, grader_model=old.grader_model,
+        api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
+        output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
+        head=old.head, resume=True, baseline=args.baseline)
+    print_summary(manifest, run_dir)
+    return manifest.gate.exit_code
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.resume:
+        _prefect_env(args.verbose)
+        _progress_logging(args.quiet)
+        return _resume(args)
     args.paths = args.paths or ["."]
     for p in args.paths:
         if not Path(p).exists():
@@ -262,12 +298,45 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
-        gitlab_url=args.gitlab_url)
+        gitlab_url=args.gitlab_url, baseline=args.baseline)
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"gitlab: {manifest.delivery}")
         if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
             return 3  # the skills passed, but the MR did not get the report: retry the job
+    return manifest.gate.exit_code
+
+
+# ---- sweep ----------------------------------------------------------------------------------
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    if not Path(args.marketplace).is_dir():
+        print(f"{args.marketplace}: no such folder", file=sys.stderr)
+        return EXIT_USAGE
+    _prefect_env(args.verbose)
+    _progress_logging(args.quiet)
+
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from aeval.settings import Settings
+    from aeval.store import RunStore, new_run_id
+    from flows.sweep import sweep
+
+    settings = Settings()
+    model = args.model or settings.model
+    store = Path(args.out or settings.home)
+    run_id = new_run_id()
+    flow = sweep.with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    manifest = flow(marketplace=str(args.marketplace), epochs=args.epochs,
+                    runtimes=args.runtime or (["builtin"] if model else ["literal"]),
+                    model=model, grader_model=None if args.no_grader else (
+                        args.grader_model or settings.grader_model or model),
+                    api_base=args.api_base or settings.api_base, store=str(store),
+                    run_id=run_id)
+    print_summary(manifest, RunStore(store).run_dir(run_id))
+    print(f"baselines refreshed: {store / 'baselines.json'}")
     return manifest.gate.exit_code
 
 
@@ -333,6 +402,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     r.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    r.add_argument("--resume", metavar="RUN_ID",
+                   help="finish an interrupted run: only cases without grading.json run")
+    r.add_argument("--baseline", metavar="RUN_ID|DIR",
+                   help="compare with this run in regression.json (default: the store's "
+                        "last-known-good baselines, refreshed by `aeval sweep`)")
     r.add_argument("--keep-workspaces", action="store_true",
                    help="keep each attempt's workspace for debugging")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -350,6 +424,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?", help="eval-config, run, grading, ... (omit with --write)")
     s.add_argument("--write", metavar="DIR", help="write every schema into DIR")
     s.set_defaults(func=cmd_schema)
+
+    sw = sub.add_parser("sweep", help="evaluate a whole marketplace and refresh baselines",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="The nightly sweep: every skill, --epochs runs of each "
+                        "case; passing cases become the last-known-good baselines that "
+                        "regression.json compares against.")
+    sw.add_argument("marketplace", nargs="?", default=".", metavar="MARKETPLACE")
+    sw.add_argument("--epochs", type=int, default=3, help="runs of each case (default 3)")
+    sw.add_argument("--runtime", action="append", metavar="NAME")
+    sw.add_argument("--model")
+    sw.add_argument("--grader-model")
+    sw.add_argument("--no-grader", action="store_true")
+    sw.add_argument("--api-base")
+    sw.add_argument("--concurrency", type=int)
+    sw.add_argument("--out", help="run store folder (default .aeval)")
+    sw.add_argument("-q", "--quiet", action="store_true")
+    sw.add_argument("-v", "--verbose", action="store_true")
+    sw.set_defaults(func=cmd_sweep)
 
     from deployments.post import add_parser as add_post_parser
 

@@ -19,14 +19,15 @@ from prefect.utilities.annotations import allow_failure
 from aeval import __version__
 from aeval.artifacts import CaseResult, RunManifest, SkillResult
 from aeval.skill import find_skill_roots
-from aeval.store import RunStore, write_model
+from aeval.store import RunStore, read_model, write_model
 from aeval.verdict import skill_status
 from tasks.aggregate import aggregate_skill
 from tasks.assertions import write_assertions
+from tasks.baseline import write_regression
 from tasks.deliver import post_to_gitlab
 from tasks.examine import examine_skill
 from tasks.execute import execute_case
-from tasks.grade import grade_case
+from tasks.grade import finished_result, grade_case
 from tasks.plan import plan_cases
 from tasks.publish import publish_run
 from tasks.suggest import suggest_fixes
@@ -40,17 +41,23 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
              runtime_options: dict[str, dict[str, Any]] | None = None,
              skill_roots: list[str] | None = None, base: str | None = None,
              head: str | None = None, post: bool = False, mr_iid: int | None = None,
-             project_id: str | None = None, gitlab_url: str | None = None) -> RunManifest:
+             project_id: str | None = None, gitlab_url: str | None = None,
+             baseline: str | None = None, resume: bool = False) -> RunManifest:
     """Evaluate the skills at ``paths`` (folders holding SKILL.md, or marketplace roots),
     or exactly ``skill_roots`` when given (change detection passes them)."""
     log = _Both(get_run_logger(), logging.getLogger("aeval.progress"))
     runtimes = runtimes or ["literal"]
     run_dir = RunStore(Path(store)).run_dir(run_id)
+    previous = run_dir / "run.json"
+    if resume and not previous.is_file():
+        raise FileNotFoundError(f"cannot resume {run_id}: no {previous}")
     manifest = RunManifest(
         run_id=run_id, created_at=datetime.now(UTC), aeval_version=__version__,
         prefect_version=prefect.__version__, paths=[str(p) for p in paths], base=base,
         head=head, runtimes=runtimes, model=model, grader_model=grader_model, epochs=epochs,
         api_base=api_base)
+    if resume:
+        manifest.created_at = read_model(previous, RunManifest).created_at
     roots = [Path(r) for r in skill_roots] if skill_roots is not None else [
         r for p in paths for r in find_skill_roots(Path(p))]
     manifest.skill_roots = [str(r) for r in roots]
@@ -68,12 +75,23 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
     execute = execute_case.with_options(
         retries=retries, retry_delay_seconds=exponential_backoff(retry_delay_s)(retries)
         if retries else 0, retry_jitter_factor=0.5)
+    results: dict[str, list[CaseResult]] = {}
+    if resume:
+        todo = []
+        for plan in plans:
+            done = finished_result(plan)
+            if done is None:
+                todo.append(plan)
+            else:
+                results.setdefault(str(plan.skill.path), []).append(done)
+        log.info("resuming %s: %d case run(s) finished, %d to run", run_id,
+                 len(plans) - len(todo), len(todo))
+        plans = todo
     graded = {}
     for plan in plans:
         a = write_assertions.submit(plan)
         x = execute.submit(plan, wait_for=[a])
         graded[grade_case.submit(plan, a, allow_failure(x))] = plan
-    results: dict[str, list[CaseResult]] = {}
     for fut in as_completed(list(graded)):
         plan = graded[fut]
         res = fut.result()
@@ -88,6 +106,7 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
             rt_cases = [c for c in cases if c.runtime == rt]
             if rt_cases:
                 suggest_fixes(run_dir, ex.name, ex.root, rt, rt_cases, grader_model, api_base)
+                write_regression(ex.name, rt, run_dir, rt_cases, Path(store), baseline)
                 aggregate_skill(run_dir, ex.name, rt, rt_cases, grader_model, api_base)
         skills.append(SkillResult(
             name=ex.name, path=str(ex.root), tier=ex.tier, warnings=ex.warnings,

@@ -47,7 +47,7 @@ from aeval.events import (
 from aeval.plan import CasePlan, ExecutionRecord
 from aeval.redact import Redactor
 from aeval.shell import base_env
-from aeval.store import write_model
+from aeval.store import read_model, write_model
 from aeval.verdict import case_status, summarize
 from aeval.workspace import FileChange
 from tasks.execute import recorded_attempts
@@ -282,6 +282,23 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         first_attempt_pass_rate=s.first_attempt_pass_rate,
         terminal_pass_rate=s.terminal_pass_rate, self_corrections=len(changes),
         attempts=len(attempts), dir=plan.rel_dir)
+
+
+def finished_result(plan: CasePlan) -> CaseResult | None:
+    """The CaseResult of a case graded earlier (resume), from its files; None if unfinished."""
+    p = plan.case_dir / "grading.json"
+    if not p.is_file():
+        return None
+    g = read_model(p, Grading)
+    attempts = recorded_attempts(plan)
+    s = g.summary
+    return CaseResult(
+        case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=g.status,
+        reason=g.status_reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded,
+        total=s.total, first_attempt_pass_rate=s.first_attempt_pass_rate,
+        terminal_pass_rate=s.terminal_pass_rate,
+        self_corrections=len(g.self_correction.changes_made), attempts=len(attempts),
+        dir=plan.rel_dir)
 
 
 def _credentials(plan: CasePlan) -> dict[str, str]:

@@ -212,3 +212,24 @@ class SuggesterAnswer(_M):
     """The suggester's JSON answer (eval_skill/agents/suggester.md)."""
 
     suggestions: list[SuggesterItem] = Field(default_factory=list)
+
+
+# ---- baselines.json (the store's last-known-good results) -----------------------------------
+
+
+class BaselineEntry(_M):
+    """The last-known-good result of one skill x runtime x case."""
+
+    run_id: str
+    recorded_at: datetime
+    first_attempt_pass_rate: float | None
+    assertions: dict[str, bool | None] = Field(
+        description="Assertion text -> first-attempt pass (all epochs), None when ungraded.")
+    ids: dict[str, str] = Field(default_factory=dict, description="Assertion text -> id.")
+
+
+class Baselines(Artifact):
+    """<store>/baselines.json, refreshed by the nightly sweep."""
+
+    entries: dict[str, BaselineEntry] = Field(
+        default_factory=dict, description="`skill/runtime/case` -> last-known-good result.")

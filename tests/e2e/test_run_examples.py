@@ -132,8 +132,8 @@ def test_assertions_are_written_before_execution(example_run):
 
 def test_every_artifact_validates_against_its_schema(example_run):
     _, rd, _, _ = example_run
-    # 6 cases x 4 files, 4 skills x 4 aggregates, run.json
-    assert validate_tree(rd) == 6 * 4 + 4 * 4 + 1
+    # 6 cases x 4 files, 4 skills x 5 aggregates (with regression.json), run.json
+    assert validate_tree(rd) == 6 * 4 + 4 * 5 + 1
     junit = (rd / "junit.xml").read_text()
     assert "<testsuite" in junit and "KeyError" in junit
 

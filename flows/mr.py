@@ -1,0 +1,44 @@
+"""The merge-request flow: evaluate the skills an MR changed, and post on the MR."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from adapters.git import changed_skills
+from aeval.artifacts import RunManifest
+from aeval.store import new_run_id
+from flows.evaluate import evaluate
+
+
+@task(name="detect-changes", task_run_name="detect-changes {base}...{head}",
+      cache_policy=NO_CACHE)
+def detect_changes(repo: str, base: str, head: str) -> dict:
+    """Skill roots touched by ``git diff base...head``."""
+    cs = changed_skills(Path(repo), base, head)
+    return {"skills": [str(s) for s in cs.skills], "notes": cs.notes(), "base": cs.base,
+            "head": cs.head}
+
+
+@flow(name="aeval-mr", flow_run_name="mr {mr_iid}: {base}...{head}", validate_parameters=False)
+def evaluate_mr(repo: str = ".", base: str = "origin/main", head: str = "HEAD",
+                mr_iid: int | None = None, post: bool = False,
+                runtimes: list[str] | None = None, model: str | None = None,
+                grader_model: str | None = None, api_base: str | None = None,
+                store: str = ".aeval", project_id: str | None = None,
+                gitlab_url: str | None = None) -> RunManifest | None:
+    """Evaluate the skills changed between ``base`` and ``head`` of the repository at ``repo``
+    (its working tree at ``head``); with ``post``, report on merge request ``mr_iid``."""
+    log = get_run_logger()
+    changes = detect_changes(repo, base, head)
+    for note in changes["notes"]:
+        log.info(note)
+    if not changes["skills"]:
+        log.info("no skill changed between %s and %s", base, head)
+        return None
+    return evaluate(paths=[repo], run_id=new_run_id(), runtimes=runtimes,
+                    skill_roots=changes["skills"], base=changes["base"], head=changes["head"],
+                    store=store, model=model, grader_model=grader_model, api_base=api_base,
+                    post=post, mr_iid=mr_iid, project_id=project_id, gitlab_url=gitlab_url)

@@ -1,0 +1,123 @@
+"""Resume after kill -9, the nightly sweep's baselines, and regression.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from deployments.cli import main
+
+pytestmark = pytest.mark.e2e
+
+
+def make_skill(root: Path, name: str, cases: list[dict]) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test skill {name}\n---\n")
+    (d / "eval.config").write_text(json.dumps({"evals": cases}))
+    return d
+
+
+def case(cid: str, step: str, *checks: dict) -> dict:
+    return {"id": cid, "prompt": f"do {cid}", "expected_outcome": "done", "steps": [step],
+            "assertions": list(checks) or [{"type": "file_exists", "path": "out.txt"}]}
+
+
+def only_run(store: Path) -> Path:
+    (rd,) = (store / "runs").iterdir()
+    return rd
+
+
+def test_kill_9_then_resume_runs_only_unfinished_cases(tmp_path):
+    mp = tmp_path / "mp"
+    make_skill(mp, "slow", [case(f"c{i}", "sleep 2 && echo ok > out.txt") for i in range(4)])
+    store = tmp_path / "store"
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "aeval"), "run", str(mp),
+                             "--out", str(store), "--concurrency", "1", "-q"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline:
+            if list(store.glob("runs/*/slow/literal/*/grading.json")):
+                break
+            assert proc.poll() is None, "aeval finished before it could be killed"
+            time.sleep(0.1)
+        else:
+            pytest.fail("no case finished in time")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    rd = only_run(store)
+    finished = {p.parent.name: p.stat().st_mtime_ns
+                for p in rd.glob("slow/literal/*/grading.json")}
+    assert 1 <= len(finished) < 4
+    # nothing half-written: no temp files, and every JSON file parses
+    assert not list(rd.rglob("*.tmp"))
+    for p in rd.rglob("*.json"):
+        json.loads(p.read_text())
+    assert json.loads((rd / "run.json").read_text())["status"] == "running"
+
+    assert main(["run", "--resume", rd.name, "--out", str(store), "-q"]) == 0
+    run = json.loads((rd / "run.json").read_text())
+    assert run["status"] == "finished" and run["totals"] == {"pass": 4}
+    for cid, mtime in finished.items():  # finished cases were not executed again
+        d = rd / "slow" / "literal" / cid
+        assert (d / "grading.json").stat().st_mtime_ns == mtime
+        assert [p.name for p in (d / "attempts").iterdir()] == ["1"]
+    redone = [d for d in (rd / "slow" / "literal").iterdir()
+              if d.is_dir() and d.name not in finished]
+    assert len(redone) == 4 - len(finished)
+    for d in redone:
+        assert (d / "grading.json").is_file()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_resume_of_an_unknown_run_is_a_usage_error(tmp_path, capsys):
+    assert main(["run", "--resume", "nope", "--out", str(tmp_path)]) == 2
+    assert "cannot resume nope" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_sweep_refreshes_baselines_and_runs_compare_against_them(tmp_path, capsys):
+    mp = tmp_path / "mp"
+    d = make_skill(mp, "flip", [case(
+        "c", "cp $SKILL_DIR/value.txt out.txt",
+        {"type": "file_exists", "path": "out.txt"},
+        {"type": "file_contains", "path": "out.txt", "pattern": "^good$"})])
+    (d / "value.txt").write_text("good\n")
+    store = tmp_path / "store"
+    assert main(["sweep", str(mp), "--epochs", "2", "--out", str(store), "-q"]) == 0
+    base = json.loads((store / "baselines.json").read_text())
+    (sweep_run,) = [p.name for p in (store / "runs").iterdir()]
+    entry = base["entries"]["flip/literal/c"]
+    assert entry["run_id"] == sweep_run and entry["first_attempt_pass_rate"] == 1.0
+    assert "baselines refreshed" in capsys.readouterr().out
+
+    (d / "value.txt").write_text("bad\n")  # the skill regresses
+    assert main(["run", str(mp), "--out", str(store), "-q"]) == 1
+    (new_run,) = [p for p in (store / "runs").iterdir() if p.name != sweep_run]
+    reg = json.loads((new_run / "flip" / "literal" / "regression.json").read_text())
+    assert reg["baseline_run"] == sweep_run
+    assert reg["pass_rate_delta"] == {"c": pytest.approx(-1 / 3, abs=1e-3)}
+    assert [x["text"] for x in reg["newly_failing"]] == ["File out.txt matches /^good$/"]
+    assert reg["newly_failing"][0]["assertion_id"] == "A2"
+    # a failing run does not replace the last-known-good baseline ...
+    assert json.loads((store / "baselines.json").read_text()) == base
+
+    (d / "value.txt").write_text("good\n")
+    assert main(["run", str(mp), "--out", str(store), "-q", "--baseline", new_run.name]) == 0
+    (fixed,) = [p for p in (store / "runs").iterdir() if p.name not in (sweep_run, new_run.name)]
+    reg = json.loads((fixed / "flip" / "literal" / "regression.json").read_text())
+    # ... and --baseline compares with any chosen run instead
+    assert reg["baseline_run"] == new_run.name
+    assert [x["assertion_id"] for x in reg["newly_passing"]] == ["A2"]
