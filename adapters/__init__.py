@@ -15,6 +15,7 @@ from aeval.runtime import AgentRuntime
 # name -> "module:Class"; keep in sync with DESIGN.md's runtime table.
 RUNTIMES: dict[str, str] = {
     "builtin": "adapters.builtin:BuiltinRuntime",
+    "claude-code": "adapters.claude_code:ClaudeCodeRuntime",
     "literal": "adapters.literal:LiteralRuntime",
     "replay": "adapters.replay:ReplayRuntime",
 }

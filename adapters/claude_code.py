@@ -1,0 +1,385 @@
+"""`claude-code`: Claude Code through claude-agent-sdk (which bundles the CLI), one run per attempt.
+
+    pip install 'aeval[claude]'        # claude-agent-sdk>=0.2.180,<0.3
+
+The skill copy sits at ``.claude/skills/<name>/``, where Claude Code discovers project skills;
+aeval's executor rules are APPENDED to Claude Code's own system prompt.
+
+Isolation, per attempt:
+- Config: ``HOME`` and ``CLAUDE_CONFIG_DIR`` point into the attempt's private home (outside the
+  workspace), and only project settings load (``setting_sources=["project"]``), so nothing of
+  the machine's ``~/.claude`` is read or written. ``TMPDIR`` is private too (the CLI keeps task
+  output and sockets there). Telemetry, auto-update and other non-essential traffic are off.
+- Environment: the SDK starts the CLI with aeval's whole environment plus its options. So it
+  starts a small launcher instead (written into the private home) that execs the CLI with
+  exactly the case's environment (`RunRequest.env`) plus the CLI's own settings, and hands the
+  model API key over through a pipe (``CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR``): the key is in
+  no environment at all, the CLI drains the pipe at start, and tool processes do not inherit
+  the descriptor. Limits: tool processes also see the variables Claude Code itself sets
+  (``CLAUDECODE``, ``CLAUDE_CODE_*`` session ids, ``ANTHROPIC_BASE_URL``, ``SHELL``, ...), and
+  the key is in the CLI's memory, readable by a process of the same user that goes looking.
+- Permissions: running as root refuses ``bypassPermissions``, so ``acceptEdits`` with the
+  read / run tools in ``allowed_tools``. Writes are NOT pre-allowed (an allowed ``Write``
+  writes anywhere): acceptEdits accepts them inside the workspace, and the rest reach
+  `_permission` — a write inside the workspace is allowed (Claude Code always asks for
+  ``.claude/``, where the skill copy lives; a hook cannot approve that, this callback can),
+  anything else is denied, since nobody is there to answer.
+- Retries: Claude Code's own retries are off (``CLAUDE_CODE_MAX_RETRIES=0``): a 429 / 5xx /
+  529 ends the attempt with `ModelTransientError`, and aeval retries the whole case from a
+  fresh workspace.
+
+Every SDK message is written to raw.jsonl as it arrives and mapped by the same pure parser
+(`adapters._claude_code_parse`) that re-parses a recorded run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import stat
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from importlib import metadata, util
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
+from aeval.errors import RuntimeUnavailable
+from aeval.events import (
+    EndEvent,
+    ErrorEvent,
+    MessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    UsageEvent,
+)
+from aeval.runtime import EventRecorder, RunRequest, RunResult
+
+INSTALL = "pip install 'aeval[claude]'"
+"""The exact install command (the extra pins claude-agent-sdk>=0.2.180,<0.3)."""
+ALLOWED_TOOLS = ["Bash", "Read", "Glob", "Grep", "LS", "Skill", "Agent", "Task", "TodoWrite",
+                 "NotebookRead", "BashOutput", "KillShell", "TaskCreate", "TaskGet", "TaskList",
+                 "TaskUpdate", "TaskStop", "ToolSearch"]
+"""Pre-allowed tools: reading, searching, running commands, loading skills, subagents (whose
+own calls meet the same rules), bookkeeping. Names a CLI version lacks are ignored. Not here:
+the write tools (see `_permission`) and the web tools (denied: a test run stays offline)."""
+CLI_ENV = {
+    "CLAUDE_CODE_MAX_RETRIES": "0",  # aeval retries the whole case, from a fresh workspace
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # telemetry, error reports, updates
+    "DISABLE_AUTOUPDATER": "1",
+}
+PASS_THROUGH = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+                "NODE_EXTRA_CA_CERTS")
+"""Variables of aeval's environment the CLI needs to reach a remote model behind a proxy (they
+reach tool processes too)."""
+LOOPBACK_KEY = "aeval-loopback-no-key"
+KILL_GRACE_S = 5.0
+"""Seconds between SIGTERM and SIGKILL when a run hits its timeout."""
+BACKSTOP_S = 30.0
+"""Extra seconds after the timeout before the stream is cancelled from outside."""
+EVENT_KINDS = {cls.model_fields["kind"].default: cls for cls in
+               (MessageEvent, ToolCallEvent, ToolResultEvent, UsageEvent, ErrorEvent, EndEvent)}
+
+LAUNCHER = '''#!{python} -I
+"""aeval's launcher for the Claude Code CLI: exec it with only the variables aeval names, and
+the model API key in a pipe instead of the environment."""
+import os
+import sys
+
+env = dict(os.environ)
+cli = env.pop("AEVAL_CLAUDE_CLI")
+keep = set(env.pop("AEVAL_CLAUDE_KEEP", "").split(","))
+key = env.pop("AEVAL_CLAUDE_API_KEY", "")
+with open(env.pop("AEVAL_CLAUDE_PIDFILE"), "w") as fh:
+    fh.write(str(os.getpid()))  # the CLI's pid: execve keeps it
+sdk = {{"CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+       "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "PWD"}}
+env = {{k: v for k, v in env.items()
+       if k in keep or k in sdk or k.startswith("CLAUDE_AGENT_SDK_")}}
+r, w = os.pipe()
+os.write(w, key.encode() + b"\\n")
+os.close(w)
+os.set_inheritable(r, True)
+env["CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR"] = str(r)
+os.execve(cli, [cli, *sys.argv[1:]], env)
+'''
+
+
+def _package_dir() -> Path | None:
+    spec = util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def cli_path() -> str | None:
+    """The Claude Code CLI the SDK would start: the bundled one, else ``claude`` on PATH."""
+    pkg = _package_dir()
+    bundled = pkg / "_bundled" / "claude" if pkg else None
+    if bundled is not None and bundled.is_file():
+        return str(bundled)
+    return shutil.which("claude")
+
+
+def is_loopback(url: str | None) -> bool:
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ClaudeCodeRuntime:
+    name: ClassVar[str] = "claude-code"
+    skills_subdir: ClassVar[str | None] = ".claude/skills"
+    needs_model: ClassVar[bool] = True
+    config_dirs: ClassVar[tuple[str, ...]] = (".claude",)
+    install_hint: ClassVar[str] = INSTALL
+
+    def __init__(self, api_key_env: str = "ANTHROPIC_API_KEY"):
+        """``api_key_env``: the variable of aeval's environment holding the model API key."""
+        self.api_key_env = api_key_env
+
+    def version(self) -> str | None:
+        """``claude-agent-sdk X (Claude Code Y)``, or None when the SDK is not installed."""
+        try:
+            sdk = metadata.version("claude-agent-sdk")
+        except metadata.PackageNotFoundError:
+            return None
+        pkg = _package_dir()
+        marker = pkg / "_bundled" / "claude.version" if pkg else None
+        text = marker.read_text().split() if marker is not None and marker.is_file() else []
+        cli = text[0] if text else None
+        return f"claude-agent-sdk {sdk}" + (f" (Claude Code {cli})" if cli else "")
+
+    def check_available(self) -> None:
+        try:
+            import claude_agent_sdk  # noqa: F401
+        except ImportError as exc:
+            raise RuntimeUnavailable(f"the claude-code runtime needs claude-agent-sdk: {INSTALL}") \
+                from exc
+        if cli_path() is None:
+            raise RuntimeUnavailable("claude-agent-sdk has no bundled Claude Code CLI for this "
+                                     f"platform and `claude` is not on PATH: {INSTALL}")
+
+    # ---- one run -------------------------------------------------------------------------
+
+    def _api_key(self, request: RunRequest) -> str:
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            return key
+        if is_loopback(request.api_base):
+            return LOOPBACK_KEY
+        raise RuntimeUnavailable(f"the claude-code runtime needs {self.api_key_env} set (or "
+                                 "--api-base on loopback)")
+
+    def _cli_env(self, request: RunRequest, cli: str, launcher_key: str) -> dict[str, str]:
+        """The CLI's whole environment, as the launcher will exec it (AEVAL_* are its input)."""
+        home = request.home
+        env = {**request.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+               "TMPDIR": str(home / "tmp"), **CLI_ENV}
+        if request.api_base:
+            env["ANTHROPIC_BASE_URL"] = request.api_base.rstrip("/")
+        if not is_loopback(request.api_base):
+            env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
+        return {**env, "AEVAL_CLAUDE_KEEP": ",".join(sorted(env)), "AEVAL_CLAUDE_CLI": cli,
+                "AEVAL_CLAUDE_API_KEY": launcher_key,
+                "AEVAL_CLAUDE_PIDFILE": str(_pidfile(request.home))}
+
+    @staticmethod
+    def _write_launcher(home: Path) -> Path:
+        path = home / ".aeval" / "claude-launcher"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(LAUNCHER.format(python=sys.executable), encoding="utf-8")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        return path
+
+    def _options(self, request: RunRequest, launcher: Path, env: dict[str, str],
+                 stderr: list[str]) -> Any:
+        from claude_agent_sdk import CanUseToolShadowedWarning, ClaudeAgentOptions
+
+        # allowed_tools shadowing can_use_tool for those tools is intended (the SDK's advice).
+        warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
+        rel = request.skill_dir.relative_to(request.workspace).as_posix()
+        model = request.model or ""
+        return ClaudeAgentOptions(
+            cwd=str(request.workspace), cli_path=str(launcher), env=env,
+            model=model.removeprefix("anthropic/") or None,
+            system_prompt={"type": "preset", "preset": "claude_code",
+                           "append": request.system_prompt.replace("{skill_path}", rel)},
+            setting_sources=["project"], permission_mode="acceptEdits",
+            allowed_tools=list(ALLOWED_TOOLS), can_use_tool=_permission(request.workspace),
+            max_turns=request.limits.max_turns, stderr=_tail(stderr),
+        )
+
+    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+        self.check_available()
+        if not request.model:
+            raise RuntimeUnavailable("the claude-code runtime needs --model (a Claude model)")
+        cli = cli_path()
+        assert cli is not None
+        start = time.monotonic()
+        for d in (request.home / ".claude", request.home / "tmp"):
+            d.mkdir(parents=True, exist_ok=True)
+        launcher = self._write_launcher(request.home)
+        env = self._cli_env(request, cli, self._api_key(request))
+        stderr: list[str] = []
+        options = self._options(request, launcher, env, stderr)
+        parser = StreamParser(cap=request.limits.output_cap)
+        raw = request.raw_log.open("a", encoding="utf-8")
+
+        def take(record: dict[str, Any]) -> None:
+            raw.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            raw.flush()
+            for fields in parser.feed(record):
+                _emit(recorder, fields)
+
+        try:
+            take({"_type": START, "_t": 0.0, "prompt": request.prompt,
+                  "model": options.model, "workspace": str(request.workspace),
+                  "runtime_version": self.version()})
+            stop = _run_sync(_stream(request.prompt, options, start, take, stderr,
+                                     request.limits.timeout_s, _pidfile(request.home)),
+                             request.limits.timeout_s + BACKSTOP_S)
+            if stop is not None and stop.get("reason") == "cli_not_found":
+                raise RuntimeUnavailable(f"{stop['message']}: {INSTALL}")
+            if stop is not None and (parser.result is None or stop.get("reason") == "timeout"):
+                take({"_type": STOP, "_t": round(time.monotonic() - start, 3), **stop})
+            events, outcome = parser.finish()
+            for fields in events:
+                _emit(recorder, fields)
+        finally:
+            raw.close()
+        if outcome.error is not None:
+            raise outcome.error
+        return RunResult(status=outcome.status, final_text=outcome.final_text,
+                         usage=outcome.usage, wall_s=time.monotonic() - start,
+                         raw_log=str(request.raw_log), runtime_version=self.version())
+
+
+async def _stream(prompt: str, options: Any, start: float,
+                  take: Callable[[dict[str, Any]], None], stderr: list[str],
+                  timeout_s: float, pidfile: Path) -> dict[str, Any] | None:
+    """Feed every SDK message to ``take``; returns why the stream stopped early (None when it
+    ended normally).
+
+    At the deadline the CLI gets SIGTERM (it stops its tool processes on the way out), then
+    SIGKILL if it is still there after `KILL_GRACE_S`; its stream then ends and the SDK closes
+    as usual. Cancelling the SDK's generator instead would wait out its own shutdown grace."""
+    from claude_agent_sdk import ClaudeSDKError, CLINotFoundError, query
+
+    loop = asyncio.get_running_loop()
+    expired: list[asyncio.TimerHandle] = []
+
+    def expire() -> None:
+        _signal(pidfile, signal.SIGTERM)
+        expired.append(loop.call_later(KILL_GRACE_S, _signal, pidfile, signal.SIGKILL))
+
+    timer = loop.call_later(timeout_s, expire)
+    timeout = {"reason": "timeout", "message": f"timeout after {timeout_s:g}s"}
+    try:
+        gen = query(prompt=prompt, options=options)
+        async with contextlib.aclosing(gen):
+            async for message in gen:
+                take(message_record(message, time.monotonic() - start))
+    except CLINotFoundError as exc:
+        return {"reason": "cli_not_found", "message": str(exc)}
+    except ClaudeSDKError as exc:  # the CLI's error result (in the records too), or a crash
+        if expired:
+            return timeout
+        return {"reason": "exception", "message": f"{type(exc).__name__}: {exc}",
+                "stderr": "\n".join(stderr[-20:])}
+    finally:
+        timer.cancel()
+        for handle in expired:
+            handle.cancel()
+    return timeout if expired else None
+
+
+def _pidfile(home: Path) -> Path:
+    return home / ".aeval" / "claude.pid"
+
+
+def _signal(pidfile: Path, sig: int) -> None:
+    """Signal the CLI the launcher exec'd (its pid is in ``pidfile``), if it still runs."""
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(pidfile.read_text().strip()), sig)
+
+
+def _permission(workspace: Path) -> Callable[..., Any]:
+    """can_use_tool: what Claude Code would ask a person. Writes inside the workspace: yes
+    (the skill copy under ``.claude/`` always asks); anything else: no."""
+    root = workspace.resolve()
+
+    async def decide(tool: str, tool_input: dict[str, Any], context: Any) -> Any:
+        from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+
+        key = WRITE_TOOLS.get(tool)
+        if key is not None:
+            target = Path(str(tool_input.get(key) or ""))
+            full = (target if target.is_absolute() else root / target).resolve()
+            if full.is_relative_to(root):
+                return PermissionResultAllow()
+            return PermissionResultDeny(
+                message=f"{target} is outside the workspace: write inside {root}")
+        return PermissionResultDeny(
+            message=f"{tool} is not permitted in this evaluation run (nobody can approve it)")
+
+    return decide
+
+
+def _tail(lines: list[str], keep: int = 200) -> Callable[[str], None]:
+    """A stderr callback that keeps the CLI's last lines (for the error message of a crash)."""
+
+    def add(line: str) -> None:
+        lines.append(line.rstrip())
+        del lines[:-keep]
+
+    return add
+
+
+def _emit(recorder: EventRecorder, fields: dict[str, Any]) -> None:
+    data = dict(fields)
+    recorder.emit(EVENT_KINDS[data.pop("kind")], **data)
+
+
+def _run_sync(coro: Any, timeout_s: float) -> dict[str, Any] | None:
+    """Run the stream to its end, in this thread or (when this thread already runs an event
+    loop) in a new one. ``timeout_s`` is a backstop: the stream enforces the run's limit."""
+
+    async def bounded() -> dict[str, Any] | None:
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await coro
+        except TimeoutError:
+            return {"reason": "timeout", "message": f"timeout after {timeout_s:g}s"}
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(bounded())
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(bounded())
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="aeval-claude-code", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
