@@ -1,18 +1,18 @@
 """`replay`: re-emits a recorded run instead of running anything, for re-grading and tests.
 
 It reads ``<recording>/events.jsonl``, restores the recorded outputs into the workspace and
-re-applies the recorded skill edits (skill.diff) to the skill copy, so deterministic checks
-and Δ see what the original run left behind.
+re-applies the recorded skill edits (``skill_after/``, deletions from grading.json) to the
+skill copy, so deterministic checks and Δ see what the original run left behind.
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import ClassVar
 
+from aeval.artifacts import Grading
 from aeval.errors import RuntimeUnavailable
 from aeval.events import EndEvent, read_events
 from aeval.runtime import EventRecorder, RunRequest, RunResult
@@ -50,10 +50,15 @@ class ReplayRuntime:
         outputs = rec / "outputs"
         if outputs.is_dir():
             shutil.copytree(outputs, request.workspace, dirs_exist_ok=True)
-        diff = rec / "skill.diff"
-        if diff.is_file() and diff.read_text().strip():
-            subprocess.run(["git", "apply", "-p1", "--unsafe-paths", str(diff.resolve())],
-                           cwd=request.skill_dir, check=True, capture_output=True)
+        after = rec / "skill_after"
+        if after.is_dir():  # the executor's edits to the skill, as it left them
+            shutil.copytree(after, request.skill_dir, dirs_exist_ok=True)
+        grading = rec / "grading.json"
+        if grading.is_file():
+            for ch in Grading.model_validate_json(grading.read_text()).self_correction \
+                    .changes_made:
+                if ch.change == "deleted":
+                    (request.skill_dir / ch.path).unlink(missing_ok=True)
         final, status = "", "completed"
         for e in read_events(events_path):
             fields = e.model_dump(exclude={"seq", "t", "kind"})

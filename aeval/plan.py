@@ -55,6 +55,8 @@ class CasePlan(BaseModel):
     output_cap: int = 16_000
     keep_workspace: bool = False
     workspace_root: Path = Field(description="Parent of the attempt folders (a temp dir).")
+    assertions_from: Path | None = Field(
+        None, description="A recorded assertions.json to reuse verbatim (regrade).")
 
     @property
     def rel_dir(self) -> str:

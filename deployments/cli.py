@@ -340,6 +340,80 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return manifest.gate.exit_code
 
 
+# ---- compare / regrade ----------------------------------------------------------------------
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from aeval.settings import Settings
+    from aeval.skill import find_skill_roots
+
+    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    if not roots:
+        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    settings = Settings()
+    models = args.model or ([settings.model] if settings.model else [None])
+    runtimes = args.runtime or ["builtin"]
+    variants = []
+    for rt in runtimes:
+        for m in ([None] if rt in ("literal", "replay") else models):
+            if rt not in ("literal", "replay") and not m:
+                print(f"runtime {rt} needs --model", file=sys.stderr)
+                return EXIT_USAGE
+            variants.append({"runtime": rt, "model": m})
+    if len(variants) < 2:
+        print("compare needs at least two runtimes or models", file=sys.stderr)
+        return EXIT_USAGE
+    _prefect_env(args.verbose)
+    _progress_logging(args.quiet)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from aeval.store import new_run_id
+    from flows.compare import compare
+    from tasks.compare import render_compare
+
+    store = Path(args.out or settings.home)
+    compare_id = new_run_id()
+    flow = compare.with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    report = flow(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
+                  store=str(store), grader_model=None if args.no_grader else (
+                      args.grader_model or settings.grader_model),
+                  api_base=args.api_base or settings.api_base, epochs=args.epochs,
+                  skill_roots=[str(r) for r in roots])
+    print(render_compare(report))
+    print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
+    return 0
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from aeval.settings import Settings
+    from aeval.store import RunStore
+
+    settings = Settings()
+    store = Path(args.out or settings.home)
+    try:
+        source = RunStore(store).resolve(args.run)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    _prefect_env(args.verbose)
+    _progress_logging(args.quiet)
+    from flows.regrade import regrade
+
+    report = regrade(run=str(source), grader_model=args.grader_model, store=str(store),
+                     api_base=args.api_base or settings.api_base)
+    rate = "–" if report.agreement_rate is None else f"{report.agreement_rate:.0%}"
+    print(f"regrade of {report.source_run} with {report.grader_model} (original grader: "
+          f"{report.original_grader or 'none'}): {report.agreements}/{report.compared} "
+          f"assertions agree ({rate})")
+    for d in report.disagreements:
+        print(f"  {d.skill}/{d.case_id} [{d.runtime}] {d.assertion_id}: {d.original} -> "
+              f"{d.regraded}  {d.text}")
+    print(f"regraded runs: {', '.join(report.regrade_runs)}")
+    return 0
+
+
 # ---- show -----------------------------------------------------------------------------------
 
 
@@ -442,6 +516,36 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("-q", "--quiet", action="store_true")
     sw.add_argument("-v", "--verbose", action="store_true")
     sw.set_defaults(func=cmd_sweep)
+
+    c = sub.add_parser("compare", help="run the same skills through several runtimes/models",
+                       description="One evaluate run per runtime (x model), then one table: "
+                       "wall minutes, assertions passed/total, causal share, self-corrections, "
+                       "protocol fidelity, tokens in and cached (compare.json, compare.md).")
+    c.add_argument("paths", nargs="+", metavar="PATH")
+    c.add_argument("--runtime", action="append", metavar="NAME",
+                   help="repeatable (default: builtin)")
+    c.add_argument("--model", action="append", help="repeatable: one row per model")
+    c.add_argument("--grader-model")
+    c.add_argument("--no-grader", action="store_true")
+    c.add_argument("--api-base")
+    c.add_argument("--epochs", type=int, default=1)
+    c.add_argument("--concurrency", type=int)
+    c.add_argument("--out", help="run store folder (default .aeval)")
+    c.add_argument("-q", "--quiet", action="store_true")
+    c.add_argument("-v", "--verbose", action="store_true")
+    c.set_defaults(func=cmd_compare)
+
+    rg = sub.add_parser("regrade", help="re-grade a run's transcripts with another grader",
+                        description="Replay every case of RUN (events, outputs, skill edits) "
+                        "with its recorded assertions, grade with --grader-model, and report "
+                        "per-assertion disagreement with the original grader.")
+    rg.add_argument("run", metavar="RUN", help="run id, run folder, or latest")
+    rg.add_argument("--grader-model", required=True)
+    rg.add_argument("--api-base")
+    rg.add_argument("--out", help="run store folder (default .aeval)")
+    rg.add_argument("-q", "--quiet", action="store_true")
+    rg.add_argument("-v", "--verbose", action="store_true")
+    rg.set_defaults(func=cmd_regrade)
 
     from deployments.post import add_parser as add_post_parser
 

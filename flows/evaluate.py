@@ -42,7 +42,8 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
              skill_roots: list[str] | None = None, base: str | None = None,
              head: str | None = None, post: bool = False, mr_iid: int | None = None,
              project_id: str | None = None, gitlab_url: str | None = None,
-             baseline: str | None = None, resume: bool = False) -> RunManifest:
+             baseline: str | None = None, resume: bool = False,
+             recordings: dict[str, str] | None = None) -> RunManifest:
     """Evaluate the skills at ``paths`` (folders holding SKILL.md, or marketplace roots),
     or exactly ``skill_roots`` when given (change detection passes them)."""
     log = _Both(get_run_logger(), logging.getLogger("aeval.progress"))
@@ -65,7 +66,8 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
     examined = [f.result() for f in examine_skill.map(roots)]
     ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
     plans = plan_cases(examined, run_id, run_dir, runtimes, epochs, ws_root, model,
-                       grader_model, api_base, output_cap, keep_workspaces, runtime_options)
+                       grader_model, api_base, output_cap, keep_workspaces, runtime_options,
+                       recordings)
     log.info("%d skill(s), %d case run(s), runtime(s): %s", len(examined), len(plans),
              ", ".join(runtimes))
     for ex in examined:

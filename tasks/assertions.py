@@ -76,6 +76,10 @@ def build_assertions(plan: CasePlan) -> list[AssertionSpec]:
 
 
 def write_assertions_file(plan: CasePlan) -> AssertionsFile:
+    if plan.assertions_from is not None:  # regrade: the same assertions, fixed long ago
+        doc = AssertionsFile.model_validate_json(plan.assertions_from.read_text())
+        write_model(plan.case_dir / "assertions.json", doc)
+        return doc
     specs = build_assertions(plan)
     extra, writer = write_more(plan, specs)
     specs += [*extra, AssertionSpec(id="S1", text=STRUCTURAL_TEXT, kind="structural",

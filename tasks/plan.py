@@ -12,7 +12,10 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                epochs: int, workspace_root: Path, model: str | None = None,
                grader_model: str | None = None, api_base: str | None = None,
                output_cap: int = 16_000, keep_workspace: bool = False,
-               runtime_options: dict[str, dict[str, Any]] | None = None) -> list[CasePlan]:
+               runtime_options: dict[str, dict[str, Any]] | None = None,
+               recordings: dict[str, str] | None = None) -> list[CasePlan]:
+    """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
+    case folder) makes each plan reuse that case's assertions (regrade)."""
     plans = []
     for ex in examined:
         if not ex.valid:
@@ -26,5 +29,13 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                         runtime_options=(runtime_options or {}).get(rt, {}), epoch=epoch,
                         model=model, grader_model=grader_model, api_base=api_base,
                         output_cap=output_cap, keep_workspace=keep_workspace,
-                        workspace_root=workspace_root))
+                        workspace_root=workspace_root,
+                        assertions_from=_recorded(recordings, ex.skill.name, case.id)))
     return plans
+
+
+def _recorded(recordings: dict[str, str] | None, skill: str, case: str) -> Path | None:
+    if not recordings or f"{skill}/{case}" not in recordings:
+        return None
+    p = Path(recordings[f"{skill}/{case}"]) / "assertions.json"
+    return p if p.is_file() else None

@@ -31,6 +31,12 @@ from aeval.artifacts.case import (
     AttemptRecord,
     EvalMetadata,
 )
+from aeval.artifacts.compare import (
+    CompareReport,
+    CompareRow,
+    Disagreement,
+    RegradeReport,
+)
 from aeval.artifacts.grading import (
     ChangeMade,
     Claim,
@@ -65,6 +71,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "grader-answer": GraderAnswer,
     "suggester-answer": SuggesterAnswer,
     "baselines": Baselines,
+    "compare": CompareReport,
+    "regrade": RegradeReport,
 }
 # artifact file name -> schema name, for validation of a run folder
 FILE_SCHEMAS = {
@@ -79,6 +87,8 @@ FILE_SCHEMAS = {
     "regression.json": "regression",
     "events.jsonl": "event",
     "baselines.json": "baselines",
+    "compare.json": "compare",
+    "regrade.json": "regrade",
 }
 
 
@@ -113,6 +123,9 @@ __all__ = [
     "CaseResult",
     "ChangeMade",
     "Claim",
+    "CompareReport",
+    "CompareRow",
+    "Disagreement",
     "EvalFeedback",
     "EvalMetadata",
     "ExecutionMetrics",
@@ -129,6 +142,7 @@ __all__ = [
     "GradingSummary",
     "MultiEvalReport",
     "RateStats",
+    "RegradeReport",
     "Regression",
     "RejectedSuggestion",
     "RunManifest",

@@ -1,0 +1,33 @@
+"""Compare runtimes or models on the same skills: one evaluate run per variant, one table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from aeval.artifacts import CompareReport
+from aeval.store import RunStore, new_run_id
+from flows.evaluate import evaluate
+from tasks.compare import write_compare
+
+
+@flow(name="aeval-compare", flow_run_name="compare {compare_id}", validate_parameters=False)
+def compare(paths: list[str], variants: list[dict], compare_id: str, store: str = ".aeval",
+            grader_model: str | None = None, api_base: str | None = None, epochs: int = 1,
+            skill_roots: list[str] | None = None) -> CompareReport:
+    """``variants``: [{"runtime": "builtin", "model": "openai/x"}, ...] -> compare.json/md."""
+    runs = []
+    for i, v in enumerate(variants, 1):
+        run_id = f"{compare_id}-{i}"
+        evaluate(paths=paths, run_id=run_id, runtimes=[v["runtime"]], model=v.get("model"),
+                 grader_model=grader_model, api_base=api_base, store=store, epochs=epochs,
+                 skill_roots=skill_roots)
+        label = v["runtime"] + (f":{v['model']}" if v.get("model") else "")
+        runs.append((label, v["runtime"], v.get("model"),
+                     str(RunStore(Path(store)).run_dir(run_id))))
+    return write_compare(Path(store) / "compare" / compare_id, compare_id, paths, runs)
+
+
+def new_compare_id() -> str:
+    return new_run_id()
