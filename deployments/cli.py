@@ -414,6 +414,36 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- runtimes -------------------------------------------------------------------------------
+
+
+def cmd_runtimes(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from adapters import RUNTIMES, runtime_class
+    from aeval.errors import AevalError
+
+    table = Table(title="aeval runtimes", title_justify="left")
+    for col in ("name", "installed", "version", "skills at", "needs model", "install with"):
+        table.add_column(col, overflow="fold")
+    for name in sorted(RUNTIMES):
+        try:
+            rt = runtime_class(name)()
+            version = rt.version()
+            rt.check_available()
+            installed, why = "yes", ""
+        except (AevalError, ImportError) as exc:
+            installed, why, version = "no", str(exc).splitlines()[0][:80], None
+            rt = None
+        cls = runtime_class(name) if rt is None else type(rt)
+        cells = [name, installed if not why else f"no ({why})", version or "–",
+                 cls.skills_subdir or "–", "yes" if cls.needs_model else "no", cls.install_hint]
+        table.add_row(*(escape(c) for c in cells))
+    _console().print(table)
+    return 0
+
+
 # ---- show -----------------------------------------------------------------------------------
 
 
@@ -546,6 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("-q", "--quiet", action="store_true")
     rg.add_argument("-v", "--verbose", action="store_true")
     rg.set_defaults(func=cmd_regrade)
+
+    rt = sub.add_parser("runtimes", help="list the agent runtimes: installed, version, how to "
+                                         "install")
+    rt.set_defaults(func=cmd_runtimes)
 
     from deployments.post import add_parser as add_post_parser
 

@@ -91,9 +91,11 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
         plans = todo
     graded = {}
     for plan in plans:
-        a = write_assertions.submit(plan)
-        x = execute.submit(plan, wait_for=[a])
-        graded[grade_case.submit(plan, a, allow_failure(x))] = plan
+        with prefect.tags(f"skill:{plan.skill.name}", f"runtime:{plan.runtime}",
+                          f"case:{plan.case.id}"):
+            a = write_assertions.submit(plan)
+            x = execute.submit(plan, wait_for=[a])
+            graded[grade_case.submit(plan, a, allow_failure(x))] = plan
     for fut in as_completed(list(graded)):
         plan = graded[fut]
         res = fut.result()

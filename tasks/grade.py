@@ -14,6 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from prefect import task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import (
@@ -62,6 +63,7 @@ from tasks.judge import (
     skill_lines,
     withhold,
 )
+from tasks.publish import artifact_key, case_markdown
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
 
@@ -311,5 +313,12 @@ def _credentials(plan: CasePlan) -> dict[str, str]:
 @task(name="grade", task_run_name="grade {plan.label}", cache_policy=NO_CACHE)
 def grade_case(plan: CasePlan, assertions: AssertionsFile,
                execution: ExecutionRecord | BaseException) -> CaseResult:
-    """Grade one case (``execution`` is the exception when the execution failed)."""
-    return grade(plan, assertions, execution)
+    """Grade one case (``execution`` is the exception when the execution failed), and attach
+    its verdict table to the task run as a Prefect markdown artifact."""
+    result = grade(plan, assertions, execution)
+    create_markdown_artifact(
+        case_markdown(result, plan.skill.name, plan.run_dir),
+        key=artifact_key("case", plan.skill.name, plan.case.id, plan.runtime,
+                         *([f"epoch-{plan.epoch}"] if plan.epoch is not None else [])),
+        description=f"{plan.label}: {result.status}")
+    return result

@@ -81,3 +81,15 @@ def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
     hardened = subprocess.run([*base, "harden = True; " + code], env=env, cwd=tmp_path)
     assert unhardened.returncode == 0  # the leak is real without hardening
     assert hardened.returncode == 7
+
+
+def test_runtimes_command_lists_every_runtime_with_its_install_command(capsys):
+    from adapters import RUNTIMES, runtime_class
+    from deployments.cli import main
+
+    assert main(["runtimes"]) == 0
+    out = capsys.readouterr().out
+    for name in RUNTIMES:
+        assert name in out
+        assert runtime_class(name).install_hint.split()[0] in out
+    assert "pip install 'aeval[claude]'" in out
