@@ -47,7 +47,9 @@ def with_cache_breakpoints(messages: list[dict], tools: list[dict]) -> tuple[lis
     msgs = copy.deepcopy(messages)
     for i in (0, len(msgs) - 1):
         m = msgs[i]
-        if isinstance(m.get("content"), str) and m["content"]:
+        if m["role"] == "tool":  # litellm puts it on the tool_result block
+            m["cache_control"] = _EPHEMERAL
+        elif isinstance(m.get("content"), str) and m["content"]:
             m["content"] = [{"type": "text", "text": m["content"], "cache_control": _EPHEMERAL}]
     tls = copy.deepcopy(tools)
     tls[-1]["function"]["cache_control"] = _EPHEMERAL

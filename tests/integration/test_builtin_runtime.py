@@ -238,3 +238,28 @@ def test_whole_marketplace_with_a_model_runs_real_tools(tmp_path, keys):
         assert "name: " in (case / "transcript.md").read_text()  # real SKILL.md head output
         assert load(case / "eval_metadata.json")["usage"]["requests"] == 2
     assert code == 1  # the agent did nothing useful: the file checks fail
+
+
+def test_anthropic_models_get_cache_breakpoints_and_normalized_usage(skill_copy, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
+    with ScriptedModelServer([EDITS_SKILL]) as srv:
+        code = main(["run", str(skill_copy), "--model", "anthropic/claude-test", "--api-base",
+                     srv.url, "--out", str(tmp_path / "s"), "-q", "--no-grader"])
+        reqs = [r for r in srv.requests if r.path.startswith("/v1/messages")]
+    assert code == 1 and len(reqs) == 5
+    for r in reqs:
+        body = r.body
+        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        last = body["messages"][-1]["content"]
+        assert any(isinstance(b, dict) and b.get("cache_control") for b in last)
+    (rd,) = (tmp_path / "s" / "runs").iterdir()
+    case = rd / "segmentation" / "builtin" / "train"
+    usage = json.loads((case / "eval_metadata.json").read_text())["usage"]
+    served = [r.usage for r in reqs]  # what the server reported, in aeval's convention
+    assert usage["input_tokens"] == sum(u["input_tokens"] for u in served)
+    assert usage["cached_input_tokens"] == sum(u["cached_input_tokens"] for u in served) > 0
+    assert json.loads((case / "grading.json").read_text())["self_correction"][
+        "changes_made"][0]["path"] == "SKILL.md"
