@@ -26,6 +26,14 @@ def git_toplevel(path: Path) -> Path:
     return Path(git(p if p.is_dir() else p.parent, "rev-parse", "--show-toplevel").strip())
 
 
+def find_toplevel(path: Path) -> Path | None:
+    """Like git_toplevel, but None outside a repository (or without git)."""
+    try:
+        return git_toplevel(path)
+    except (GitError, OSError):
+        return None
+
+
 def rev(repo: Path, ref: str) -> str:
     return git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
 

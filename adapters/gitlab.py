@@ -17,9 +17,7 @@ pure functions of ``tasks/deliver.py``.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import gitlab
@@ -163,18 +161,6 @@ def token_from_env(environ: Mapping[str, str] | None = None) -> str:
             f"{TOKEN_ENV} is not set: create a project access token with scope `api` "
             "(CI_JOB_TOKEN cannot post merge request notes) and expose it to this job only")
     return token
-
-
-def git_toplevel(path: Path) -> Path | None:
-    """The root of the git work tree holding ``path`` (``git rev-parse --show-toplevel``),
-    or None outside a repository. (A git helper: it moves to ``adapters/git.py`` once that
-    exists.)"""
-    try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
 def _note(d: dict[str, Any]) -> RemoteNote:

@@ -36,6 +36,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from adapters.git import find_toplevel
 from adapters.gitlab import (
     DiffRefs,
     GitLabError,
@@ -45,7 +46,6 @@ from adapters.gitlab import (
     MRFileDiff,
     RemoteDiscussion,
     RemoteNote,
-    git_toplevel,
 )
 from aeval.artifacts import FixSuggestion, FixSuggestions, Grading, RunManifest, SkillResult
 from aeval.plan import safe
@@ -130,7 +130,7 @@ def skill_repo_dir(skill_path: str, repo_root: Path | None) -> str | None:
     """The skill folder relative to the repository root ('' at the root), or None."""
     p = Path(skill_path)
     p = p if p.is_absolute() else Path.cwd() / p
-    root = repo_root or git_toplevel(p)
+    root = repo_root or find_toplevel(p)
     if root is None:
         return None
     try:
@@ -196,7 +196,7 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
     run_dir = Path(run_dir)
     manifest = read_model(run_dir / "run.json", RunManifest)
     if repo_root is None:
-        repo_root = next((r for s in manifest.skills if (r := git_toplevel(Path(s.path)))),
+        repo_root = next((r for s in manifest.skills if (r := find_toplevel(Path(s.path)))),
                          None)
     reports = []
     for sk in manifest.skills:
