@@ -22,21 +22,15 @@ time, so it is stable across reruns (and serves as the Code Quality fingerprint 
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import os
-import posixpath
-import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field
 
-from adapters.git import find_toplevel
 from adapters.gitlab import (
     DiffRefs,
     GitLabError,
@@ -47,475 +41,38 @@ from adapters.gitlab import (
     RemoteDiscussion,
     RemoteNote,
 )
-from aeval.artifacts import FixSuggestion, FixSuggestions, Grading, RunManifest, SkillResult
-from aeval.plan import safe
-from aeval.store import atomic_write_text, read_model
-
-CODE_QUALITY_FILE = "gl-code-quality.json"
-REPORT_URL_ENV = "AEVAL_REPORT_URL"
-FALLBACK_MARKER = "<!-- aeval:fallback -->"
-OUTDATED_MARKER = "<!-- aeval:outdated -->"
-_SUGGESTION_RE = re.compile(r"^<!-- aeval:suggestion=([0-9a-f]+)(?: skill=(\S+))? -->")
-_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "invalid": "🚫", "skipped": "⏭️"}
-_SEVERITY = {"LV1": "major", "LV2": "minor"}
-_LEVEL_MEANING = {"LV1": "causally implicated in a first-attempt failure (gates the merge)",
-                  "LV2": "an advisory improvement"}
-
-
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def skill_marker(name: str) -> str:
-    return f"<!-- aeval:skill={quote(name, safe='')} -->"
-
-
-def suggestion_marker(fingerprint: str, skill: str) -> str:
-    return f"<!-- aeval:suggestion={fingerprint} skill={quote(skill, safe='')} -->"
-
-
-# ---- the run, as delivery sees it -------------------------------------------------------------
-
-
-class LocatedSuggestion(_M):
-    """A suggestion mapped to the repository, with what it is grounded in."""
-
-    fingerprint: str = Field(description="Stable id: skill, repo path, grounded text, original.")
-    skill: str
-    runtimes: list[str] = Field(description="Runtimes whose run made this same suggestion.")
-    suggestion: FixSuggestion
-    repo_path: str | None = Field(description="Path from the repository root; None: unknown.")
-    grounded_text: str = Field(description="Text of the assertion or change it is grounded in.")
-    grounded_evidence: str = ""
-    problem: str | None = Field(None, description="Why it cannot be posted (stale, unmapped).")
-
-
-class SkillReport(_M):
-    """One skill of the run: its result, gradings (by case folder) and suggestions."""
-
-    result: SkillResult
-    gradings: dict[str, Grading] = Field(default_factory=dict)
-    suggestions: list[LocatedSuggestion] = Field(default_factory=list)
-
-
-class RunBundle(_M):
-    """A finished run folder, loaded."""
-
-    run_dir: Path
-    manifest: RunManifest
-    repo_root: Path | None = Field(description="Repository root the skill paths map into.")
-    skills: list[SkillReport]
-
-    def suggestions(self) -> list[LocatedSuggestion]:
-        """Every suggestion of the run, once per fingerprint, in skill order."""
-        seen: dict[str, LocatedSuggestion] = {}
-        for s in (s for r in self.skills for s in r.suggestions):
-            if s.fingerprint in seen:
-                first = seen[s.fingerprint]
-                first.runtimes = sorted({*first.runtimes, *s.runtimes})
-            else:
-                seen[s.fingerprint] = s.model_copy(deep=True)
-        return list(seen.values())
-
-
-def fingerprint(skill: str, repo_path: str, grounded_text: str, original: str) -> str:
-    """sha256 over what identifies a suggestion across reruns (never run ids or times)."""
-    canon = "\x1f".join([skill, repo_path, grounded_text.strip(),
-                         "\n".join(ln.rstrip() for ln in original.splitlines())])
-    return hashlib.sha256(canon.encode()).hexdigest()[:32]
-
-
-def skill_repo_dir(skill_path: str, repo_root: Path | None) -> str | None:
-    """The skill folder relative to the repository root ('' at the root), or None."""
-    p = Path(skill_path)
-    p = p if p.is_absolute() else Path.cwd() / p
-    root = repo_root or find_toplevel(p)
-    if root is None:
-        return None
-    try:
-        rel = p.resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        return None
-    return "" if rel == "." else rel
-
-
-def _grounding(ref: str, runtime: str, report: SkillReport) -> tuple[str, str]:
-    """(text, evidence) of ``case-id:assertion-id`` or ``case-id:C<n>``."""
-    case_id, _, item = ref.rpartition(":")
-    cases = [c for c in report.result.cases if c.case_id == case_id]
-    cases.sort(key=lambda c: (c.runtime != runtime, c.epoch or 0))
-    for c in cases:
-        g = report.gradings.get(c.dir)
-        if g is None:
-            continue
-        for e in g.expectations:
-            if e.id == item:
-                return e.text, e.evidence
-        for ch in g.self_correction.changes_made:
-            if ch.id == item:
-                return f"self-correction {ch.id}: {ch.change} {ch.path}", ch.diff
-    return ref, ""
-
-
-def _locate(s: FixSuggestion, runtime: str, report: SkillReport, skill_dir: str | None,
-            repo_root: Path | None) -> LocatedSuggestion:
-    text, evidence = _grounding(s.grounded_in, runtime, report)
-    repo_path, problem = None, None
-    rel = posixpath.normpath(s.path)
-    if skill_dir is None:
-        problem = "the skill folder is not inside a known repository (pass --repo-root)"
-    elif rel.startswith("../") or rel == ".." or posixpath.isabs(rel):
-        problem = f"path {s.path!r} leaves the skill folder"
-    else:
-        repo_path = posixpath.join(skill_dir, rel) if skill_dir else rel
-        problem = _stale(s, repo_root / repo_path) if repo_root else None
-    fp = fingerprint(report.result.name, repo_path or s.path, text, s.original)
-    return LocatedSuggestion(fingerprint=fp, skill=report.result.name, runtimes=[runtime],
-                             suggestion=s, repo_path=repo_path, grounded_text=text,
-                             grounded_evidence=evidence, problem=problem)
-
-
-def _stale(s: FixSuggestion, file: Path) -> str | None:
-    """Why the checked-out file no longer holds the suggestion's original lines, if so."""
-    if not file.is_file():
-        return f"{file.name} is not in the checked-out repository"
-    lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-    if s.end_line < s.start_line or lines[s.start_line - 1:s.end_line] != \
-            s.original.splitlines():
-        return f"stale: lines {s.start_line}-{s.end_line} of {file.name} changed"
-    return None
-
-
-def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
-    """Read run.json, the gradings and every fix_suggestions.json of a run folder.
-
-    ``repo_root`` maps skill folders to repository paths; without it, each skill folder's
-    ``git rev-parse --show-toplevel`` is used.
-    """
-    run_dir = Path(run_dir)
-    manifest = read_model(run_dir / "run.json", RunManifest)
-    if repo_root is None:
-        repo_root = next((r for s in manifest.skills if (r := find_toplevel(Path(s.path)))),
-                         None)
-    reports = []
-    for sk in manifest.skills:
-        report = SkillReport(result=sk)
-        for c in sk.cases:
-            if (p := run_dir / c.dir / "grading.json").is_file():
-                report.gradings[c.dir] = read_model(p, Grading)
-        skill_dir = skill_repo_dir(sk.path, repo_root)
-        for rt in sorted({c.runtime for c in sk.cases} | set(manifest.runtimes)):
-            p = run_dir / safe(sk.name) / rt / "fix_suggestions.json"
-            if p.is_file():
-                report.suggestions += [_locate(s, rt, report, skill_dir, repo_root)
-                                       for s in read_model(p, FixSuggestions).suggestions]
-        reports.append(report)
-    return RunBundle(run_dir=run_dir, manifest=manifest, repo_root=repo_root, skills=reports)
-
-
-# ---- the MR diff ------------------------------------------------------------------------------
-
-
-class FileLines(_M):
-    """The new-side lines of one file that the MR diff shows."""
-
-    old_path: str
-    new_path: str
-    new_lines: dict[int, int | None] = Field(
-        description="New line number -> old line number (context), or None (added).")
-    new_text: dict[int, str] = Field(default_factory=dict,
-                                     description="New line number -> its text at the MR head.")
-
-
-def _hunk_lines(diff: str) -> Iterable[tuple[int, int | None, str]]:
-    """(new line, old line or None when added, text) of every new-side line of the hunks."""
-    old = new = 0
-    for line in diff.splitlines():
-        if m := _HUNK_RE.match(line):
-            old, new = int(m.group(1)), int(m.group(3))
-        elif line.startswith("+"):
-            yield new, None, line[1:]
-            new += 1
-        elif line.startswith("-"):
-            old += 1
-        elif line.startswith(" ") or line == "":
-            yield new, old, line[1:]
-            old, new = old + 1, new + 1
-
-
-def parse_hunks(diff: str) -> dict[int, int | None]:
-    """New line -> old line (None for added lines) over the hunks of a unified diff."""
-    return {new: old for new, old, _ in _hunk_lines(diff)}
-
-
-def diff_index(diffs: Iterable[MRFileDiff]) -> dict[str, FileLines]:
-    """New path -> its diff lines (deleted files have none)."""
-    out = {}
-    for d in diffs:
-        if d.deleted_file:
-            continue
-        rows = list(_hunk_lines(d.diff))
-        out[d.new_path] = FileLines(old_path=d.old_path, new_path=d.new_path,
-                                    new_lines={n: o for n, o, _ in rows},
-                                    new_text={n: t.rstrip("\r") for n, _, t in rows})
-    return out
-
-
-def inline_position(s: LocatedSuggestion, index: dict[str, FileLines], refs: DiffRefs | None
-                    ) -> InlinePosition | None:
-    """The position of the suggestion's first line, if every line it replaces is in the diff
-    and still reads as the suggestion's original at the MR head (so a run of an older or a
-    merged-result commit never anchors on the wrong line): added lines take ``new_line``,
-    context lines ``old_line`` and ``new_line``."""
-    f = index.get(s.repo_path or "")
-    if refs is None or f is None or s.problem:
-        return None
-    lines = range(s.suggestion.start_line, s.suggestion.end_line + 1)
-    original = s.suggestion.original.splitlines()
-    if not lines or len(original) != len(lines) or any(
-            f.new_text.get(n) != text for n, text in zip(lines, original, strict=True)):
-        return None
-    return InlinePosition(base_sha=refs.base_sha, start_sha=refs.start_sha,
-                          head_sha=refs.head_sha, old_path=f.old_path, new_path=f.new_path,
-                          new_line=lines[0], old_line=f.new_lines[lines[0]])
-
-
-# ---- bodies -----------------------------------------------------------------------------------
-
-
-def fenced(text: str, info: str = "text") -> str:
-    """A fenced block whose fence is longer than any backtick run inside."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
-
-
-def tail(text: str, lines: int = 12, chars: int = 1200) -> str:
-    """The end of a text, where errors are, capped."""
-    kept = text.strip().splitlines()[-lines:]
-    out = "\n".join(kept)
-    return out if len(out) <= chars else "…" + out[-chars:]
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.0%}"
-
-
-def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: str | None,
-                    inline: int = 0, fallback: int = 0, skipped: list[str] | None = None
-                    ) -> str:
-    """The summary note of one skill: verdict, per-case rates, evidence of what failed."""
-    sk = report.result
-    link = f" · [full report]({report_url})" if report_url else ""
-    out = [skill_marker(sk.name),
-           f"## aeval · `{sk.name}`: {_ICON.get(sk.status, '')} {sk.status}", "",
-           f"Run `{manifest.run_id}`{link}", ""]
-    if sk.status == "invalid":
-        out += ["The skill could not be loaded:", ""] + [f"- {_cell(p)}" for p in sk.problems]
-    if sk.cases:
-        out += ["| case | runtime | verdict | first-attempt | terminal | self-corrections |",
-                "|---|---|---|---|---|---|"]
-        for c in sk.cases:
-            name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
-            verdict = f"**{c.status}**" + (f", {c.ungraded} ungraded" if c.ungraded else "")
-            out.append(f"| `{_cell(name)}` | {c.runtime} | {verdict} | "
-                       f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed}) "
-                       f"| {_pct(c.terminal_pass_rate)} | {c.self_corrections} |")
-    evidence, corrections = [], []
-    for c in sk.cases:
-        head = f"**`{c.case_id}`**" + (f" #{c.epoch}" if c.epoch is not None else "") + \
-            f" [{c.runtime}]"
-        g = report.gradings.get(c.dir)
-        if c.status == "error" or (c.status == "fail" and g is None):
-            evidence += [f"{head} {c.status}: {_cell(c.reason)}", ""]
-        for e in (g.expectations if g else []):
-            if e.status == "failed":
-                fix = " (passed only after a correction)" if e.terminal_passed else ""
-                evidence += [f"{head} {e.id}: {_cell(e.text)}{fix}", fenced(tail(e.evidence)),
-                             ""]
-        for ch in (g.self_correction.changes_made if g else []):
-            where = f", event {ch.event_seq}" if ch.event_seq is not None else ""
-            corrections.append(f"- {head} {ch.id}: {ch.change} `{ch.path}` "
-                               f"({ch.attribution}{where})")
-    if evidence:
-        out += ["", "### What failed, with evidence", "", *evidence[:-1]]
-    if corrections:
-        out += ["", "### Self-corrections (edits the agent made to the skill)", "", *corrections]
-    levels = [s.suggestion.level for s in report.suggestions if not s.problem]
-    if levels or skipped:
-        out += ["", f"**Suggestions:** {inline} inline on the diff, {fallback} in the fallback "
-                    f"note ({levels.count('LV1')} LV1, {levels.count('LV2')} LV2)."]
-        out += [f"- skipped: {_cell(r)}" for r in skipped or []]
-    if sk.warnings:
-        out += ["", "<details><summary>Lint warnings</summary>", "",
-                *[f"- {_cell(w)}" for w in sk.warnings], "", "</details>"]
-    out += ["", "<sub>Verdicts use the first-attempt pass rate; the terminal rate also counts "
-                "assertions that passed only after the agent corrected something.</sub>"]
-    return "\n".join(out).strip() + "\n"
-
-
-def _grounding_lines(s: LocatedSuggestion) -> list[str]:
-    out = [f"**Grounded in** `{s.suggestion.grounded_in}`: {_cell(s.grounded_text)}"]
-    if s.grounded_evidence:
-        out.append(fenced(tail(s.grounded_evidence, lines=8, chars=800)))
-    return out
-
-
-def suggestion_body(s: LocatedSuggestion) -> str:
-    """The inline discussion: a suggestion block replacing exactly lines start..end (anchored
-    on start, ``-0+N`` with N = end - start), the level, the rationale and the grounding."""
-    sg = s.suggestion
-    n = sg.end_line - sg.start_line
-    block = fenced(sg.replacement.removesuffix("\n"), f"suggestion:-0+{n}") \
-        if sg.replacement.strip("\n") else "```suggestion:-0+" + f"{n}\n```"
-    out = [suggestion_marker(s.fingerprint, s.skill),
-           f"**aeval {sg.level}** for `{s.skill}`: {_LEVEL_MEANING[sg.level]}.", "", block, "",
-           f"**Why:** {sg.rationale}", "", *_grounding_lines(s)]
-    if sg.validated:
-        out += ["", "Validated by the run: the agent made this same edit to get the case "
-                    "through."]
-    out += ["", f"<sub>runtime(s): {', '.join(s.runtimes)}</sub>"]
-    return "\n".join(out) + "\n"
-
-
-def outdated_body(body: str, reason: str) -> str:
-    """An aeval discussion body marked as no longer applying; its suggestion block disarmed."""
-    lines = body.splitlines()
-    rest = [ln for ln in lines[1:] if ln != OUTDATED_MARKER]
-    rest = [re.sub(r"^(`{3,})suggestion:-\d+\+\d+$", r"\1text", ln) for ln in rest]
-    return "\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {reason}", "", *rest]) + "\n"
-
-
-def file_patch(repo_path: str, items: list[FixSuggestion], current: str | None) -> str:
-    """A unified diff (``git apply``) of the suggestions to one file. With the file's current
-    text it has context lines; without, zero-context hunks (``git apply --unidiff-zero``).
-    Overlapping suggestions after the first are left out."""
-    chosen: list[FixSuggestion] = []
-    for s in sorted(items, key=lambda s: s.start_line):
-        if not chosen or s.start_line > chosen[-1].end_line:
-            chosen.append(s)
-    head = [f"--- a/{repo_path}\n", f"+++ b/{repo_path}\n"]
-    if current is not None:
-        old = current.splitlines(keepends=True)
-        new = list(old)
-        for s in reversed(chosen):
-            repl = s.replacement.splitlines(keepends=True)
-            if repl and not repl[-1].endswith("\n"):
-                repl[-1] += "\n"
-            new[s.start_line - 1:s.end_line] = repl
-        body = list(difflib.unified_diff(old, new, n=3))[2:]
-        return "".join(head + body)
-    out, offset = list(head), 0
-    for s in chosen:
-        orig, repl = s.original.splitlines(), s.replacement.splitlines()
-        start = s.start_line + offset - (0 if repl else 1)
-        out.append(f"@@ -{s.start_line},{len(orig)} +{start},{len(repl)} @@\n")
-        out += [f"-{ln}\n" for ln in orig] + [f"+{ln}\n" for ln in repl]
-        offset += len(repl) - len(orig)
-    return "".join(out)
-
-
-def agent_prompt(items: list[LocatedSuggestion]) -> str:
-    """A prompt an agent can apply as is: exact edits, nothing else."""
-    out = ["Apply exactly these edits to the agent skills in this repository and change "
-           "nothing else. Line numbers are 1-based in the current files; if a file no longer "
-           "holds the quoted original lines, skip that edit and say so.", ""]
-    for i, s in enumerate(items, 1):
-        sg = s.suggestion
-        out += [f"{i}. In `{s.repo_path}`, replace lines {sg.start_line}-{sg.end_line}, which "
-                f"currently read:", "<<<", sg.original.rstrip("\n"), ">>>", "with:", "<<<",
-                sg.replacement.rstrip("\n"), ">>>", f"Reason ({sg.level}): {sg.rationale}", ""]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
-                       repo_root: Path | None, notice: str | None = None) -> str:
-    """The one note for suggestions outside the diff: what and why, per-file patches, and a
-    copy-paste prompt for an agent. Empty ``items``: a short 'nothing left' body."""
-    out = [FALLBACK_MARKER, "## aeval · suggestions outside this merge request's diff", ""]
-    if not items:
-        return "\n".join([*out, f"None as of run `{manifest.run_id}`: every earlier one was "
-                                 "applied or no longer applies."]) + "\n"
-    out += [f"Run `{manifest.run_id}`. These fixes touch lines the merge request does not "
-            "change, so GitLab cannot offer them as one-click suggestions. Apply a patch "
-            "(`git apply`), or give the prompt below to an agent.", ""]
-    if notice:
-        out += [f"> {notice}", ""]
-    for i, s in enumerate(items, 1):
-        sg = s.suggestion
-        out += [f"### {i}. {sg.level} · `{s.repo_path}` lines {sg.start_line}-{sg.end_line} "
-                f"· `{s.skill}`", "", f"**Why:** {sg.rationale}", "", *_grounding_lines(s), ""]
-    out += ["### Patches", ""]
-    by_file: dict[str, list[FixSuggestion]] = {}
-    for s in items:
-        by_file.setdefault(s.repo_path or s.suggestion.path, []).append(s.suggestion)
-    for path, group in by_file.items():
-        file = repo_root / path if repo_root else None
-        current = file.read_text(encoding="utf-8") if file and file.is_file() else None
-        hint = "" if current is not None else " (zero context: `git apply --unidiff-zero`)"
-        out += [f"<details><summary><code>{path}</code>{hint}</summary>", "",
-                fenced(file_patch(path, group, current), "diff"), "", "</details>", ""]
-    out += ["### Prompt for an agent", "", fenced(agent_prompt(items))]
-    return "\n".join(out).strip() + "\n"
-
-
-# ---- GitLab Code Quality ----------------------------------------------------------------------
-
-
-class CodeQualityLines(_M):
-    begin: int = Field(ge=1, description="First line of the issue.")
-
-
-class CodeQualityLocation(_M):
-    path: str = Field(description="Path from the repository root.")
-    lines: CodeQualityLines
-
-
-class CodeQualityIssue(_M):
-    """One entry of GitLab's Code Quality report (a subset of the Code Climate format)."""
-
-    description: str
-    check_name: str
-    fingerprint: str = Field(description="Stable across reruns (see ``fingerprint``).")
-    severity: Literal["info", "minor", "major", "critical", "blocker"]
-    location: CodeQualityLocation
-
-
-CODE_QUALITY_ADAPTER = TypeAdapter(list[CodeQualityIssue])
-
-
-def code_quality_report(bundle: RunBundle) -> list[CodeQualityIssue]:
-    """One issue per suggestion that maps to the repository: LV1 major, LV2 minor."""
-    out = []
-    for s in bundle.suggestions():
-        if s.problem or not s.repo_path:
-            continue
-        sg = s.suggestion
-        desc = f"aeval {sg.level} ({s.skill}): {sg.rationale} [grounded in {sg.grounded_in}: " \
-               f"{s.grounded_text}]"
-        out.append(CodeQualityIssue(
-            description=desc[:1000], check_name=f"aeval-{sg.level}",
-            fingerprint=s.fingerprint, severity=_SEVERITY[sg.level],
-            location=CodeQualityLocation(path=s.repo_path,
-                                         lines=CodeQualityLines(begin=sg.start_line))))
-    return out
-
-
-def write_code_quality_report(bundle: RunBundle) -> Path:
-    """``<run>/gl-code-quality.json``, atomically (an empty array when nothing to say)."""
-    data = CODE_QUALITY_ADAPTER.dump_json(code_quality_report(bundle), indent=2).decode()
-    return atomic_write_text(bundle.run_dir / CODE_QUALITY_FILE, data + "\n")
-
-
-# ---- planning against what the MR holds -------------------------------------------------------
-
-ActionKind = Literal["create_note", "update_note", "create_discussion", "update_discussion",
-                     "resolve_discussion", "reopen_discussion"]
+from tasks.deliver_format import (
+    ActionKind,
+    CodeQualityIssue,
+    agent_prompt,
+    code_quality_report,
+    fallback_note_body,
+    file_patch,
+    outdated_body,
+    skill_note_body,
+    suggestion_body,
+    write_code_quality_report,
+)
+from tasks.deliver_run import (
+    _M,
+    _SUGGESTION_RE,
+    CODE_QUALITY_FILE,
+    FALLBACK_MARKER,
+    OUTDATED_MARKER,
+    REPORT_URL_ENV,
+    FileLines,
+    LocatedSuggestion,
+    RunBundle,
+    SkillReport,
+    diff_index,
+    fingerprint,
+    inline_position,
+    load_run,
+    parse_hunks,
+    skill_marker,
+    skill_repo_dir,
+    suggestion_marker,
+)
 
 
 class DeliveryAction(_M):

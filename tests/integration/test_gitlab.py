@@ -18,7 +18,12 @@ import pytest
 from aeval.artifacts import FixSuggestion, FixSuggestions
 from aeval.store import write_model
 from deployments.post import main as post_main
-from tasks.deliver import CODE_QUALITY_FILE, post_to_gitlab
+from tasks.deliver import (
+    post_to_gitlab,
+)
+from tasks.deliver_run import (
+    CODE_QUALITY_FILE,
+)
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import FakeGitLab, diff_from_texts
 from tests.unit.test_deliver import CODE_QUALITY_SCHEMA, check_junit

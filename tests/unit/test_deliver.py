@@ -31,24 +31,28 @@ from aeval.artifacts import (
 )
 from aeval.store import write_model
 from tasks.deliver import (
-    CODE_QUALITY_FILE,
-    FALLBACK_MARKER,
-    OUTDATED_MARKER,
     DeliveryPlan,
+    plan_delivery,
+)
+from tasks.deliver_format import (
     code_quality_report,
-    diff_index,
     fallback_note_body,
     fenced,
     file_patch,
+    skill_note_body,
+    suggestion_body,
+    write_code_quality_report,
+)
+from tasks.deliver_run import (
+    CODE_QUALITY_FILE,
+    FALLBACK_MARKER,
+    OUTDATED_MARKER,
+    diff_index,
     fingerprint,
     inline_position,
     load_run,
     parse_hunks,
-    plan_delivery,
     skill_marker,
-    skill_note_body,
-    suggestion_body,
-    write_code_quality_report,
 )
 from tasks.publish import junit_xml
 from tests.conftest import EXAMPLES, ROOT

@@ -1,0 +1,264 @@
+"""Delivery, part 2: what aeval writes on an MR: note and suggestion bodies, the fallback
+note with patches and an agent prompt, and the GitLab Code Quality report."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, TypeAdapter
+
+from aeval.artifacts import FixSuggestion, RunManifest
+from aeval.store import atomic_write_text
+from tasks.deliver_run import (
+    _ICON,
+    _LEVEL_MEANING,
+    _M,
+    _SEVERITY,
+    CODE_QUALITY_FILE,
+    FALLBACK_MARKER,
+    OUTDATED_MARKER,
+    LocatedSuggestion,
+    RunBundle,
+    SkillReport,
+    skill_marker,
+    suggestion_marker,
+)
+
+
+def fenced(text: str, info: str = "text") -> str:
+    """A fenced block whose fence is longer than any backtick run inside."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def tail(text: str, lines: int = 12, chars: int = 1200) -> str:
+    """The end of a text, where errors are, capped."""
+    kept = text.strip().splitlines()[-lines:]
+    out = "\n".join(kept)
+    return out if len(out) <= chars else "…" + out[-chars:]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: str | None,
+                    inline: int = 0, fallback: int = 0, skipped: list[str] | None = None
+                    ) -> str:
+    """The summary note of one skill: verdict, per-case rates, evidence of what failed."""
+    sk = report.result
+    link = f" · [full report]({report_url})" if report_url else ""
+    out = [skill_marker(sk.name),
+           f"## aeval · `{sk.name}`: {_ICON.get(sk.status, '')} {sk.status}", "",
+           f"Run `{manifest.run_id}`{link}", ""]
+    if sk.status == "invalid":
+        out += ["The skill could not be loaded:", ""] + [f"- {_cell(p)}" for p in sk.problems]
+    if sk.cases:
+        out += ["| case | runtime | verdict | first-attempt | terminal | self-corrections |",
+                "|---|---|---|---|---|---|"]
+        for c in sk.cases:
+            name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
+            verdict = f"**{c.status}**" + (f", {c.ungraded} ungraded" if c.ungraded else "")
+            out.append(f"| `{_cell(name)}` | {c.runtime} | {verdict} | "
+                       f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed}) "
+                       f"| {_pct(c.terminal_pass_rate)} | {c.self_corrections} |")
+    evidence, corrections = [], []
+    for c in sk.cases:
+        head = f"**`{c.case_id}`**" + (f" #{c.epoch}" if c.epoch is not None else "") + \
+            f" [{c.runtime}]"
+        g = report.gradings.get(c.dir)
+        if c.status == "error" or (c.status == "fail" and g is None):
+            evidence += [f"{head} {c.status}: {_cell(c.reason)}", ""]
+        for e in (g.expectations if g else []):
+            if e.status == "failed":
+                fix = " (passed only after a correction)" if e.terminal_passed else ""
+                evidence += [f"{head} {e.id}: {_cell(e.text)}{fix}", fenced(tail(e.evidence)),
+                             ""]
+        for ch in (g.self_correction.changes_made if g else []):
+            where = f", event {ch.event_seq}" if ch.event_seq is not None else ""
+            corrections.append(f"- {head} {ch.id}: {ch.change} `{ch.path}` "
+                               f"({ch.attribution}{where})")
+    if evidence:
+        out += ["", "### What failed, with evidence", "", *evidence[:-1]]
+    if corrections:
+        out += ["", "### Self-corrections (edits the agent made to the skill)", "", *corrections]
+    levels = [s.suggestion.level for s in report.suggestions if not s.problem]
+    if levels or skipped:
+        out += ["", f"**Suggestions:** {inline} inline on the diff, {fallback} in the fallback "
+                    f"note ({levels.count('LV1')} LV1, {levels.count('LV2')} LV2)."]
+        out += [f"- skipped: {_cell(r)}" for r in skipped or []]
+    if sk.warnings:
+        out += ["", "<details><summary>Lint warnings</summary>", "",
+                *[f"- {_cell(w)}" for w in sk.warnings], "", "</details>"]
+    out += ["", "<sub>Verdicts use the first-attempt pass rate; the terminal rate also counts "
+                "assertions that passed only after the agent corrected something.</sub>"]
+    return "\n".join(out).strip() + "\n"
+
+
+def _grounding_lines(s: LocatedSuggestion) -> list[str]:
+    out = [f"**Grounded in** `{s.suggestion.grounded_in}`: {_cell(s.grounded_text)}"]
+    if s.grounded_evidence:
+        out.append(fenced(tail(s.grounded_evidence, lines=8, chars=800)))
+    return out
+
+
+def suggestion_body(s: LocatedSuggestion) -> str:
+    """The inline discussion: a suggestion block replacing exactly lines start..end (anchored
+    on start, ``-0+N`` with N = end - start), the level, the rationale and the grounding."""
+    sg = s.suggestion
+    n = sg.end_line - sg.start_line
+    block = fenced(sg.replacement.removesuffix("\n"), f"suggestion:-0+{n}") \
+        if sg.replacement.strip("\n") else "```suggestion:-0+" + f"{n}\n```"
+    out = [suggestion_marker(s.fingerprint, s.skill),
+           f"**aeval {sg.level}** for `{s.skill}`: {_LEVEL_MEANING[sg.level]}.", "", block, "",
+           f"**Why:** {sg.rationale}", "", *_grounding_lines(s)]
+    if sg.validated:
+        out += ["", "Validated by the run: the agent made this same edit to get the case "
+                    "through."]
+    out += ["", f"<sub>runtime(s): {', '.join(s.runtimes)}</sub>"]
+    return "\n".join(out) + "\n"
+
+
+def outdated_body(body: str, reason: str) -> str:
+    """An aeval discussion body marked as no longer applying; its suggestion block disarmed."""
+    lines = body.splitlines()
+    rest = [ln for ln in lines[1:] if ln != OUTDATED_MARKER]
+    rest = [re.sub(r"^(`{3,})suggestion:-\d+\+\d+$", r"\1text", ln) for ln in rest]
+    return "\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {reason}", "", *rest]) + "\n"
+
+
+def file_patch(repo_path: str, items: list[FixSuggestion], current: str | None) -> str:
+    """A unified diff (``git apply``) of the suggestions to one file. With the file's current
+    text it has context lines; without, zero-context hunks (``git apply --unidiff-zero``).
+    Overlapping suggestions after the first are left out."""
+    chosen: list[FixSuggestion] = []
+    for s in sorted(items, key=lambda s: s.start_line):
+        if not chosen or s.start_line > chosen[-1].end_line:
+            chosen.append(s)
+    head = [f"--- a/{repo_path}\n", f"+++ b/{repo_path}\n"]
+    if current is not None:
+        old = current.splitlines(keepends=True)
+        new = list(old)
+        for s in reversed(chosen):
+            repl = s.replacement.splitlines(keepends=True)
+            if repl and not repl[-1].endswith("\n"):
+                repl[-1] += "\n"
+            new[s.start_line - 1:s.end_line] = repl
+        body = list(difflib.unified_diff(old, new, n=3))[2:]
+        return "".join(head + body)
+    out, offset = list(head), 0
+    for s in chosen:
+        orig, repl = s.original.splitlines(), s.replacement.splitlines()
+        start = s.start_line + offset - (0 if repl else 1)
+        out.append(f"@@ -{s.start_line},{len(orig)} +{start},{len(repl)} @@\n")
+        out += [f"-{ln}\n" for ln in orig] + [f"+{ln}\n" for ln in repl]
+        offset += len(repl) - len(orig)
+    return "".join(out)
+
+
+def agent_prompt(items: list[LocatedSuggestion]) -> str:
+    """A prompt an agent can apply as is: exact edits, nothing else."""
+    out = ["Apply exactly these edits to the agent skills in this repository and change "
+           "nothing else. Line numbers are 1-based in the current files; if a file no longer "
+           "holds the quoted original lines, skip that edit and say so.", ""]
+    for i, s in enumerate(items, 1):
+        sg = s.suggestion
+        out += [f"{i}. In `{s.repo_path}`, replace lines {sg.start_line}-{sg.end_line}, which "
+                f"currently read:", "<<<", sg.original.rstrip("\n"), ">>>", "with:", "<<<",
+                sg.replacement.rstrip("\n"), ">>>", f"Reason ({sg.level}): {sg.rationale}", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
+                       repo_root: Path | None, notice: str | None = None) -> str:
+    """The one note for suggestions outside the diff: what and why, per-file patches, and a
+    copy-paste prompt for an agent. Empty ``items``: a short 'nothing left' body."""
+    out = [FALLBACK_MARKER, "## aeval · suggestions outside this merge request's diff", ""]
+    if not items:
+        return "\n".join([*out, f"None as of run `{manifest.run_id}`: every earlier one was "
+                                 "applied or no longer applies."]) + "\n"
+    out += [f"Run `{manifest.run_id}`. These fixes touch lines the merge request does not "
+            "change, so GitLab cannot offer them as one-click suggestions. Apply a patch "
+            "(`git apply`), or give the prompt below to an agent.", ""]
+    if notice:
+        out += [f"> {notice}", ""]
+    for i, s in enumerate(items, 1):
+        sg = s.suggestion
+        out += [f"### {i}. {sg.level} · `{s.repo_path}` lines {sg.start_line}-{sg.end_line} "
+                f"· `{s.skill}`", "", f"**Why:** {sg.rationale}", "", *_grounding_lines(s), ""]
+    out += ["### Patches", ""]
+    by_file: dict[str, list[FixSuggestion]] = {}
+    for s in items:
+        by_file.setdefault(s.repo_path or s.suggestion.path, []).append(s.suggestion)
+    for path, group in by_file.items():
+        file = repo_root / path if repo_root else None
+        current = file.read_text(encoding="utf-8") if file and file.is_file() else None
+        hint = "" if current is not None else " (zero context: `git apply --unidiff-zero`)"
+        out += [f"<details><summary><code>{path}</code>{hint}</summary>", "",
+                fenced(file_patch(path, group, current), "diff"), "", "</details>", ""]
+    out += ["### Prompt for an agent", "", fenced(agent_prompt(items))]
+    return "\n".join(out).strip() + "\n"
+
+
+# ---- GitLab Code Quality ----------------------------------------------------------------------
+
+
+class CodeQualityLines(_M):
+    begin: int = Field(ge=1, description="First line of the issue.")
+
+
+class CodeQualityLocation(_M):
+    path: str = Field(description="Path from the repository root.")
+    lines: CodeQualityLines
+
+
+class CodeQualityIssue(_M):
+    """One entry of GitLab's Code Quality report (a subset of the Code Climate format)."""
+
+    description: str
+    check_name: str
+    fingerprint: str = Field(description="Stable across reruns (see ``fingerprint``).")
+    severity: Literal["info", "minor", "major", "critical", "blocker"]
+    location: CodeQualityLocation
+
+
+CODE_QUALITY_ADAPTER = TypeAdapter(list[CodeQualityIssue])
+
+
+def code_quality_report(bundle: RunBundle) -> list[CodeQualityIssue]:
+    """One issue per suggestion that maps to the repository: LV1 major, LV2 minor."""
+    out = []
+    for s in bundle.suggestions():
+        if s.problem or not s.repo_path:
+            continue
+        sg = s.suggestion
+        desc = f"aeval {sg.level} ({s.skill}): {sg.rationale} [grounded in {sg.grounded_in}: " \
+               f"{s.grounded_text}]"
+        out.append(CodeQualityIssue(
+            description=desc[:1000], check_name=f"aeval-{sg.level}",
+            fingerprint=s.fingerprint, severity=_SEVERITY[sg.level],
+            location=CodeQualityLocation(path=s.repo_path,
+                                         lines=CodeQualityLines(begin=sg.start_line))))
+    return out
+
+
+def write_code_quality_report(bundle: RunBundle) -> Path:
+    """``<run>/gl-code-quality.json``, atomically (an empty array when nothing to say)."""
+    data = CODE_QUALITY_ADAPTER.dump_json(code_quality_report(bundle), indent=2).decode()
+    return atomic_write_text(bundle.run_dir / CODE_QUALITY_FILE, data + "\n")
+
+
+# ---- planning against what the MR holds -------------------------------------------------------
+
+ActionKind = Literal["create_note", "update_note", "create_discussion", "update_discussion",
+                     "resolve_discussion", "reopen_discussion"]
+
+
