@@ -98,7 +98,11 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
             graded[grade_case.submit(plan, a, allow_failure(x))] = plan
     for fut in as_completed(list(graded)):
         plan = graded[fut]
-        res = fut.result()
+        res = fut.result(raise_on_failure=False)
+        if isinstance(res, BaseException):  # a failed chain still becomes a case status
+            res = CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
+                             status="error", dir=plan.rel_dir,
+                             reason=f"internal error: {type(res).__name__}: {res}"[:400])
         results.setdefault(str(plan.skill.path), []).append(res)
         log.info("%s: %s", plan.label, res.status.upper())
 
