@@ -18,6 +18,8 @@ RUNTIMES: dict[str, str] = {
     "claude-code": "adapters.claude_code:ClaudeCodeRuntime",
     "literal": "adapters.literal:LiteralRuntime",
     "replay": "adapters.replay:ReplayRuntime",
+    "codex": "adapters.codex:CodexRuntime",
+    "opencode": "adapters.opencode:OpenCodeRuntime",
 }
 
 

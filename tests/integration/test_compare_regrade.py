@@ -12,8 +12,8 @@ from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Tu
 from deployments.cli import main
 from tasks.compare import COLUMNS
 from tests.conftest import EXAMPLES
-from tests.integration.test_grade_and_suggest import ALL_PASS, CASE, NO_EXTRA, grader
 from tests.integration.test_builtin_runtime import EDITS_SKILL
+from tests.integration.test_grade_and_suggest import ALL_PASS, CASE, NO_EXTRA, grader
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

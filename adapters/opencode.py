@@ -1,0 +1,224 @@
+"""`opencode`: OpenCode (npm ``opencode-ai``, pinned) run as ``opencode run --format json``.
+
+One attempt is one ``opencode run`` process with the workspace as working directory, always
+under the case's timeout (OpenCode retries an unreachable server for a long time, silently).
+Everything it reads or writes outside the workspace lives under the attempt's private home:
+``HOME`` and ``XDG_{CONFIG,DATA,CACHE,STATE}_HOME``. Its configuration comes from
+``OPENCODE_CONFIG_CONTENT``:
+
+- with ``--api-base``: a provider ``aeval`` (``@ai-sdk/openai-compatible``, bundled) at that
+  URL, the model id being ``--model`` without its ``provider/`` prefix; without it, the
+  ``provider/model`` of OpenCode's own catalogue. The key is written to a pipe the process
+  inherits and read once as ``{file:/dev/fd/N}``: it is in no environment and no file;
+- the executor prompt as an ``instructions`` file in the private home (added to OpenCode's own
+  system prompt), ``agent.build.steps`` = max turns, bash and edits allowed;
+- offline: no model catalogue fetch, no autoupdate, no LSP download, no default or external
+  plugins, and every config dir it uses (``$XDG_CONFIG_HOME/opencode``, ``.opencode/``)
+  pre-filled with the ``node_modules/`` + package files that stop its plugin install.
+  ``rg`` must be on PATH (else it downloads ripgrep).
+
+Tool processes: OpenCode starts its bash tool with its own environment. ``SHELL`` points to a
+wrapper in the private home that ``exec env -i`` the case's environment and then bash, so
+commands see only ``request.env`` (not the key, not OpenCode's settings). The skill copy sits
+at ``.opencode/skills/<name>/``; ``.opencode/`` is a config dir (never an output).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any, ClassVar
+
+from adapters._opencode_parse import OpenCodeParser
+from adapters.codex import cli_version, emit, executor_prompt, find_cli, stream_jsonl
+from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
+from aeval.runtime import EventRecorder, RunRequest, RunResult
+
+OPENCODE_VERSION = "1.18.33"
+OPENCODE_PACKAGE = f"opencode-ai@{OPENCODE_VERSION}"
+OFFLINE_ENV = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+}
+PLUGIN_FILES = {
+    "package.json": {"dependencies": {"@opencode-ai/plugin": "*"}},
+    "package-lock.json": {"lockfileVersion": 3,
+                          "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}},
+}
+_MODEL_STALL = re.compile(r"stream error|APICallError|Cannot connect|socket connection",
+                          re.IGNORECASE)
+
+
+def prefill_config_dir(path: Path) -> None:
+    """What stops OpenCode's background ``npm install @opencode-ai/plugin`` in a config dir."""
+    (path / "node_modules").mkdir(parents=True, exist_ok=True)
+    for name, content in PLUGIN_FILES.items():
+        if not (path / name).exists():
+            (path / name).write_text(json.dumps(content), encoding="utf-8")
+
+
+def shell_wrapper(env: dict[str, str]) -> str:
+    """A bash stand-in that runs bash with exactly ``env`` (what tools may see)."""
+    bash = shutil.which("bash", path=env.get("PATH")) or "/bin/bash"
+    envbin = shutil.which("env") or "/usr/bin/env"
+    assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
+    return f"#!/bin/sh\nexec {shlex.quote(envbin)} -i {assigns} {shlex.quote(bash)} \"$@\"\n"
+
+
+def opencode_config(request: RunRequest, instructions: Path,
+                    key_fd: int) -> tuple[dict[str, Any], str]:
+    """The configuration and the ``provider/model`` to run; the key is read from ``key_fd``."""
+    assert request.model
+    key_ref = "{file:/dev/fd/" + str(key_fd) + "}"
+    prefix, _, model_id = request.model.partition("/")
+    if request.api_base:
+        model_id = model_id or prefix
+        provider = {"aeval": {
+            "npm": "@ai-sdk/openai-compatible", "name": "aeval",
+            "options": {"baseURL": request.api_base, "apiKey": key_ref},
+            "models": {model_id: {"name": model_id, "tool_call": True}}}}
+        model = f"aeval/{model_id}"
+    else:
+        provider = {prefix: {"options": {"apiKey": key_ref}}}
+        model = request.model
+    config = {
+        "provider": provider,
+        "model": model,
+        "instructions": [str(instructions)],
+        "agent": {"build": {"steps": request.limits.max_turns}},
+        "permission": {"bash": "allow", "edit": "allow"},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    return config, model
+
+
+class OpenCodeRuntime:
+    name: ClassVar[str] = "opencode"
+    skills_subdir: ClassVar[str | None] = ".opencode/skills"
+    needs_model: ClassVar[bool] = True
+    config_dirs: ClassVar[tuple[str, ...]] = (".opencode",)
+    install_hint: ClassVar[str] = f"npm install -g {OPENCODE_PACKAGE}"
+
+    def __init__(self, api_key_env: str | None = None):
+        """``api_key_env``: the variable of aeval's environment holding the model key
+        (default: ``<PROVIDER>_API_KEY`` of ``--model``, e.g. OPENAI_API_KEY); only the
+        OpenCode process gets its value."""
+        self.api_key_env = api_key_env
+
+    def binary(self) -> str | None:
+        return find_cli("AEVAL_OPENCODE_BIN", "opencode")
+
+    def version(self) -> str | None:
+        binary = self.binary()
+        found = cli_version(binary) if binary else None
+        return f"opencode {found}" if found else None
+
+    def check_available(self) -> None:
+        if self.version() is None:
+            raise RuntimeUnavailable(
+                f"the opencode runtime needs OpenCode {OPENCODE_VERSION}: {self.install_hint} "
+                "(or run .ci/install-clis.sh, or set AEVAL_OPENCODE_BIN)")
+        if shutil.which("rg") is None:
+            raise RuntimeUnavailable("the opencode runtime needs ripgrep (`rg`) on PATH, or it "
+                                     "downloads one: apt-get install ripgrep / pip install "
+                                     "ripgrep")
+
+    def _key(self, request: RunRequest) -> str:
+        assert request.model
+        var = self.api_key_env or request.model.partition("/")[0].upper().replace("-", "_") \
+            + "_API_KEY"
+        key = os.environ.get(var)
+        if key:
+            return key
+        if request.api_base:  # local and scripted servers take any key
+            return "unused"
+        raise RuntimeUnavailable(f"the opencode runtime needs the model key in {var}")
+
+    def _prepare_home(self, request: RunRequest) -> dict[str, str]:
+        """Private HOME / XDG dirs, the instructions file and the shell wrapper; returns the
+        OpenCode process environment (without the config and key)."""
+        home = request.home
+        xdg = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
+               "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
+        for d in xdg.values():
+            d.mkdir(parents=True, exist_ok=True)
+        prefill_config_dir(xdg["XDG_CONFIG_HOME"] / "opencode")
+        prefill_config_dir(request.workspace / ".opencode")
+        own = home / ".aeval"
+        (own / "bin").mkdir(parents=True, exist_ok=True)
+        wrapper = own / "bin" / "bash"
+        wrapper.write_text(shell_wrapper(request.env), encoding="utf-8")
+        wrapper.chmod(0o700)
+        return {**request.env, "HOME": str(home), **{k: str(v) for k, v in xdg.items()},
+                **OFFLINE_ENV, "SHELL": str(wrapper)}
+
+    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+        if not request.model:
+            raise RuntimeUnavailable("the opencode runtime needs --model (provider/model)")
+        binary = self.binary()
+        if binary is None:
+            self.check_available()
+        assert binary is not None
+        env = self._prepare_home(request)
+        instructions = request.home / ".aeval" / "executor.md"
+        instructions.write_text(executor_prompt(request), encoding="utf-8")
+        key = self._key(request).encode()
+        key_fd, key_writer = os.pipe()  # the key travels in a pipe, never in an environment
+        try:
+            os.write(key_writer, key)
+        finally:
+            os.close(key_writer)
+        config, model = opencode_config(request, instructions, key_fd)
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+        argv = [binary, "run", "--format", "json", "--pure", "--print-logs", "--log-level",
+                "ERROR", "--title", f"aeval {request.case_id}", "-m", model, "--",
+                request.prompt]
+        recorder.message("user", request.prompt)
+        parser = OpenCodeParser(workspace=str(request.workspace),
+                                output_cap=request.limits.output_cap, model=request.model)
+        max_turns = request.limits.max_turns
+
+        def on_record(record: dict[str, Any]) -> bool:
+            emit(recorder, parser.feed(record))
+            return parser.steps > max_turns + 1  # backstop: agent.build.steps is the limit
+
+        try:
+            outcome = stream_jsonl(argv, request.workspace, env, request.limits.timeout_s,
+                                   request.raw_log, on_record, pass_fds=(key_fd,))
+        finally:
+            os.close(key_fd)
+        version = self.version()
+        if parser.failure is not None and not outcome.stopped:
+            f = parser.failure
+            if f.transient:
+                raise ModelTransientError(f"opencode: {f.message}", f.status_code)
+            raise ModelPermanentError(f"opencode: {f.message}")
+        if outcome.timed_out:
+            stalled = parser.last_reason in (None, "tool-calls") and _MODEL_STALL.search(
+                outcome.stderr_tail)
+            if stalled:
+                message = ("opencode: no answer from the model API before the timeout: "
+                           f"{outcome.stderr_tail.strip()[-800:]}")
+                recorder.error(message, transient=True, error_type="opencode")
+                raise ModelTransientError(message)
+            status, final = "timeout", f"timeout after {request.limits.timeout_s:g}s"
+        elif outcome.stopped or (parser.steps >= max_turns and parser.last_reason != "stop"):
+            status, final = "max_turns", f"stopped at max_turns={max_turns} steps"
+        elif outcome.returncode != 0:
+            message = (f"opencode exited with code {outcome.returncode}: "
+                       f"{outcome.stderr_tail.strip()[-1500:]}")
+            recorder.error(message, transient=False, error_type="opencode")
+            raise RuntimeUnavailable(message)
+        else:
+            status, final = "completed", parser.final_text
+        recorder.end(status, final)
+        return RunResult(status=status, final_text=final, usage=parser.usage,
+                         wall_s=outcome.wall_s, runtime_version=version)

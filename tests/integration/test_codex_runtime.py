@@ -1,0 +1,186 @@
+"""The real Codex CLI (`codex exec --json`) against the scripted model server (Responses API)
+on loopback, through the whole pipeline: the paper's segmentation case, isolation of HOME,
+CODEX_HOME and the model key, and a transient fault retried from a fresh workspace.
+
+Codex may interleave function calls with their outputs, so every scripted turn makes one
+tool call. Skipped only when the Codex CLI is not installed (.ci/install-clis.sh)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from adapters.codex import CODEX_VERSION, CodexRuntime
+from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
+from aeval.workspace import manifest
+from deployments.cli import main
+from tests.conftest import EXAMPLES
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.usefixtures("prefect_harness"),
+    pytest.mark.skipif(CodexRuntime().binary() is None,
+                       reason=f"Codex CLI not installed: {CodexRuntime.install_hint} "
+                              "(or .ci/install-clis.sh)"),
+]
+
+SKILL = ".agents/skills/segmentation"
+PROMPT = "Train a segmentation model on fixtures/ with the segmentation skill, writing to outputs/."
+MATCH = "Train a segmentation model on fixtures/"
+TRAIN_CASE = {
+    "id": "train", "prompt": PROMPT,
+    "expected_outcome": "outputs/model.json exists and the final mIoU is printed.",
+    "files": ["fixtures/"],
+    "assertions": [{"type": "file_exists", "path": "outputs/model.json"},
+                   {"type": "transcript_regex", "pattern": "mIoU=\\d"},
+                   {"type": "commands_succeeded"},
+                   "The skill's configured action names work without modification"],
+    "timeout_s": 120, "max_turns": 12,
+}
+LOOP_KEY = "sk-codex-canary-0042"
+GITLAB_TOKEN = "glpat-canary-do-not-leak"
+REAL_HOME = Path.home()  # the machine's, read before any test patches HOME
+ROW = "| `segment_train` | trains a model on the data folder and writes `outputs/model.json` |"
+
+
+def sh(cmd: str) -> ToolCall:
+    """Codex's shell tool, as it offers it to a model it has no metadata for."""
+    return ToolCall(name="exec_command", arguments={"cmd": cmd})
+
+
+PROBE = ("env | sort; echo leaks=$(grep -l canary-0042 /proc/[0-9]*/environ 2>/dev/null "
+         "| wc -l)")  # the model key, searched in every process environment it can read
+PATCH = (f"apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: {SKILL}/SKILL.md\n@@\n"
+         f"-{ROW}\n+{ROW.replace('segment_train', 'train')}\n*** End Patch\nPATCH")
+TURNS = [
+    Turn(text="Reading the skill first.", tool_calls=[sh(f"cat {SKILL}/SKILL.md")]),
+    Turn(tool_calls=[sh(f"python3 {SKILL}/scripts/run.py segment_train --data fixtures "
+                        "--out outputs")]),
+    Turn(text="The runner only knows `train`; fixing the documented action name.",
+         tool_calls=[sh(PATCH)]),  # Codex turns an apply_patch command into a file_change
+    Turn(tool_calls=[sh(f"python3 {SKILL}/scripts/run.py train --data fixtures --out outputs")]),
+    Turn(tool_calls=[sh(PROBE)]),
+    Turn(text="Done: trained, mIoU=0.8125. I changed SKILL.md (segment_train -> train)."),
+]
+
+
+@pytest.fixture
+def skill_copy(tmp_path: Path) -> Path:
+    d = tmp_path / "mp" / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
+    (d / "eval.config").write_text(json.dumps({"evals": [TRAIN_CASE]}))
+    return d
+
+
+@pytest.fixture
+def fake_home(tmp_path: Path, monkeypatch) -> Path:
+    """aeval's own HOME for the test: the CLI must never write there."""
+    home = tmp_path / "real-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", LOOP_KEY)
+    monkeypatch.setenv("AEVAL_GITLAB_TOKEN", GITLAB_TOKEN)
+    monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
+    return home
+
+
+def run(skill: Path, srv: ScriptedModelServer, out: Path) -> tuple[int, Path]:
+    code = main(["run", str(skill), "--runtime", "codex", "--model", "openai/scripted",
+                 "--api-base", srv.base_url_openai, "--out", str(out), "-q", "--no-grader"])
+    (run_dir,) = (out / "runs").iterdir()
+    return code, run_dir / "segmentation" / "codex" / "train"
+
+
+def load(p: Path) -> dict:
+    return json.loads(p.read_text())
+
+
+def _tree(p: Path) -> list[tuple[str, int]]:
+    return sorted((str(f), f.stat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
+
+
+def test_paper_case_codex_edits_the_skill_and_fails_first_attempt(skill_copy, tmp_path,
+                                                                   fake_home):
+    before = manifest(skill_copy)
+    real_codex = REAL_HOME / ".codex"
+    real_before = _tree(real_codex)
+    with ScriptedModelServer([Script(name="codex", match=MATCH, turns=TURNS)]) as srv:
+        code, case = run(skill_copy, srv, tmp_path / "s")
+        requests = srv.requests_for("codex")
+    assert len(requests) == len(TURNS) and all(r.path == "/v1/responses" for r in requests)
+    assert requests[0].headers["authorization"] == "Bearer ***"  # the key reached Codex
+    developer = json.dumps(requests[0].body["input"])
+    assert "You are the EXECUTOR" in developer and SKILL in developer  # executor prompt
+    assert "segmentation" in developer  # Codex discovered the skill in .agents/skills
+
+    g = load(case / "grading.json")
+    assert code == 1 and g["status"] == "fail"
+    sc = g["self_correction"]
+    (change,) = sc["changes_made"]
+    assert change["path"] == "SKILL.md" and change["change"] == "modified"
+    assert change["tool"] == "edit_file" and change["attribution"] == "direct"
+    assert f"-{ROW}" in change["diff"] and "+| `train` |" in change["diff"]
+    (err,) = sc["first_attempt_errors"]
+    assert "KeyError: 'segment_train'" in err["excerpt"] and err["exit_code"] == 1
+    assert "segment_train" in err["command"]
+    by = {e["id"]: e for e in g["expectations"]}
+    assert by["S1"]["passed"] is False and by["A1"]["passed"] is True
+    assert (case / "skill.diff").read_text().count("+| `train` |") == 1
+    # the tools really ran in the workspace
+    assert load(case / "outputs" / "outputs" / "model.json")["images"] == 2
+    meta = load(case / "eval_metadata.json")
+    assert [o["path"] for o in meta["outputs"]] == ["outputs/model.json"]
+    assert meta["runtime"] == "codex" and meta["runtime_version"] == f"codex-cli {CODEX_VERSION}"
+    assert meta["usage"]["cached_input_tokens"] > 0 and meta["usage"]["output_tokens"] > 0
+    assert meta["usage"]["input_tokens"] + meta["usage"]["cached_input_tokens"] == sum(
+        r.usage["input_tokens"] + r.usage["cached_input_tokens"] for r in requests)
+    assert meta["wall_s"] > 0
+    events = [json.loads(x) for x in (case / "events.jsonl").read_text().splitlines()]
+    assert events[0]["kind"] == "message" and events[-1]["kind"] == "end"
+    assert [e["tool"] for e in events if e["kind"] == "tool_call"] == [
+        "bash", "bash", "edit_file", "bash", "bash"]
+    transcript = (case / "transcript.md").read_text()
+    assert "tool call `edit_file`" in transcript and "KeyError" in transcript
+    assert (case / "attempts" / "1" / "raw.jsonl").is_file()
+    # isolation: the original skill, aeval's HOME and the machine's ~/.codex are untouched
+    assert manifest(skill_copy) == before
+    assert list(fake_home.iterdir()) == []
+    assert _tree(real_codex) == real_before
+
+
+def test_model_key_and_undeclared_tokens_never_reach_commands_or_artifacts(
+        skill_copy, tmp_path, fake_home):
+    with ScriptedModelServer([Script(name="codex", match=MATCH, turns=TURNS)]) as srv:
+        _, case = run(skill_copy, srv, tmp_path / "s")
+    transcript = (case / "transcript.md").read_text()
+    assert "PATH=" in transcript and "SKILL_DIR=" in transcript  # `env | sort` ran
+    assert "leaks=0" in transcript  # not even /proc/<codex>/environ: the sandbox hides it
+    for name in ("OPENAI_API_KEY", "AEVAL_CODEX_API_KEY", "CODEX_HOME", "AEVAL_GITLAB_TOKEN"):
+        assert f"{name}=" not in transcript, name
+    for p in (tmp_path / "s").rglob("*"):
+        if p.is_file():
+            text = p.read_text(errors="replace")
+            assert LOOP_KEY not in text and GITLAB_TOKEN not in text, p
+
+
+def test_rate_limit_on_the_first_turn_retries_the_case_from_a_fresh_workspace(
+        skill_copy, tmp_path, fake_home):
+    turns = [Turn(fault=429, fault_times=1, text=TURNS[0].text,
+                  tool_calls=TURNS[0].tool_calls), *TURNS[1:]]
+    with ScriptedModelServer([Script(name="codex", match=MATCH, turns=turns)]) as srv:
+        code, case = run(skill_copy, srv, tmp_path / "s")
+        faults = [r for r in srv.requests if r.fault]
+    assert len(faults) == 1  # Codex's own retries are off: aeval's case retry is the retry
+    meta = load(case / "eval_metadata.json")
+    assert [a["outcome"] for a in meta["attempts"]] == ["transient_error", "completed"]
+    assert meta["attempts"][0]["error_type"] == "ModelTransientError"
+    assert "429" in meta["attempts"][0]["error"]
+    first = (case / "attempts" / "1" / "events.jsonl").read_text()
+    assert '"transient":true' in first.replace(" ", "") and "KeyError" not in first
+    g = load(case / "grading.json")
+    assert g["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
+    assert g["status"] == "fail" and code == 1  # a skill verdict, never `error`
