@@ -190,7 +190,10 @@ class ClaudeCodeRuntime:
         env = {**request.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
                "TMPDIR": str(home / "tmp"), **CLI_ENV}
         if request.api_base:
-            env["ANTHROPIC_BASE_URL"] = request.api_base.rstrip("/")
+            # Anthropic base URLs exclude the version path; accept one given with it, as the
+            # OpenAI-style runtimes need it ("--api-base http://host/v1" for all runtimes).
+            base = request.api_base.rstrip("/")
+            env["ANTHROPIC_BASE_URL"] = base.removesuffix("/v1")
         if not is_loopback(request.api_base):
             env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
         return {**env, "AEVAL_CLAUDE_KEEP": ",".join(sorted(env)), "AEVAL_CLAUDE_CLI": cli,

@@ -355,8 +355,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     models = args.model or ([settings.model] if settings.model else [None])
     runtimes = args.runtime or ["builtin"]
     variants = []
-    for rt in runtimes:
-        for m in ([None] if rt in ("literal", "replay") else models):
+    for spec in runtimes:
+        rt, _, own_model = spec.partition("=")
+        for m in ([None] if rt in ("literal", "replay") else [own_model] if own_model
+                  else models):
             if rt not in ("literal", "replay") and not m:
                 print(f"runtime {rt} needs --model", file=sys.stderr)
                 return EXIT_USAGE
@@ -552,8 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "wall minutes, assertions passed/total, causal share, self-corrections, "
                        "protocol fidelity, tokens in and cached (compare.json, compare.md).")
     c.add_argument("paths", nargs="+", metavar="PATH")
-    c.add_argument("--runtime", action="append", metavar="NAME",
-                   help="repeatable (default: builtin)")
+    c.add_argument("--runtime", action="append", metavar="NAME[=MODEL]",
+                   help="repeatable (default: builtin); NAME=MODEL gives that runtime its own "
+                        "model string, e.g. claude-code=claude-sonnet-4-5")
     c.add_argument("--model", action="append", help="repeatable: one row per model")
     c.add_argument("--grader-model")
     c.add_argument("--no-grader", action="store_true")

@@ -86,3 +86,39 @@ def test_regrade_reports_disagreement_with_the_original_grader(tmp_path, capsys)
                       .read_text())
     assert json.loads((regraded / "segmentation" / "replay" / "train" / "assertions.json")
                       .read_text())["sha256"] == same["sha256"]
+
+
+def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, capsys):
+    from adapters import get_runtime
+    from aeval.errors import RuntimeUnavailable
+
+    for name in ("claude-code", "codex", "opencode"):
+        try:
+            get_runtime(name).check_available()
+        except RuntimeUnavailable as exc:
+            pytest.skip(f"{name} is not installed (bash .ci/install-clis.sh): {exc}")
+    skill = tmp_path / "mp" / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", skill)
+    (skill / "eval.config").write_text(json.dumps({"evals": [
+        {**CASE, "assertions": [{"type": "file_exists", "path": "outputs/model.json"}]}]}))
+    # every runtime's agent answers at once, without tools: what is compared here is that the
+    # same skill runs through each real CLI and lands in its own row
+    quiet = Script(name="quiet", match="Train a segmentation model",
+                   turns=[Turn(text="I will not run anything.")])
+    with ScriptedModelServer([quiet]) as srv:
+        code = main(["compare", str(skill), "--runtime", "builtin=openai/scripted",
+                     "--runtime", "claude-code=claude-sonnet-4-5", "--runtime",
+                     "codex=openai/scripted", "--runtime", "opencode=mock/scripted",
+                     "--no-grader", "--api-base", srv.base_url_openai,
+                     "--out", str(tmp_path / "s"), "-q"])
+        paths = {r.path.split("?")[0] for r in srv.requests}
+    assert code == 0
+    assert {"/v1/chat/completions", "/v1/messages", "/v1/responses"} <= paths
+    out = capsys.readouterr().out
+    labels = [line.split("|")[1].strip() for line in out.splitlines()
+              if line.startswith("| ") and not line.startswith("| runtime")]
+    assert labels == ["builtin:openai/scripted", "claude-code:claude-sonnet-4-5",
+                      "codex:openai/scripted", "opencode:mock/scripted"]
+    (cmp_dir,) = (tmp_path / "s" / "compare").iterdir()
+    rows = json.loads((cmp_dir / "compare.json").read_text())["rows"]
+    assert [r["statuses"] for r in rows] == [{"fail": 1}] * 4  # nobody trained: file missing
