@@ -259,3 +259,17 @@ def test_assertion_writer_adds_assertions_before_anything_runs(skill, tmp_path):
     assert "| `segment_train` |" in json.dumps(wreq.body)  # it reads SKILL.md
     g = load(out / "train" / "grading.json")
     assert {e["id"] for e in g["expectations"]} == {"A1", "A2", "A3", "W1", "S1"}
+
+
+def test_analyzer_narrative_sees_the_benchmark_not_the_skill(skill, tmp_path):
+    analyzer = Script(name="analyzer", match="You are the ANALYZER of an aeval run", turns=[
+        Turn(text=json.dumps({"observations": ["One run; the structural assertion failed."]}))])
+    _, out, requests = run(skill, [analyzer, grader("grader", ALL_PASS), EDITS_SKILL],
+                           tmp_path / "s")
+    notes = load(out / "analysis_notes.json")
+    assert notes["model"] == "openai/scripted"
+    assert {"kind": "narrative", "subject": "analyzer",
+            "detail": "One run; the structural assertion failed."} in notes["notes"]
+    (req,) = [r for r in requests if r.script == "analyzer"]
+    sent = json.dumps(req.body)
+    assert "assertion_matrix" in sent and "| `segment_train` |" not in sent
