@@ -45,6 +45,9 @@ class ContractError(AevalError):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
 
+    def __reduce__(self):  # survives pickling (Dask workers, Prefect results)
+        return (type(self), (self.problems,))
+
 
 class EnvironmentFailure(AevalError):
     """The environment, not the skill, stopped the case. The case ends `error`."""

@@ -18,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+from aeval.hardening import harden_process
+
 EXIT_USAGE = 2
 EPILOG = """exit codes of `aeval run` (first match wins):
   1  a case failed: a skill defect (blocks the merge)
@@ -25,22 +27,6 @@ EPILOG = """exit codes of `aeval run` (first match wins):
   3  an environment error (model API, preflight, missing credential): retry, not a defect
   0  every case passed
 """
-
-
-def harden_process() -> bool:
-    """Make this process non-dumpable (Linux), so its /proc/<pid>/environ and memory cannot be
-    read by the executor's tool processes running as the same user. It holds the model API key
-    (and, with --post, the GitLab token). Root can still read them: run untrusted skills as
-    an unprivileged user or in a container. Returns True when applied."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
-        return False
 
 
 def _prefect_env(verbose: bool) -> None:
@@ -210,13 +196,16 @@ def _resume(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from prefect.task_runners import ThreadPoolTaskRunner
-
     from flows.evaluate import evaluate
+    from flows.runners import task_runner
 
+    try:
+        runner = task_runner(args.concurrency or settings.concurrency, args.dask)
+    except (ImportError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
-    flow = evaluate.with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    flow = evaluate.with_options(task_runner=runner)
     manifest = flow(
         paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
         store=str(run_dir.parent.parent), model=old.model, grader_model=old.grader_model,
@@ -282,12 +271,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = Path(args.out or settings.home)
     run_id = new_run_id()
 
-    from prefect.task_runners import ThreadPoolTaskRunner
-
     from flows.evaluate import evaluate
+    from flows.runners import task_runner
 
-    flow = evaluate.with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    try:
+        runner = task_runner(args.concurrency or settings.concurrency, args.dask)
+    except (ImportError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    flow = evaluate.with_options(task_runner=runner)
     manifest = flow(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
         epochs=args.epochs, store=str(store), model=model,
@@ -507,6 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
     r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    r.add_argument("--dask", metavar="ADDRESS|local",
+                   help="run the tasks on Dask: `local` (a temporary local cluster) or a "
+                        "scheduler address tcp://HOST:PORT (pip install 'aeval[dask]')")
     r.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     r.add_argument("--resume", metavar="RUN_ID",
                    help="finish an interrupted run: only cases without grading.json run")

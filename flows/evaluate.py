@@ -13,11 +13,13 @@ from typing import Any
 import prefect
 from prefect import flow, get_run_logger
 from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
-from prefect.utilities.annotations import allow_failure
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, RunManifest, SkillResult
+from aeval.hardening import harden_process
+from aeval.settings import Settings
 from aeval.skill import find_skill_roots
 from aeval.store import RunStore, read_model, write_model
 from aeval.verdict import skill_status
@@ -33,7 +35,8 @@ from tasks.publish import publish_run
 from tasks.suggest import suggest_fixes
 
 
-@flow(name="aeval-evaluate", flow_run_name="evaluate {run_id}", validate_parameters=False)
+@flow(name="aeval-evaluate", flow_run_name="evaluate {run_id}", validate_parameters=False,
+      task_runner=ThreadPoolTaskRunner(max_workers=Settings().concurrency))
 def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, epochs: int = 1,
              store: str = ".aeval", model: str | None = None, grader_model: str | None = None,
              api_base: str | None = None, retries: int = 2, retry_delay_s: float = 2.0,
@@ -46,6 +49,7 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
              recordings: dict[str, str] | None = None) -> RunManifest:
     """Evaluate the skills at ``paths`` (folders holding SKILL.md, or marketplace roots),
     or exactly ``skill_roots`` when given (change detection passes them)."""
+    harden_process()  # served and worker runs hold keys too, not only the CLI
     log = _Both(get_run_logger(), logging.getLogger("aeval.progress"))
     runtimes = runtimes or ["literal"]
     run_dir = RunStore(Path(store)).run_dir(run_id)
@@ -89,13 +93,19 @@ def evaluate(paths: list[str], run_id: str, runtimes: list[str] | None = None, e
         log.info("resuming %s: %d case run(s) finished, %d to run", run_id,
                  len(plans) - len(todo), len(todo))
         plans = todo
-    graded = {}
+    chains = {}
     for plan in plans:
-        with prefect.tags(f"skill:{plan.skill.name}", f"runtime:{plan.runtime}",
-                          f"case:{plan.case.id}"):
+        with prefect.tags(*case_tags(plan)):
             a = write_assertions.submit(plan)
-            x = execute.submit(plan, wait_for=[a])
-            graded[grade_case.submit(plan, a, allow_failure(x))] = plan
+            chains[execute.submit(plan, wait_for=[a])] = (plan, a)
+    graded = {}
+    for x in as_completed(list(chains)):
+        plan, a = chains[x]
+        # The record, or the last attempt's exception, resolved here rather than passed as
+        # allow_failure(x): Dask rebuilds that annotation as a plain tuple on its workers.
+        outcome = x.result(raise_on_failure=False)
+        with prefect.tags(*case_tags(plan)):
+            graded[grade_case.submit(plan, a, outcome)] = plan
     for fut in as_completed(list(graded)):
         plan = graded[fut]
         res = fut.result(raise_on_failure=False)
@@ -149,3 +159,8 @@ class _Both:
     def warning(self, msg: str, *args: object) -> None:
         for lg in self.loggers:
             lg.warning(msg, *args)
+
+
+def case_tags(plan) -> tuple[str, ...]:
+    """Prefect tags of one case chain's task runs (filterable in the UI)."""
+    return (f"skill:{plan.skill.name}", f"runtime:{plan.runtime}", f"case:{plan.case.id}")

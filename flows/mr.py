@@ -6,6 +6,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed, State
 
 from adapters.git import changed_skills
 from aeval.artifacts import RunManifest
@@ -28,9 +29,12 @@ def evaluate_mr(repo: str = ".", base: str = "origin/main", head: str = "HEAD",
                 runtimes: list[str] | None = None, model: str | None = None,
                 grader_model: str | None = None, api_base: str | None = None,
                 store: str = ".aeval", project_id: str | None = None,
-                gitlab_url: str | None = None) -> RunManifest | None:
+                gitlab_url: str | None = None) -> RunManifest | State | None:
     """Evaluate the skills changed between ``base`` and ``head`` of the repository at ``repo``
-    (its working tree at ``head``); with ``post``, report on merge request ``mr_iid``."""
+    (its working tree at ``head``); with ``post``, report on merge request ``mr_iid``.
+
+    The flow run ends Failed when the gate is not 0 (its message carries the exit code), so
+    `prefect deployment run ... --watch` fails the CI job as `aeval run` would."""
     log = get_run_logger()
     changes = detect_changes(repo, base, head)
     for note in changes["notes"]:
@@ -38,7 +42,12 @@ def evaluate_mr(repo: str = ".", base: str = "origin/main", head: str = "HEAD",
     if not changes["skills"]:
         log.info("no skill changed between %s and %s", base, head)
         return None
-    return evaluate(paths=[repo], run_id=new_run_id(), runtimes=runtimes,
-                    skill_roots=changes["skills"], base=changes["base"], head=changes["head"],
-                    store=store, model=model, grader_model=grader_model, api_base=api_base,
-                    post=post, mr_iid=mr_iid, project_id=project_id, gitlab_url=gitlab_url)
+    manifest = evaluate(paths=[repo], run_id=new_run_id(), runtimes=runtimes,
+                        skill_roots=changes["skills"], base=changes["base"],
+                        head=changes["head"], store=store, model=model,
+                        grader_model=grader_model, api_base=api_base, post=post,
+                        mr_iid=mr_iid, project_id=project_id, gitlab_url=gitlab_url)
+    if manifest.gate.exit_code:
+        return Failed(message=f"aeval gate: exit {manifest.gate.exit_code}: "
+                              f"{manifest.gate.reason}", data=manifest)
+    return manifest

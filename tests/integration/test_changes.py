@@ -113,3 +113,17 @@ def test_no_changed_skill_exits_0_without_running(repo, tmp_path, capsys):
                  str(tmp_path / "s")]) == 0
     assert "no skill changed" in capsys.readouterr().out
     assert not (tmp_path / "s" / "runs").exists()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
+    from flows.mr import evaluate_mr
+
+    cfg = repo / "skills" / "gamma" / "eval.config"
+    cfg.write_text(cfg.read_text().replace("echo ok > out.txt", "exit 1"))
+    commit(repo)
+    state = evaluate_mr(repo=str(repo), base="HEAD~1", store=str(tmp_path / "s"),
+                        return_state=True)
+    assert state.is_failed() and "aeval gate: exit 1" in state.message
+    (rd,) = (tmp_path / "s" / "runs").iterdir()
+    assert [s["name"] for s in json.loads((rd / "run.json").read_text())["skills"]] == ["gamma"]

@@ -415,23 +415,33 @@ def test_junit_xml_validates(tmp_path):
 def test_ci_template_is_valid_yaml_with_the_documented_jobs():
     text = TEMPLATE.read_text()
     ci = yaml.safe_load(text)
-    job, prefect = ci["aeval"], ci["aeval-prefect"]
+    job, report, prefect = ci["aeval-evaluate"], ci["aeval-report"], ci["aeval-prefect"]
     assert ci["variables"]["AEVAL_SKILLS_GLOB"] == "skills/**/*"
-    for j in (job, prefect):
+    for j in (job, report, prefect):
         assert all('$CI_PIPELINE_SOURCE == "merge_request_event"' in r["if"] for r in j["rules"])
         assert all(r["changes"] == ["$AEVAL_SKILLS_GLOB"] for r in j["rules"])
-    assert job["script"] == ["aeval run . --changed-since $CI_MERGE_REQUEST_DIFF_BASE_SHA --post"]
+    # the job that runs the skills never posts and never sees the token
+    assert job["script"] == ["aeval run . --changed-since $CI_MERGE_REQUEST_DIFF_BASE_SHA"]
+    assert "environment" not in job and "AEVAL_GITLAB_TOKEN" not in str(job)
     assert job["retry"] == {"max": 2, "exit_codes": [3]}
     assert job["allow_failure"] == {"exit_codes": [3]}
     art = job["artifacts"]
     assert art["when"] == "always" and ".aeval/runs/" in art["paths"]
     assert art["reports"]["junit"].endswith("junit.xml")
-    assert art["reports"]["codequality"].endswith(CODE_QUALITY_FILE)
+    # the report job posts those artifacts, whatever the verdict, in the token's environment
+    assert report["needs"] == [{"job": "aeval-evaluate", "artifacts": True}]
+    assert [r.get("when") for r in report["rules"]] == ["always"]
+    assert report["environment"]["name"] == "aeval-report"
+    assert "aeval post latest" in report["script"][0]
+    assert report["retry"] == {"max": 2, "exit_codes": [3]}
+    assert report["allow_failure"] == {"exit_codes": [3]}
+    assert report["artifacts"]["reports"]["codequality"].endswith(CODE_QUALITY_FILE)
     assert any(r.get("when") == "manual" for r in prefect["rules"])
     assert "AEVAL_VIA_PREFECT" in job["rules"][0]["if"]
+    assert "AEVAL_VIA_PREFECT" in report["rules"][0]["if"]
     cmd = " ".join(prefect["script"])
-    assert "prefect deployment run" in cmd and "aeval-evaluate/mr" in ci["variables"][
-        "AEVAL_PREFECT_DEPLOYMENT"] and "--watch" in cmd and "--param" in cmd
+    assert ci["variables"]["AEVAL_PREFECT_DEPLOYMENT"] == "aeval-mr/mr"
+    assert "prefect deployment run" in cmd and "--watch" in cmd and "--param" in cmd
     header = "\n".join(ln for ln in text.splitlines() if ln.startswith("#"))
     used = set(re.findall(r"\$\{?(AEVAL_[A-Z_]+)", text)) | set(ci["variables"])
     assert used and all(v in header for v in used | {"AEVAL_GITLAB_TOKEN"})

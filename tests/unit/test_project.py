@@ -68,7 +68,7 @@ def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
 
     if not shutil.which("setpriv") or os.geteuid() != 0:
         pytest.skip("needs root to switch to an unprivileged user with setpriv")
-    code = ("import os, subprocess, sys; from deployments.cli import harden_process; "
+    code = ("import os, subprocess, sys; from aeval.hardening import harden_process; "
             "harden and harden_process(); "
             "r = subprocess.run(['cat', f'/proc/{os.getpid()}/environ'], capture_output=True); "
             "sys.exit(0 if b'sk-canary' in r.stdout else 7)")

@@ -1,0 +1,21 @@
+"""Process hardening: keep the secrets of the harness away from the executor's tools."""
+
+from __future__ import annotations
+
+import sys
+
+
+def harden_process() -> bool:
+    """Make this process non-dumpable (Linux), so its /proc/<pid>/environ and memory cannot be
+    read by the executor's tool processes running as the same user. It holds the model API key
+    (and, with --post, the GitLab token). Root can still read them: run untrusted skills as
+    an unprivileged user or in a container. Returns True when applied."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False

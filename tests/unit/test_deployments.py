@@ -1,0 +1,179 @@
+"""The deployment definitions: every prefect.yaml entrypoint names a real flow, prefect.yaml
+and the serve entrypoint agree, parameters fit the flows; and the task-runner choice."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from prefect import Flow
+from prefect.flows import load_flow_from_entrypoint
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.callables import parameter_schema
+
+from deployments.serve import DEPLOYMENTS, NIGHTLY_CRON, TAGS, build_parser, runner_deployments
+from flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
+
+ROOT = Path(__file__).resolve().parents[2]
+PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
+
+
+def yaml_deployments() -> list[dict]:
+    return yaml.safe_load(PREFECT_YAML.read_text())["deployments"]
+
+
+def yaml_ids() -> list[str]:
+    return [d["name"] for d in yaml_deployments()]
+
+
+# ---- prefect.yaml ---------------------------------------------------------------------------
+
+
+def test_prefect_yaml_is_valid_for_prefect_deploy():
+    """The same model `prefect deploy` validates the file with (a private module: if a Prefect
+    upgrade moves it, update the import)."""
+    from prefect.cli.deploy._models import PrefectYamlModel
+
+    raw = yaml.safe_load(PREFECT_YAML.read_text())
+    model = PrefectYamlModel.model_validate(raw)
+    assert [d.name for d in model.deployments] == ["mr", "nightly"]
+    assert all(d.work_pool and d.work_pool.name == "aeval" for d in model.deployments)
+    (step,) = raw["pull"]
+    assert step == {"prefect.deployments.steps.set_working_directory": {
+        "directory": "{{ $AEVAL_PROJECT_DIR }}"}}
+
+
+@pytest.mark.parametrize("name", yaml_ids())
+def test_every_entrypoint_imports_and_names_a_flow(name: str):
+    dep = next(d for d in yaml_deployments() if d["name"] == name)
+    path, _, func = dep["entrypoint"].partition(":")
+    assert (ROOT / path).is_file(), f"{dep['entrypoint']}: no such file under {ROOT}"
+    by_file = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
+    assert isinstance(by_file, Flow)
+    spec = next(s for s in DEPLOYMENTS if s.name == name)
+    assert spec.flow().name == by_file.name
+    assert spec.full_name == f"{by_file.name}/{name}"
+
+
+@pytest.mark.parametrize("name", yaml_ids())
+def test_parameters_fit_the_flow_signature(name: str):
+    dep = next(d for d in yaml_deployments() if d["name"] == name)
+    spec = next(s for s in DEPLOYMENTS if s.name == name)
+    flow = spec.flow()
+    params = dep.get("parameters", {})
+    unknown = set(params) - set(inspect.signature(flow.fn).parameters)
+    assert not unknown, f"{name}: {sorted(unknown)} are not parameters of {flow.name}"
+    flow.validate_parameters(params)  # pydantic, against the annotations
+    # ... and the JSON schema the server enforces for `prefect deployment run --param`
+    schema = parameter_schema(flow.fn).model_dump_for_openapi()
+    jsonschema.validate(params, schema)
+    required = set(schema.get("required", []))
+    assert required <= set(params), f"{name}: required parameters without a value"
+
+
+def test_prefect_yaml_and_serve_define_the_same_deployments():
+    from_yaml = {d["name"]: d for d in yaml_deployments()}
+    assert list(from_yaml) == [s.name for s in DEPLOYMENTS]
+    for spec in DEPLOYMENTS:
+        d = from_yaml[spec.name]
+        assert d["entrypoint"] == spec.entrypoint
+        assert d["parameters"] == spec.parameters, spec.name
+        crons = [s["cron"] for s in d.get("schedules") or []]
+        assert crons == ([spec.cron] if spec.cron else []), spec.name
+        assert d["tags"] == list(TAGS)
+        assert " ".join(d["description"].split()) == spec.description
+
+
+def test_the_documented_deployments():
+    """What CI and the README rely on."""
+    names = {s.full_name: s for s in DEPLOYMENTS}
+    assert set(names) == {"aeval-mr/mr", "aeval-sweep/nightly"}
+    mr = names["aeval-mr/mr"].parameters
+    assert {"repo", "base", "head", "mr_iid", "post", "runtimes"} <= set(mr)
+    assert mr["repo"] == "." and mr["post"] is False
+    nightly = names["aeval-sweep/nightly"]
+    assert nightly.cron == NIGHTLY_CRON == "0 2 * * *"
+    assert nightly.parameters["epochs"] == 3
+
+
+# ---- the serve entrypoint -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", [True, False])
+def test_serve_builds_the_runner_deployments(schedule: bool):
+    deps = {d.name: d for d in runner_deployments(schedule=schedule)}
+    assert set(deps) == {s.name for s in DEPLOYMENTS}
+    for spec in DEPLOYMENTS:
+        d = deps[spec.name]
+        assert d.flow_name == spec.flow().name
+        assert d.parameters == spec.parameters
+        assert d.tags == list(TAGS)
+        crons = [s.schedule.cron for s in d.schedules or []]
+        assert crons == ([spec.cron] if spec.cron and schedule else [])
+        jsonschema.validate(d.parameters, d._parameter_openapi_schema.model_dump_for_openapi())
+
+
+def test_serve_command_line():
+    assert build_parser().parse_args(["--no-schedule"]).no_schedule is True
+    assert build_parser().parse_args([]).no_schedule is False
+
+
+# ---- task runners ---------------------------------------------------------------------------
+
+
+def test_default_runner_is_a_bounded_thread_pool():
+    runner = task_runner(3, None)
+    assert isinstance(runner, ThreadPoolTaskRunner)
+    assert runner._max_workers == 3
+
+
+@pytest.mark.parametrize("bad", ["localhost:8786", "yes"])
+def test_a_bad_dask_address_is_a_usage_error(bad: str):
+    with pytest.raises(ValueError, match="tcp://"):
+        task_runner(2, bad)
+
+
+def test_concurrency_must_be_positive():
+    with pytest.raises(ValueError, match="at least 1"):
+        task_runner(0, None)
+
+
+def test_missing_prefect_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "prefect_dask", None)  # import fails as if not installed
+    with pytest.raises(ImportError) as info:
+        task_runner(2, "local")
+    assert INSTALL_HINT == "pip install 'aeval[dask]'"
+    assert str(info.value) == f"--dask needs prefect-dask: {INSTALL_HINT}"
+
+
+def test_a_remote_scheduler_needs_a_prefect_server(monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("prefect_dask")
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}), pytest.raises(
+            ValueError, match="PREFECT_API_URL"):
+        task_runner(2, "tcp://127.0.0.1:8786")
+    with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:4200/api"}):
+        runner = task_runner(2, "tcp://127.0.0.1:8786")
+    assert runner.address == "tcp://127.0.0.1:8786"
+
+
+def test_local_dask_runner():
+    pytest.importorskip("prefect_dask")
+    runner = task_runner(4, "local")
+    assert runner.cluster_kwargs["processes"] is True
+    assert runner.cluster_kwargs["preload"] == ["flows.runners"]
+    assert type(runner.duplicate()) is type(runner)  # the flow engine runs a duplicate
+
+
+@pytest.mark.parametrize(("concurrency", "cpus", "workers", "threads"),
+                         [(4, 2, 2, 2), (1, 8, 1, 1), (3, 2, 2, 1), (8, 16, 8, 1)])
+def test_local_cluster_slots_stay_within_concurrency(concurrency, cpus, workers, threads):
+    kw = local_cluster_kwargs(concurrency, cpus=cpus)
+    assert (kw["n_workers"], kw["threads_per_worker"]) == (workers, threads)
+    assert kw["n_workers"] * kw["threads_per_worker"] <= concurrency
+    assert kw["host"] == "127.0.0.1" and kw["dashboard_address"].startswith("127.0.0.1:")
