@@ -1,0 +1,231 @@
+"""The commands that evaluate: run (and --resume), sweep, compare, regrade."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from deployments.cli_common import EXIT_USAGE
+from deployments.console import prefect_env, print_summary, progress_logging
+
+
+def resume_run(args: argparse.Namespace) -> int:
+    """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
+    from aeval.artifacts import RunManifest
+    from aeval.settings import Settings
+    from aeval.store import RunStore, read_model
+
+    settings = Settings()
+    store = RunStore(Path(args.out or settings.home))
+    try:
+        run_dir = store.run_dir(args.resume) if not Path(args.resume).is_dir() else Path(
+            args.resume)
+        old = read_model(run_dir / "run.json", RunManifest)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from flows.evaluate import evaluate
+    from flows.runners import task_runner
+
+    try:
+        runner = task_runner(args.concurrency or settings.concurrency, args.dask)
+    except (ImportError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
+    flow = evaluate.with_options(task_runner=runner)
+    manifest = flow(
+        paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
+        store=str(run_dir.parent.parent), model=old.model, grader_model=old.grader_model,
+        api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
+        output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
+        head=old.head, resume=True, baseline=args.baseline)
+    print_summary(manifest, run_dir)
+    return manifest.gate.exit_code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.resume:
+        prefect_env(args.verbose)
+        progress_logging(args.quiet)
+        return resume_run(args)
+    args.paths = args.paths or ["."]
+    for p in args.paths:
+        if not Path(p).exists():
+            print(f"{p}: no such file or folder", file=sys.stderr)
+            return EXIT_USAGE
+    if args.epochs < 1:
+        print("--epochs must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+
+    from aeval.settings import Settings
+    from aeval.skill import find_skill_roots
+    from aeval.store import RunStore, new_run_id
+
+    settings = Settings()
+    model = args.model or settings.model
+    runtimes = args.runtime or (["builtin"] if model else ["literal"])
+    if not args.runtime:
+        print(f"runtime: {runtimes[0]} "
+              + (f"(model {model})" if model else "(no model configured: running the cases' "
+                 "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)"))
+    base = head = None
+    if args.changed_since:
+        from adapters.git import GitError, changed_skills
+
+        try:
+            changes = changed_skills(Path(args.paths[0]), args.changed_since, args.head)
+        except GitError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_USAGE
+        base, head = changes.base, changes.head
+        for note in changes.notes():
+            print(note)
+        if not changes.skills:
+            print(f"no skill changed since {args.changed_since}: nothing to evaluate")
+            return 0
+        here = Path(args.paths[0]).resolve()
+        shown = [str(s.relative_to(here)) if s.is_relative_to(here) else str(s)
+                 for s in changes.skills]
+        print(f"{len(changes.skills)} changed skill(s): {', '.join(shown)}")
+        roots = changes.skills
+    else:
+        roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    if not roots:
+        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    store = Path(args.out or settings.home)
+    run_id = new_run_id()
+
+    from flows.evaluate import evaluate
+    from flows.runners import task_runner
+
+    try:
+        runner = task_runner(args.concurrency or settings.concurrency, args.dask)
+    except (ImportError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    flow = evaluate.with_options(task_runner=runner)
+    manifest = flow(
+        paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
+        epochs=args.epochs, store=str(store), model=model,
+        grader_model=None if args.no_grader else (
+            args.grader_model or settings.grader_model or model),
+        api_base=args.api_base or settings.api_base, retries=settings.retries,
+        retry_delay_s=settings.retry_delay_s,
+        keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
+        output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
+        head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
+        gitlab_url=args.gitlab_url, baseline=args.baseline)
+    print_summary(manifest, RunStore(store).run_dir(run_id))
+    if manifest.delivery:
+        print(f"gitlab: {manifest.delivery}")
+        if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
+            return 3  # the skills passed, but the MR did not get the report: retry the job
+    return manifest.gate.exit_code
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    if not Path(args.marketplace).is_dir():
+        print(f"{args.marketplace}: no such folder", file=sys.stderr)
+        return EXIT_USAGE
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from aeval.settings import Settings
+    from aeval.store import RunStore, new_run_id
+    from flows.sweep import sweep
+
+    settings = Settings()
+    model = args.model or settings.model
+    store = Path(args.out or settings.home)
+    run_id = new_run_id()
+    flow = sweep.with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    manifest = flow(marketplace=str(args.marketplace), epochs=args.epochs,
+                    runtimes=args.runtime or (["builtin"] if model else ["literal"]),
+                    model=model, grader_model=None if args.no_grader else (
+                        args.grader_model or settings.grader_model or model),
+                    api_base=args.api_base or settings.api_base, store=str(store),
+                    run_id=run_id)
+    print_summary(manifest, RunStore(store).run_dir(run_id))
+    print(f"baselines refreshed: {store / 'baselines.json'}")
+    return manifest.gate.exit_code
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from aeval.settings import Settings
+    from aeval.skill import find_skill_roots
+
+    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    if not roots:
+        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    settings = Settings()
+    models = args.model or ([settings.model] if settings.model else [None])
+    runtimes = args.runtime or ["builtin"]
+    variants = []
+    for spec in runtimes:
+        rt, _, own_model = spec.partition("=")
+        for m in ([None] if rt in ("literal", "replay") else [own_model] if own_model
+                  else models):
+            if rt not in ("literal", "replay") and not m:
+                print(f"runtime {rt} needs --model", file=sys.stderr)
+                return EXIT_USAGE
+            variants.append({"runtime": rt, "model": m})
+    if len(variants) < 2:
+        print("compare needs at least two runtimes or models", file=sys.stderr)
+        return EXIT_USAGE
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from aeval.store import new_run_id
+    from flows.compare import compare
+    from tasks.compare import render_compare
+
+    store = Path(args.out or settings.home)
+    compare_id = new_run_id()
+    flow = compare.with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
+    report = flow(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
+                  store=str(store), grader_model=None if args.no_grader else (
+                      args.grader_model or settings.grader_model),
+                  api_base=args.api_base or settings.api_base, epochs=args.epochs,
+                  skill_roots=[str(r) for r in roots])
+    print(render_compare(report))
+    print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
+    return 0
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from aeval.settings import Settings
+    from aeval.store import RunStore
+
+    settings = Settings()
+    store = Path(args.out or settings.home)
+    try:
+        source = RunStore(store).resolve(args.run)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+    from flows.regrade import regrade
+
+    report = regrade(run=str(source), grader_model=args.grader_model, store=str(store),
+                     api_base=args.api_base or settings.api_base)
+    rate = "–" if report.agreement_rate is None else f"{report.agreement_rate:.0%}"
+    print(f"regrade of {report.source_run} with {report.grader_model} (original grader: "
+          f"{report.original_grader or 'none'}): {report.agreements}/{report.compared} "
+          f"assertions agree ({rate})")
+    for d in report.disagreements:
+        print(f"  {d.skill}/{d.case_id} [{d.runtime}] {d.assertion_id}: {d.original} -> "
+              f"{d.regraded}  {d.text}")
+    print(f"regraded runs: {', '.join(report.regrade_runs)}")
+    return 0
