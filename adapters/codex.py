@@ -23,160 +23,30 @@ turns it into events, live and on re-parse alike.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import json
 import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any, ClassVar
 
+from adapters._cli import (
+    cli_version,
+    emit,
+    executor_prompt,
+    find_cli,
+    stream_jsonl,
+)
 from adapters._codex_parse import CodexParser, classify_error_text
 from aeval.errors import (
     ModelPermanentError,
     ModelTransientError,
     RuntimeUnavailable,
 )
-from aeval.events import (
-    EndEvent,
-    ErrorEvent,
-    MessageEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    UsageEvent,
-)
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 
 CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-LOCAL_PREFIX = REPO_ROOT / ".ci" / "node_modules"
 """Where ``.ci/install-clis.sh`` installs the pinned CLIs (``npm install -g --prefix``)."""
 KEY_VAR = "AEVAL_CODEX_API_KEY"
 OPENAI_BASE = "https://api.openai.com/v1"
-EVENT_TYPES: dict[str, type] = {
-    c.model_fields["kind"].default: c
-    for c in (MessageEvent, ToolCallEvent, ToolResultEvent, UsageEvent, ErrorEvent, EndEvent)
-}
-
-
-# ---- shared with adapters/opencode.py: finding a CLI, running it as a JSONL stream ----------
-
-
-def find_cli(env_var: str, name: str) -> str | None:
-    """The CLI binary: ``$env_var`` if set, else ``name`` on PATH, else the local prefix."""
-    explicit = os.environ.get(env_var)
-    if explicit:
-        return explicit if Path(explicit).is_file() else None
-    found = shutil.which(name)
-    if found:
-        return found
-    local = LOCAL_PREFIX / "bin" / name
-    return str(local) if local.is_file() else None
-
-
-@cache
-def cli_version(binary: str) -> str | None:
-    """``binary --version``, first line, or None when it does not run. Run with a throwaway
-    HOME and XDG dirs: some CLIs create their state dirs even for ``--version``."""
-    with tempfile.TemporaryDirectory(prefix="aeval-cli-version-") as home:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
-               "CODEX_HOME": home, "LANG": "C.UTF-8",
-               **{f"XDG_{k}_HOME": home for k in ("CONFIG", "DATA", "CACHE", "STATE")}}
-        try:
-            proc = subprocess.run([binary, "--version"], capture_output=True, text=True,
-                                  timeout=60, stdin=subprocess.DEVNULL, env=env, cwd=home)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    lines = proc.stdout.strip().splitlines()
-    return lines[0].strip() if proc.returncode == 0 and lines else None
-
-
-@dataclass(frozen=True)
-class ProcessOutcome:
-    """How a CLI process ended."""
-
-    returncode: int | None
-    timed_out: bool
-    stopped: bool  # the record callback asked to stop (a limit was reached)
-    stderr_tail: str
-    wall_s: float
-
-
-def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
-                 raw_log: Path, on_record: Callable[[dict[str, Any]], bool],
-                 pass_fds: tuple[int, ...] = ()) -> ProcessOutcome:
-    """Run ``argv`` (stdin closed, own process group), append its stdout as is to ``raw_log``
-    and hand each JSON object line to ``on_record``; a True answer stops the process. The
-    timeout kills the whole process group. ``pass_fds`` are inherited by the process."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, text=True, encoding="utf-8",
-                            errors="replace", bufsize=1, pass_fds=pass_fds)
-    timed_out = threading.Event()
-
-    def kill() -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-    def on_timeout() -> None:
-        timed_out.set()
-        kill()
-
-    tail: collections.deque[str] = collections.deque(maxlen=60)
-    drain = threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True)
-    drain.start()
-    timer = threading.Timer(timeout_s, on_timeout)
-    timer.daemon = True
-    timer.start()
-    stopped = False
-    try:
-        with raw_log.open("a", encoding="utf-8") as raw:
-            for line in proc.stdout:
-                raw.write(line)
-                raw.flush()
-                text = line.strip()
-                if stopped or not text.startswith("{"):
-                    continue
-                try:
-                    record = json.loads(text)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and on_record(record):
-                    stopped = True
-                    kill()
-        proc.wait()
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            kill()
-            proc.wait()
-        drain.join(timeout=5)
-    return ProcessOutcome(returncode=proc.returncode, timed_out=timed_out.is_set(),
-                          stopped=stopped, stderr_tail="".join(tail)[-4000:],
-                          wall_s=time.monotonic() - start)
-
-
-def executor_prompt(request: RunRequest) -> str:
-    """The executor rules with ``{skill_path}`` filled in (workspace-relative)."""
-    rel = request.skill_dir.relative_to(request.workspace).as_posix()
-    return request.system_prompt.replace("{skill_path}", rel)
-
-
-def emit(recorder: EventRecorder, events: list[dict[str, Any]]) -> None:
-    """Send parser output (``kind`` + fields) to the recorder."""
-    for event in events:
-        fields = dict(event)
-        recorder.emit(EVENT_TYPES[fields.pop("kind")], **fields)
 
 
 # ---- Codex ----------------------------------------------------------------------------------
