@@ -53,6 +53,17 @@ def _files(root: Path) -> list[Path]:
     return out
 
 
+def text_files(root: Path) -> list[tuple[Path, str]]:
+    """(path, text) of every UTF-8 text file under ``root``, sorted; others are skipped."""
+    out = []
+    for p in _files(Path(root)):
+        try:
+            out.append((p, p.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, OSError):
+            continue
+    return out
+
+
 def manifest(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root``, by POSIX relative path."""
     root = Path(root)

@@ -16,6 +16,7 @@ from pathlib import Path
 from adapters.llm import JsonAnswer, ask_json
 from aeval.artifacts import AssertionSpec, GraderAnswer
 from aeval.prompts import load_prompt
+from aeval.workspace import text_files
 
 TRANSCRIPT_CAP = 60_000
 OUTPUT_FILE_CAP = 8_000
@@ -48,13 +49,7 @@ def neutralize(text: str) -> tuple[str, list[str]]:
 def skill_lines(skill_dir: Path) -> set[str]:
     """Non-trivial lines of every text file of the skill."""
     lines: set[str] = set()
-    for p in sorted(Path(skill_dir).rglob("*")):
-        if not p.is_file() or "__pycache__" in p.parts:
-            continue
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
+    for _, text in text_files(skill_dir):
         lines |= {ln.strip() for ln in text.splitlines() if len(ln.strip()) >= MIN_WITHHELD_LINE}
     return lines
 

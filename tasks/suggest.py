@@ -31,6 +31,7 @@ from aeval.artifacts import (
 from aeval.errors import EnvironmentFailure
 from aeval.prompts import load_prompt
 from aeval.store import read_model, write_model
+from aeval.workspace import text_files
 
 MAX_FILE_CHARS = 20_000
 
@@ -114,13 +115,7 @@ def check_suggestion(item: dict, skill_dir: Path, failed: set[str], changes: set
 
 def numbered_skill(skill_dir: Path) -> str:
     parts, total = [], 0
-    for p in sorted(skill_dir.rglob("*")):
-        if not p.is_file() or "__pycache__" in p.parts:
-            continue
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
+    for p, text in text_files(skill_dir):
         body = "\n".join(f"{i:4d}| {ln}" for i, ln in enumerate(text.splitlines(), 1))
         if total + len(body) > MAX_FILE_CHARS * 4:
             parts.append(f"=== {p.relative_to(skill_dir)} (not shown: size cap)")

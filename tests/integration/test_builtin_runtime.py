@@ -15,23 +15,12 @@ from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Tu
 from aeval.workspace import manifest
 from deployments.cli import main
 from tests.conftest import EXAMPLES
+from tests.segmentation_case import GITLAB_TOKEN, segmentation_copy
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
 SKILL = ".agents/skills/segmentation"
-PROMPT = "Train a segmentation model on fixtures/ with the segmentation skill, writing to outputs/."
-TRAIN_CASE = {
-    "id": "train", "prompt": PROMPT,
-    "expected_outcome": "outputs/model.json exists and the final mIoU is printed.",
-    "files": ["fixtures/"],
-    "assertions": [{"type": "file_exists", "path": "outputs/model.json"},
-                   {"type": "transcript_regex", "pattern": "mIoU=\\d"},
-                   {"type": "commands_succeeded"},
-                   "The skill's configured action names work without modification"],
-    "timeout_s": 120, "max_turns": 12,
-}
 LOOP_KEY = "sk-loop-canary-0042"
-GITLAB_TOKEN = "glpat-canary-do-not-leak"
 
 
 def bash(cmd: str) -> ToolCall:
@@ -66,10 +55,7 @@ PATCHES_RUNNER = Script(name="patches-runner", match="Train a segmentation model
 
 @pytest.fixture
 def skill_copy(tmp_path: Path) -> Path:
-    d = tmp_path / "mp" / "segmentation"
-    shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
-    (d / "eval.config").write_text(json.dumps({"evals": [TRAIN_CASE]}))
-    return d
+    return segmentation_copy(tmp_path)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
 from deployments.cli import main
-from tests.conftest import EXAMPLES
+from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, segmentation_copy
 
 pytestmark = [
     pytest.mark.integration,
@@ -26,22 +25,10 @@ pytestmark = [
 ]
 
 SKILL = ".claude/skills/segmentation"
-PROMPT = "Train a segmentation model on fixtures/ with the segmentation skill, writing to outputs/."
 # The conversation only: aeval's executor rules (appended to the system prompt), then the case
 # prompt. Any side request Claude Code may send gets the server's default answer.
 MATCH = r"(?s)EXECUTOR of an aeval test run.*Train a segmentation model on fixtures/"
-TRAIN_CASE = {
-    "id": "train", "prompt": PROMPT,
-    "expected_outcome": "outputs/model.json exists and the final mIoU is printed.",
-    "files": ["fixtures/"],
-    "assertions": [{"type": "file_exists", "path": "outputs/model.json"},
-                   {"type": "transcript_regex", "pattern": "mIoU=\\d"},
-                   {"type": "commands_succeeded"},
-                   "The skill's configured action names work without modification"],
-    "timeout_s": 120, "max_turns": 12,
-}
 API_KEY = "sk-ant-canary-api-key-0042"
-GITLAB_TOKEN = "glpat-canary-do-not-leak"
 PARENT_CANARY = "parent-env-canary-7731"
 
 
@@ -65,10 +52,7 @@ EDITS_SKILL = Script(name="edits-skill", match=MATCH, turns=[READ, DOCUMENTED, E
 
 @pytest.fixture
 def skill_copy(tmp_path: Path) -> Path:
-    d = tmp_path / "mp" / "segmentation"
-    shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
-    (d / "eval.config").write_text(json.dumps({"evals": [TRAIN_CASE]}))
-    return d
+    return segmentation_copy(tmp_path)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ tool call. Skipped only when the Codex CLI is not installed (.ci/install-clis.sh
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from adapters.codex import CODEX_VERSION, CodexRuntime
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
 from deployments.cli import main
-from tests.conftest import EXAMPLES
+from tests.segmentation_case import GITLAB_TOKEN, MATCH, ROW, segmentation_copy
 
 pytestmark = [
     pytest.mark.integration,
@@ -28,22 +27,8 @@ pytestmark = [
 ]
 
 SKILL = ".agents/skills/segmentation"
-PROMPT = "Train a segmentation model on fixtures/ with the segmentation skill, writing to outputs/."
-MATCH = "Train a segmentation model on fixtures/"
-TRAIN_CASE = {
-    "id": "train", "prompt": PROMPT,
-    "expected_outcome": "outputs/model.json exists and the final mIoU is printed.",
-    "files": ["fixtures/"],
-    "assertions": [{"type": "file_exists", "path": "outputs/model.json"},
-                   {"type": "transcript_regex", "pattern": "mIoU=\\d"},
-                   {"type": "commands_succeeded"},
-                   "The skill's configured action names work without modification"],
-    "timeout_s": 120, "max_turns": 12,
-}
 LOOP_KEY = "sk-codex-canary-0042"
-GITLAB_TOKEN = "glpat-canary-do-not-leak"
 REAL_HOME = Path.home()  # the machine's, read before any test patches HOME
-ROW = "| `segment_train` | trains a model on the data folder and writes `outputs/model.json` |"
 
 
 def sh(cmd: str) -> ToolCall:
@@ -69,10 +54,7 @@ TURNS = [
 
 @pytest.fixture
 def skill_copy(tmp_path: Path) -> Path:
-    d = tmp_path / "mp" / "segmentation"
-    shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
-    (d / "eval.config").write_text(json.dumps({"evals": [TRAIN_CASE]}))
-    return d
+    return segmentation_copy(tmp_path)
 
 
 @pytest.fixture

@@ -15,10 +15,9 @@ from tests.conftest import EXAMPLES
 from tests.integration.test_builtin_runtime import (
     EDITS_SKILL,
     PATCHES_RUNNER,
-    PROMPT,
     SKILL,
-    TRAIN_CASE,
 )
+from tests.segmentation_case import PROMPT, TRAIN_CASE
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 

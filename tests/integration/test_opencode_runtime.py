@@ -9,7 +9,6 @@ agent's. Skipped only when the OpenCode CLI is not installed (.ci/install-clis.s
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from adapters.opencode import OPENCODE_VERSION, OpenCodeRuntime
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
 from deployments.cli import main
-from tests.conftest import EXAMPLES
+from tests.segmentation_case import GITLAB_TOKEN, MATCH, segmentation_copy
 
 pytestmark = [
     pytest.mark.integration,
@@ -29,20 +28,7 @@ pytestmark = [
 ]
 
 SKILL = ".opencode/skills/segmentation"
-PROMPT = "Train a segmentation model on fixtures/ with the segmentation skill, writing to outputs/."
-MATCH = "Train a segmentation model on fixtures/"
-TRAIN_CASE = {
-    "id": "train", "prompt": PROMPT,
-    "expected_outcome": "outputs/model.json exists and the final mIoU is printed.",
-    "files": ["fixtures/"],
-    "assertions": [{"type": "file_exists", "path": "outputs/model.json"},
-                   {"type": "transcript_regex", "pattern": "mIoU=\\d"},
-                   {"type": "commands_succeeded"},
-                   "The skill's configured action names work without modification"],
-    "timeout_s": 120, "max_turns": 12,
-}
 LOOP_KEY = "sk-opencode-canary-0042"
-GITLAB_TOKEN = "glpat-canary-do-not-leak"
 REAL_HOME = Path.home()  # the machine's, read before any test patches HOME
 PROBE = ("env | sort; echo leaks=$(grep -l canary-0042 /proc/[0-9]*/environ 2>/dev/null "
          "| wc -l)")  # the model key, searched in every process environment it can read
@@ -70,10 +56,7 @@ TURNS = [
 
 @pytest.fixture
 def skill_copy(tmp_path: Path) -> Path:
-    d = tmp_path / "mp" / "segmentation"
-    shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
-    (d / "eval.config").write_text(json.dumps({"evals": [TRAIN_CASE]}))
-    return d
+    return segmentation_copy(tmp_path)
 
 
 @pytest.fixture

@@ -1,0 +1,34 @@
+"""The paper's segmentation case as every runtime test drives it: one `train` case on a copy
+of examples/marketplace/skills/segmentation, whose SKILL.md names `segment_train` while its
+runner only knows `train`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import EXAMPLES
+
+PROMPT = "Train a segmentation model on fixtures/ with the segmentation skill, writing to outputs/."
+MATCH = "Train a segmentation model on fixtures/"
+ROW = "| `segment_train` | trains a model on the data folder and writes `outputs/model.json` |"
+GITLAB_TOKEN = "glpat-canary-do-not-leak"
+TRAIN_CASE = {
+    "id": "train", "prompt": PROMPT,
+    "expected_outcome": "outputs/model.json exists and the final mIoU is printed.",
+    "files": ["fixtures/"],
+    "assertions": [{"type": "file_exists", "path": "outputs/model.json"},
+                   {"type": "transcript_regex", "pattern": "mIoU=\\d"},
+                   {"type": "commands_succeeded"},
+                   "The skill's configured action names work without modification"],
+    "timeout_s": 120, "max_turns": 12,
+}
+
+
+def segmentation_copy(root: Path, case: dict | None = None) -> Path:
+    """A copy of the segmentation skill with a one-case eval.config."""
+    d = root / "mp" / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
+    (d / "eval.config").write_text(json.dumps({"evals": [case or TRAIN_CASE]}))
+    return d
