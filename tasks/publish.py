@@ -12,8 +12,9 @@ from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, Grading, RunManifest
 from aeval.plan import safe
-from aeval.store import atomic_write_bytes, read_model, write_model
+from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.verdict import gate
+from tasks.report import render_report
 
 
 def artifact_key(*parts: str) -> str:
@@ -85,6 +86,7 @@ def finish_run(run_dir: Path, manifest: RunManifest) -> RunManifest:
                                        "finished_at": datetime.now(UTC)})
     write_model(run_dir / "run.json", done)
     atomic_write_bytes(run_dir / "junit.xml", junit_xml(run_dir, done))
+    atomic_write_text(run_dir / "report.html", render_report(run_dir, done))
     return done
 
 
@@ -116,6 +118,7 @@ def publish_run(run_dir: Path, manifest: RunManifest) -> RunManifest:
     create_markdown_artifact(
         f"# aeval run {done.run_id}\n\nGate: exit {done.gate.exit_code} ({done.gate.reason})\n\n"
         f"Run folder: [{run_dir}](file://{Path(run_dir).resolve()})  \n"
+        f"Report: [report.html](file://{Path(run_dir).resolve() / 'report.html'})  \n"
         f"JUnit: `{Path(run_dir).resolve() / 'junit.xml'}`\n",
         key=artifact_key("run", "summary"), description=f"aeval run {done.run_id}")
     return done

@@ -156,6 +156,15 @@ def test_aggregates_per_skill(example_run):
     assert summary.startswith("# segmentation [literal]: FAIL")
 
 
+def test_report_html_shows_the_failure_and_escapes_evidence(example_run):
+    _, rd, _, _ = example_run
+    html = (rd / "report.html").read_text()
+    assert html.startswith("<!doctype html>") and "exit 1: 2 case(s) failed" in html
+    assert "KeyError: &#x27;segment_train&#x27;" in html  # evidence, escaped
+    assert "<a href='segmentation/literal/train/'>train</a>" in html
+    assert "<script" not in html
+
+
 def test_show_reprints_the_run(example_run, capsys):
     _, rd, _, _ = example_run
     assert main(["show", str(rd)]) == 1

@@ -1,0 +1,83 @@
+"""report.html: one self-contained page per run (no scripts, no external assets), for people
+who open the run folder or the CI artifact: the gate, a table of every case, and for each
+case that did not pass its failed assertions with evidence, self-corrections and fixes."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from aeval.artifacts import FixSuggestions, Grading, RunManifest
+from aeval.store import read_model
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1f2328}
+h1{font-size:1.4rem} h2{font-size:1.15rem;margin-top:2rem} table{border-collapse:collapse;
+width:100%} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa} .pass{color:#1a7f37} .fail{color:#cf222e} .error{color:#9a6700}
+.invalid{color:#8250df} pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap}
+.gate{padding:8px 12px;border-radius:6px;background:#f6f8fa;display:inline-block}
+"""
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def render_report(run_dir: Path, manifest: RunManifest) -> str:
+    g = manifest.gate
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>aeval {manifest.run_id}"
+           f"</title><style>{STYLE}</style></head><body>",
+           f"<h1>aeval run {escape(manifest.run_id)}</h1>"]
+    if g:
+        out.append(f"<p class='gate'>exit {g.exit_code}: {escape(g.reason)}</p>")
+    out.append(f"<p>runtimes: {escape(', '.join(manifest.runtimes))}; model: "
+               f"{escape(manifest.model or '–')}; grader: {escape(manifest.grader_model or '–')}"
+               + (f"; changes {escape(manifest.base[:10])}…{escape(manifest.head[:10])}"
+                  if manifest.base and manifest.head else "") + "</p>")
+    out.append("<table><tr><th>skill</th><th>case</th><th>runtime</th><th>status</th>"
+               "<th>first-attempt</th><th>terminal</th><th>ungraded</th>"
+               "<th>self-corrections</th><th>reason</th></tr>")
+    details = []
+    for s in manifest.skills:
+        if s.status == "invalid":
+            out.append(f"<tr><td>{escape(s.name)}</td><td>–</td><td>–</td><td class='invalid'>"
+                       f"invalid</td><td colspan=5>{escape('; '.join(s.problems))}</td></tr>")
+            continue
+        for c in s.cases:
+            case = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
+            link = f"<a href='{escape(c.dir)}/'>{escape(case)}</a>"
+            out.append(f"<tr><td>{escape(s.name)}</td><td>{link}</td><td>{escape(c.runtime)}</td>"
+                       f"<td class='{c.status}'>{c.status}</td>"
+                       f"<td>{_pct(c.first_attempt_pass_rate)} ({c.passed}/"
+                       f"{c.passed + c.failed})</td><td>{_pct(c.terminal_pass_rate)}</td>"
+                       f"<td>{c.ungraded}</td><td>{c.self_corrections}</td>"
+                       f"<td>{escape(c.reason)}</td></tr>")
+            p = run_dir / c.dir / "grading.json"
+            if c.status != "pass" and p.is_file():
+                details.append((s.name, case, c.runtime, read_model(p, Grading)))
+    out.append("</table>")
+    for skill, case, runtime, gr in details:
+        out.append(f"<h2>{escape(skill)} / {escape(case)} [{escape(runtime)}]: "
+                   f"<span class='{gr.status}'>{gr.status}</span></h2>")
+        for e in gr.expectations:
+            if e.status == "failed":
+                out.append(f"<p><b>{escape(e.id)}</b> {escape(e.text)}</p>"
+                           f"<pre>{escape(e.evidence)}</pre>")
+        for ch in gr.self_correction.changes_made:
+            out.append(f"<p>self-correction <b>{escape(ch.id)}</b>: {escape(ch.change)} "
+                       f"{escape(ch.path)}</p><pre>{escape(ch.diff)}</pre>")
+    for s in manifest.skills:
+        for rt in manifest.runtimes:
+            fx = run_dir / s.name / rt / "fix_suggestions.json"
+            if not fx.is_file():
+                continue
+            sug = read_model(fx, FixSuggestions).suggestions
+            if sug:
+                out.append(f"<h2>Fixes for {escape(s.name)} [{escape(rt)}]</h2>")
+            for x in sug:
+                out.append(f"<p><b>{x.level}</b> {escape(x.path)}:{x.start_line}-{x.end_line}"
+                           f" (grounded in {escape(x.grounded_in)}): {escape(x.rationale)}</p>"
+                           f"<pre>- {escape(x.original)}\n+ {escape(x.replacement)}</pre>")
+    out.append("</body></html>")
+    return "\n".join(out)
