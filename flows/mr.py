@@ -23,7 +23,16 @@ def detect_changes(repo: str, base: str, head: str) -> dict:
             "head": cs.head}
 
 
-@flow(name="aeval-mr", flow_run_name="mr {mr_iid}: {base}...{head}", validate_parameters=False)
+def mr_run_name() -> str:
+    """`mr 12: origin/main...HEAD`, or `mr: origin/main...HEAD` when no MR is named."""
+    from prefect.runtime import flow_run
+
+    p = flow_run.parameters
+    span = f"{p.get('base', 'origin/main')}...{p.get('head', 'HEAD')}"
+    return f"mr {p['mr_iid']}: {span}" if p.get("mr_iid") is not None else f"mr: {span}"
+
+
+@flow(name="aeval-mr", flow_run_name=mr_run_name, validate_parameters=False)
 def evaluate_mr(repo: str = ".", base: str = "origin/main", head: str = "HEAD",
                 mr_iid: int | None = None, post: bool = False,
                 runtimes: list[str] | None = None, model: str | None = None,

@@ -125,5 +125,10 @@ def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
     state = evaluate_mr(repo=str(repo), base="HEAD~1", store=str(tmp_path / "s"),
                         return_state=True)
     assert state.is_failed() and "aeval gate: exit 1" in state.message
+    from prefect import get_client
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(state.state_details.flow_run_id)
+    assert run.name == "mr: HEAD~1...HEAD"
     (rd,) = (tmp_path / "s" / "runs").iterdir()
     assert [s["name"] for s in json.loads((rd / "run.json").read_text())["skills"]] == ["gamma"]
