@@ -222,6 +222,10 @@ def test_missing_credential_is_an_environment_error(tmp_path):
     assert code == 3
     g = load(run_dir(tmp_path / "s") / "needs-key" / "literal" / "ok" / "grading.json")
     assert g["status"] == "error" and "SKILLTEST_NEVER_SET" in g["status_reason"]
+    # a permanent environment error is recorded once, never retried
+    meta = load(run_dir(tmp_path / "s") / "needs-key" / "literal" / "ok" / "eval_metadata.json")
+    assert [(x["outcome"], x["error_type"]) for x in meta["attempts"]] == [
+        ("error", "MissingCredential")]
 
 
 def test_declared_credential_reaches_steps_but_never_artifacts(tmp_path, monkeypatch):
