@@ -26,6 +26,18 @@ TRAIN_CASE = {
 }
 
 
+REAL_HOME = Path.home()  # the machine's, read at import, before any test patches HOME
+
+
+def load(p: Path) -> dict:
+    return json.loads(p.read_text())
+
+
+def tree(p: Path) -> list[tuple[str, int]]:
+    """(path, mtime) of everything under ``p``: to prove a folder was left untouched."""
+    return sorted((str(f), f.stat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
+
+
 def segmentation_copy(root: Path, case: dict | None = None) -> Path:
     """A copy of the segmentation skill with a one-case eval.config."""
     d = root / "mp" / "segmentation"

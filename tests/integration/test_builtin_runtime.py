@@ -15,7 +15,7 @@ from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Tu
 from aeval.workspace import manifest
 from deployments.cli import main
 from tests.conftest import EXAMPLES
-from tests.segmentation_case import GITLAB_TOKEN, segmentation_copy
+from tests.segmentation_case import GITLAB_TOKEN, load, segmentation_copy
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -70,10 +70,6 @@ def run(skill: Path, srv: ScriptedModelServer, out: Path, *extra: str) -> tuple[
                  srv.base_url_openai, "--out", str(out), "-q", "--no-grader", *extra])
     (run_dir,) = (out / "runs").iterdir()
     return code, run_dir / "segmentation" / "builtin" / "train"
-
-
-def load(p: Path) -> dict:
-    return json.loads(p.read_text())
 
 
 def test_variant1_skill_edit_is_in_delta_and_fails_first_attempt(skill_copy, tmp_path, keys):

@@ -15,7 +15,7 @@ import pytest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
 from deployments.cli import main
-from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, segmentation_copy
+from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, load, segmentation_copy
 
 pytestmark = [
     pytest.mark.integration,
@@ -68,10 +68,6 @@ def run(skill: Path, srv: ScriptedModelServer, out: Path) -> tuple[int, Path]:
                  "--api-base", srv.url, "--out", str(out), "--no-grader", "-q"])
     (run_dir,) = (out / "runs").iterdir()
     return code, run_dir / "segmentation" / "claude-code" / "train"
-
-
-def load(p: Path) -> dict:
-    return json.loads(p.read_text())
 
 
 def _processes_with(marker: str) -> list[str]:

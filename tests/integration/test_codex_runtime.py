@@ -16,7 +16,15 @@ from adapters.codex import CODEX_VERSION, CodexRuntime
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
 from deployments.cli import main
-from tests.segmentation_case import GITLAB_TOKEN, MATCH, ROW, segmentation_copy
+from tests.segmentation_case import (
+    GITLAB_TOKEN,
+    MATCH,
+    REAL_HOME,
+    ROW,
+    load,
+    segmentation_copy,
+    tree,
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -28,7 +36,6 @@ pytestmark = [
 
 SKILL = ".agents/skills/segmentation"
 LOOP_KEY = "sk-codex-canary-0042"
-REAL_HOME = Path.home()  # the machine's, read before any test patches HOME
 
 
 def sh(cmd: str) -> ToolCall:
@@ -77,19 +84,11 @@ def run(skill: Path, srv: ScriptedModelServer, out: Path) -> tuple[int, Path]:
     return code, run_dir / "segmentation" / "codex" / "train"
 
 
-def load(p: Path) -> dict:
-    return json.loads(p.read_text())
-
-
-def _tree(p: Path) -> list[tuple[str, int]]:
-    return sorted((str(f), f.stat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
-
-
 def test_paper_case_codex_edits_the_skill_and_fails_first_attempt(skill_copy, tmp_path,
                                                                    fake_home):
     before = manifest(skill_copy)
     real_codex = REAL_HOME / ".codex"
-    real_before = _tree(real_codex)
+    real_before = tree(real_codex)
     with ScriptedModelServer([Script(name="codex", match=MATCH, turns=TURNS)]) as srv:
         code, case = run(skill_copy, srv, tmp_path / "s")
         requests = srv.requests_for("codex")
@@ -131,7 +130,7 @@ def test_paper_case_codex_edits_the_skill_and_fails_first_attempt(skill_copy, tm
     # isolation: the original skill, aeval's HOME and the machine's ~/.codex are untouched
     assert manifest(skill_copy) == before
     assert list(fake_home.iterdir()) == []
-    assert _tree(real_codex) == real_before
+    assert tree(real_codex) == real_before
 
 
 def test_model_key_and_undeclared_tokens_never_reach_commands_or_artifacts(

@@ -17,7 +17,7 @@ from tests.integration.test_builtin_runtime import (
     PATCHES_RUNNER,
     SKILL,
 )
-from tests.segmentation_case import PROMPT, TRAIN_CASE
+from tests.segmentation_case import PROMPT, TRAIN_CASE, load
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -72,10 +72,6 @@ def run(skill: Path, scripts: list[Script], out: Path) -> tuple[int, Path, list]
         requests = srv.requests
     (rd,) = (out / "runs").iterdir()
     return code, rd / "segmentation" / "builtin", requests
-
-
-def load(p: Path) -> dict:
-    return json.loads(p.read_text())
 
 
 def skill_md_line(needle: str) -> tuple[int, str]:

@@ -17,7 +17,7 @@ from adapters.opencode import OPENCODE_VERSION, OpenCodeRuntime
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
 from deployments.cli import main
-from tests.segmentation_case import GITLAB_TOKEN, MATCH, segmentation_copy
+from tests.segmentation_case import GITLAB_TOKEN, MATCH, REAL_HOME, load, segmentation_copy, tree
 
 pytestmark = [
     pytest.mark.integration,
@@ -29,7 +29,6 @@ pytestmark = [
 
 SKILL = ".opencode/skills/segmentation"
 LOOP_KEY = "sk-opencode-canary-0042"
-REAL_HOME = Path.home()  # the machine's, read before any test patches HOME
 PROBE = ("env | sort; echo leaks=$(grep -l canary-0042 /proc/[0-9]*/environ 2>/dev/null "
          "| wc -l)")  # the model key, searched in every process environment it can read
 
@@ -80,20 +79,12 @@ def run(skill: Path, srv: ScriptedModelServer, out: Path) -> tuple[int, Path]:
     return code, run_dir / "segmentation" / "opencode" / "train"
 
 
-def load(p: Path) -> dict:
-    return json.loads(p.read_text())
-
-
-def _tree(p: Path) -> list[tuple[str, int]]:
-    return sorted((str(f), f.stat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
-
-
 def test_paper_case_opencode_edits_the_skill_and_fails_first_attempt(skill_copy, tmp_path,
                                                                      fake_home):
     before = manifest(skill_copy)
     real = [REAL_HOME / d / "opencode" for d in (".config", ".local/share", ".local/state",
                                                  ".cache")]
-    real_before = [_tree(p) for p in real]
+    real_before = [tree(p) for p in real]
     with ScriptedModelServer([Script(name="opencode", match=MATCH, turns=TURNS)]) as srv:
         code, case = run(skill_copy, srv, tmp_path / "s")
         requests = [r for r in srv.requests if r.wire == "chat"]
@@ -136,7 +127,7 @@ def test_paper_case_opencode_edits_the_skill_and_fails_first_attempt(skill_copy,
     # isolation: the original skill, aeval's HOME and the machine's OpenCode dirs untouched
     assert manifest(skill_copy) == before
     assert list(fake_home.iterdir()) == []
-    assert [_tree(p) for p in real] == real_before
+    assert [tree(p) for p in real] == real_before
 
 
 def test_model_key_and_opencode_settings_never_reach_commands_or_artifacts(
