@@ -14,12 +14,12 @@ from aeval.runtime import AgentRuntime
 
 # name -> "module:Class"; keep in sync with DESIGN.md's runtime table.
 RUNTIMES: dict[str, str] = {
-    "builtin": "adapters.builtin:BuiltinRuntime",
-    "claude-code": "adapters.claude_code:ClaudeCodeRuntime",
-    "literal": "adapters.literal:LiteralRuntime",
-    "replay": "adapters.replay:ReplayRuntime",
-    "codex": "adapters.codex:CodexRuntime",
-    "opencode": "adapters.opencode:OpenCodeRuntime",
+    "builtin": "aeval.adapters.builtin:BuiltinRuntime",
+    "claude-code": "aeval.adapters.claude_code:ClaudeCodeRuntime",
+    "literal": "aeval.adapters.literal:LiteralRuntime",
+    "replay": "aeval.adapters.replay:ReplayRuntime",
+    "codex": "aeval.adapters.codex:CodexRuntime",
+    "opencode": "aeval.adapters.opencode:OpenCodeRuntime",
 }
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.llm import classify
+from aeval.adapters.llm import classify
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
 from aeval.shell import cap_text
@@ -108,7 +108,7 @@ class ClaudeCodeAPIError(Exception):
 
 def api_error(text: str, status: int | None, kind: str | None) -> EnvironmentFailure:
     """A model-API failure reported by Claude Code, on aeval's error tree: the HTTP status
-    decides when there is one (`adapters.llm.classify`: 408/409/429/5xx/overloaded are
+    decides when there is one (`aeval.adapters.llm.classify`: 408/409/429/5xx/overloaded are
     transient); without one, Claude Code's error kind (rate_limit, server_error) or a
     connection / timeout message make it transient."""
     exc = classify(ClaudeCodeAPIError(text, status))

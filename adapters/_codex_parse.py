@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from adapters.llm import TRANSIENT_STATUS
+from aeval.adapters.llm import TRANSIENT_STATUS
 from aeval.events import Usage
 from aeval.shell import cap_text
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from adapters._codex_parse import Failure, classify_error_text, read_records, relative_path
-from adapters.llm import TRANSIENT_STATUS
+from aeval.adapters._codex_parse import Failure, classify_error_text, read_records, relative_path
+from aeval.adapters.llm import TRANSIENT_STATUS
 from aeval.events import Usage
 from aeval.shell import cap_text
 

@@ -16,8 +16,8 @@ import os
 import time
 from typing import Any, ClassVar
 
-from adapters.agent_tools import TOOL_SPECS, Toolbox
-from adapters.llm import complete, is_anthropic
+from aeval.adapters.agent_tools import TOOL_SPECS, Toolbox
+from aeval.adapters.llm import complete, is_anthropic
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
 from aeval.runtime import EventRecorder, RunRequest, RunResult
@@ -61,7 +61,7 @@ class BuiltinRuntime:
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = True
     config_dirs: ClassVar[tuple[str, ...]] = ()
-    install_hint: ClassVar[str] = "pip install litellm  (a dependency of aeval)"
+    install_hint: ClassVar[str] = "pip install litellm (a dependency of aeval-skills)"
 
     def version(self) -> str | None:
         try:
@@ -75,11 +75,10 @@ class BuiltinRuntime:
         self.api_key_env = api_key_env
 
     def check_available(self) -> None:
-        try:
-            import litellm  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - a hard dependency
-            raise RuntimeUnavailable("the builtin runtime needs litellm: pip install litellm") \
-                from exc
+        from importlib.util import find_spec
+
+        if find_spec("litellm") is None:  # found, not imported: importing takes seconds
+            raise RuntimeUnavailable("the builtin runtime needs litellm: pip install litellm")
 
     def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
         if not request.model:

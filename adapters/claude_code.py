@@ -1,6 +1,6 @@
 """`claude-code`: Claude Code through claude-agent-sdk (which bundles the CLI), one run per attempt.
 
-    pip install 'aeval[claude]'        # claude-agent-sdk>=0.2.180,<0.3
+    pip install 'aeval-skills[claude]'        # claude-agent-sdk>=0.2.180,<0.3
 
 The skill copy sits at ``.claude/skills/<name>/``, where Claude Code discovers project skills;
 aeval's executor rules are APPENDED to Claude Code's own system prompt.
@@ -29,7 +29,7 @@ Isolation, per attempt:
   fresh workspace.
 
 Every SDK message is written to raw.jsonl as it arrives and mapped by the same pure parser
-(`adapters._claude_code_parse`) that re-parses a recorded run.
+(`aeval.adapters._claude_code_parse`) that re-parses a recorded run.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
+from aeval.adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
 from aeval.errors import RuntimeUnavailable
 from aeval.events import (
     EndEvent,
@@ -64,7 +64,7 @@ from aeval.events import (
 )
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 
-INSTALL = "pip install 'aeval[claude]'"
+INSTALL = "pip install 'aeval-skills[claude]'"
 """The exact install command (the extra pins claude-agent-sdk>=0.2.180,<0.3)."""
 ALLOWED_TOOLS = ["Bash", "Read", "Glob", "Grep", "LS", "Skill", "Agent", "Task", "TodoWrite",
                  "NotebookRead", "BashOutput", "KillShell", "TaskCreate", "TaskGet", "TaskList",
@@ -164,11 +164,10 @@ class ClaudeCodeRuntime:
         return f"claude-agent-sdk {sdk}" + (f" (Claude Code {cli})" if cli else "")
 
     def check_available(self) -> None:
-        try:
-            import claude_agent_sdk  # noqa: F401
-        except ImportError as exc:
-            raise RuntimeUnavailable(f"the claude-code runtime needs claude-agent-sdk: {INSTALL}") \
-                from exc
+        from importlib.util import find_spec
+
+        if find_spec("claude_agent_sdk") is None:  # found, not imported (that takes seconds)
+            raise RuntimeUnavailable(f"the claude-code runtime needs claude-agent-sdk: {INSTALL}")
         if cli_path() is None:
             raise RuntimeUnavailable("claude-agent-sdk has no bundled Claude Code CLI for this "
                                      f"platform and `claude` is not on PATH: {INSTALL}")

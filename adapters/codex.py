@@ -17,7 +17,7 @@ written there:
   by default) writable, so edits to the skill copy happen and show up in Δ.
 
 Codex has no turn limit: the adapter counts tool calls and stops the process after
-``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `adapters._codex_parse`
+``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `aeval.adapters._codex_parse`
 turns it into events, live and on re-parse alike.
 """
 
@@ -27,14 +27,14 @@ import json
 import os
 from typing import Any, ClassVar
 
-from adapters._cli import (
+from aeval.adapters._cli import (
     cli_version,
     emit,
     executor_prompt,
     find_cli,
     stream_jsonl,
 )
-from adapters._codex_parse import CodexParser, classify_error_text
+from aeval.adapters._codex_parse import CodexParser, classify_error_text
 from aeval.errors import (
     ModelPermanentError,
     ModelTransientError,

@@ -33,8 +33,8 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
-from adapters._cli import cli_version, emit, executor_prompt, find_cli, stream_jsonl
-from adapters._opencode_parse import OpenCodeParser
+from aeval.adapters._cli import cli_version, emit, executor_prompt, find_cli, stream_jsonl
+from aeval.adapters._opencode_parse import OpenCodeParser
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 

@@ -8,6 +8,6 @@ any model SDK.
 from importlib.metadata import PackageNotFoundError, version
 
 try:
-    __version__ = version("aeval")
+    __version__ = version("aeval-skills")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+src"

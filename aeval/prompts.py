@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
-AGENTS_DIR = Path(__file__).resolve().parent.parent / "eval_skill" / "agents"
+AGENTS_DIR = files("aeval.eval_skill") / "agents"
 PROMPTS = ("executor", "assertion_writer", "grader", "analyzer", "comparator", "suggester")
 
 

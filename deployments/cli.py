@@ -12,9 +12,9 @@ import argparse
 import sys
 
 from aeval.hardening import harden_process
-from deployments.cli_common import EPILOG, EXIT_USAGE
-from deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
-from deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
+from aeval.deployments.cli_common import EPILOG, EXIT_USAGE
+from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
+from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     r.add_argument("--dask", metavar="ADDRESS|local",
                    help="run the tasks on Dask: `local` (a temporary local cluster) or a "
-                        "scheduler address tcp://HOST:PORT (pip install 'aeval[dask]')")
+                        "scheduler address tcp://HOST:PORT (pip install 'aeval-skills[dask]')")
     r.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     r.add_argument("--resume", metavar="RUN_ID",
                    help="finish an interrupted run: only cases without grading.json run")
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "install")
     rt.set_defaults(func=cmd_runtimes)
 
-    from deployments.post import add_parser as add_post_parser
+    from aeval.deployments.post import add_parser as add_post_parser
 
     add_post_parser(sub)
 

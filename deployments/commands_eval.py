@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from deployments.cli_common import EXIT_USAGE
-from deployments.console import prefect_env, print_summary, progress_logging
+from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.console import prefect_env, print_summary, progress_logging
 
 
 def resume_run(args: argparse.Namespace) -> int:
@@ -25,8 +25,8 @@ def resume_run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from flows.evaluate import evaluate
-    from flows.runners import task_runner
+    from aeval.flows.evaluate import evaluate
+    from aeval.flows.runners import task_runner
 
     try:
         runner = task_runner(args.concurrency or settings.concurrency, args.dask)
@@ -74,7 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)"))
     base = head = None
     if args.changed_since:
-        from adapters.git import GitError, changed_skills
+        from aeval.adapters.git import GitError, changed_skills
 
         try:
             changes = changed_skills(Path(args.paths[0]), args.changed_since, args.head)
@@ -100,8 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = Path(args.out or settings.home)
     run_id = new_run_id()
 
-    from flows.evaluate import evaluate
-    from flows.runners import task_runner
+    from aeval.flows.evaluate import evaluate
+    from aeval.flows.runners import task_runner
 
     try:
         runner = task_runner(args.concurrency or settings.concurrency, args.dask)
@@ -139,7 +139,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from aeval.settings import Settings
     from aeval.store import RunStore, new_run_id
-    from flows.sweep import sweep
+    from aeval.flows.sweep import sweep
 
     settings = Settings()
     model = args.model or settings.model
@@ -186,8 +186,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from aeval.store import new_run_id
-    from flows.compare import compare
-    from tasks.compare import render_compare
+    from aeval.flows.compare import compare
+    from aeval.tasks.compare import render_compare
 
     store = Path(args.out or settings.home)
     compare_id = new_run_id()
@@ -216,7 +216,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
-    from flows.regrade import regrade
+    from aeval.flows.regrade import regrade
 
     report = regrade(run=str(source), grader_model=args.grader_model, store=str(store),
                      api_base=args.api_base or settings.api_base)

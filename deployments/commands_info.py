@@ -7,13 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from deployments.cli_common import EXIT_USAGE
-from deployments.console import make_console, print_summary
+from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.console import make_console, print_summary
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from aeval.skill import find_skill_roots
-    from tasks.examine import examine
+    from aeval.tasks.examine import examine
 
     roots = []
     for p in args.paths:
@@ -60,30 +60,49 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def runtime_rows() -> list[dict[str, str]]:
+    """One row per registered runtime: installed or not (and why), version, where skills go,
+    whether it needs a model, the install command. The probes (``--version`` of each CLI)
+    run concurrently."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aeval.adapters import RUNTIMES, runtime_class
+    from aeval.errors import AevalError
+
+    def probe(name: str) -> dict[str, str]:
+        cls = runtime_class(name)
+        try:
+            rt = cls()
+            version = rt.version()
+            rt.check_available()
+            installed = "yes"
+        except (AevalError, ImportError) as exc:
+            installed, version = f"no ({str(exc).splitlines()[0][:80]})", None
+        return {"name": name, "installed": installed, "version": version or "–",
+                "skills at": cls.skills_subdir or "–",
+                "needs model": "yes" if cls.needs_model else "no",
+                "install with": cls.install_hint}
+
+    with ThreadPoolExecutor(max_workers=len(RUNTIMES)) as pool:
+        return list(pool.map(probe, sorted(RUNTIMES)))
+
+
 def cmd_runtimes(args: argparse.Namespace) -> int:
+    rows = runtime_rows()
+    console = make_console()
+    if not console.is_terminal:  # piped or captured: one line per runtime, never wrapped
+        for r in rows:
+            print("  ".join(f"{k}: {v}" if k != "name" else v for k, v in r.items()))
+        return 0
     from rich.markup import escape
     from rich.table import Table
 
-    from adapters import RUNTIMES, runtime_class
-    from aeval.errors import AevalError
-
     table = Table(title="aeval runtimes", title_justify="left")
-    for col in ("name", "installed", "version", "skills at", "needs model", "install with"):
+    for col in rows[0]:
         table.add_column(col, overflow="fold")
-    for name in sorted(RUNTIMES):
-        try:
-            rt = runtime_class(name)()
-            version = rt.version()
-            rt.check_available()
-            installed, why = "yes", ""
-        except (AevalError, ImportError) as exc:
-            installed, why, version = "no", str(exc).splitlines()[0][:80], None
-            rt = None
-        cls = runtime_class(name) if rt is None else type(rt)
-        cells = [name, installed if not why else f"no ({why})", version or "–",
-                 cls.skills_subdir or "–", "yes" if cls.needs_model else "no", cls.install_hint]
-        table.add_row(*(escape(c) for c in cells))
-    make_console().print(table)
+    for r in rows:
+        table.add_row(*(escape(c) for c in r.values()))
+    console.print(table)
     return 0
 
 

@@ -51,11 +51,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
-    from adapters.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
+    from aeval.adapters.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
     from aeval.artifacts import RunManifest
     from aeval.settings import Settings
     from aeval.store import RunStore, read_model
-    from tasks.deliver import (
+    from aeval.tasks.deliver import (
         REPORT_URL_ENV,
         DeliveryResult,
         deliver,
@@ -121,7 +121,7 @@ def cmd_post(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A parser with only ``post`` (for ``python -m deployments.post`` and tests)."""
+    """A parser with only ``post`` (for ``python -m aeval.deployments.post`` and tests)."""
     p = argparse.ArgumentParser(prog="aeval")
     add_parser(p.add_subparsers(dest="command", metavar="COMMAND"))
     return p

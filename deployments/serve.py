@@ -1,7 +1,7 @@
 """Serve aeval's Prefect deployments from one long-running process.
 
-    python -m deployments.serve                  the MR deployment and the nightly sweep
-    python -m deployments.serve --no-schedule    the same, the nightly without its cron
+    python -m aeval.deployments.serve                  the MR deployment and the nightly sweep
+    python -m aeval.deployments.serve --no-schedule    the same, the nightly without its cron
 
 Deployments (``DEPLOYMENTS`` below is the one definition; ``deployments/prefect.yaml``, for
 ``prefect deploy`` and work pools, repeats it and a test keeps the two equal):
@@ -42,7 +42,7 @@ class DeploymentSpec:
     def flow(self):
         """The Prefect flow the entrypoint names (imported as a module, not as a file)."""
         path, _, func = self.entrypoint.partition(":")
-        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        module = importlib.import_module("aeval." + path.removesuffix(".py").replace("/", "."))
         return getattr(module, func)
 
     @property
@@ -79,9 +79,9 @@ def runner_deployments(schedule: bool = True) -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m deployments.serve`` command line."""
+    """The ``python -m aeval.deployments.serve`` command line."""
     p = argparse.ArgumentParser(
-        prog="python -m deployments.serve",
+        prog="python -m aeval.deployments.serve",
         description="Serve the aeval-mr/mr and aeval-sweep/nightly deployments in this "
                     "process until interrupted (PREFECT_API_URL: the Prefect server).")
     p.add_argument("--no-schedule", action="store_true",

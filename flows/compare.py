@@ -8,8 +8,8 @@ from prefect import flow
 
 from aeval.artifacts import CompareReport
 from aeval.store import RunStore, new_run_id
-from flows.evaluate import evaluate
-from tasks.compare import write_compare
+from aeval.flows.evaluate import evaluate
+from aeval.tasks.compare import write_compare
 
 
 @flow(name="aeval-compare", flow_run_name="compare {compare_id}", validate_parameters=False)

@@ -23,16 +23,16 @@ from aeval.settings import Settings
 from aeval.skill import find_skill_roots
 from aeval.store import RunStore, read_model, write_model
 from aeval.verdict import skill_status
-from tasks.aggregate import aggregate_skill
-from tasks.assertions import write_assertions
-from tasks.baseline import write_regression
-from tasks.deliver import post_to_gitlab
-from tasks.examine import examine_skill
-from tasks.execute import execute_case
-from tasks.grade import finished_result, grade_case
-from tasks.plan import plan_cases
-from tasks.publish import publish_run
-from tasks.suggest import suggest_fixes
+from aeval.tasks.aggregate import aggregate_skill
+from aeval.tasks.assertions import write_assertions
+from aeval.tasks.baseline import write_regression
+from aeval.tasks.deliver import post_to_gitlab
+from aeval.tasks.examine import examine_skill
+from aeval.tasks.execute import execute_case
+from aeval.tasks.grade import finished_result, grade_case
+from aeval.tasks.plan import plan_cases
+from aeval.tasks.publish import publish_run
+from aeval.tasks.suggest import suggest_fixes
 
 
 @flow(name="aeval-evaluate", flow_run_name="evaluate {run_id}", validate_parameters=False,

@@ -8,10 +8,10 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 
-from adapters.git import changed_skills
+from aeval.adapters.git import changed_skills
 from aeval.artifacts import RunManifest
 from aeval.store import new_run_id
-from flows.evaluate import evaluate
+from aeval.flows.evaluate import evaluate
 
 
 @task(name="detect-changes", task_run_name="detect-changes {base}...{head}",

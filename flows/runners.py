@@ -4,7 +4,7 @@
     task_runner(4, "local")                 a local Dask cluster: worker processes, 4 slots
     task_runner(4, "tcp://10.0.0.5:8786")   a running Dask scheduler
 
-prefect-dask is optional (``pip install 'aeval[dask]'``) and imported only when asked for.
+prefect-dask is optional (``pip install 'aeval-skills[dask]'``) and imported only when asked for.
 
 Dask workers run the tasks, so each needs the flow's Prefect API: a local cluster is handed
 the flow's API URL (the embedded server's too); remote workers need ``PREFECT_API_URL`` set
@@ -15,7 +15,7 @@ and aeval installed.
 A worker runs tasks that start the executor, whose tool processes run as the same user:
 ``dask_setup`` makes each worker process non-dumpable (as ``aeval run`` does for itself), so
 they cannot read its environment. Local clusters preload it; start remote workers with
-``dask worker tcp://HOST:PORT --preload flows.runners``.
+``dask worker tcp://HOST:PORT --preload aeval.flows.runners``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 LOCAL = "local"
-INSTALL_HINT = "pip install 'aeval[dask]'"
+INSTALL_HINT = "pip install 'aeval-skills[dask]'"
 
 
 def task_runner(concurrency: int, dask: str | None = None) -> TaskRunner:
@@ -108,7 +108,7 @@ def _api_url() -> str:
 
 
 def dask_setup(worker: object) -> None:
-    """Dask preload hook (``--preload flows.runners``): make the worker process non-dumpable
+    """Dask preload hook (``--preload aeval.flows.runners``): make the worker process non-dumpable
     on Linux, so the executor's tool processes cannot read its environment or memory."""
     if not sys.platform.startswith("linux"):
         return

@@ -8,8 +8,8 @@ from prefect import flow
 
 from aeval.artifacts import RunManifest
 from aeval.store import RunStore, new_run_id
-from flows.evaluate import evaluate
-from tasks.baseline import refresh_baselines_task
+from aeval.flows.evaluate import evaluate
+from aeval.tasks.baseline import refresh_baselines_task
 
 
 @flow(name="aeval-sweep", flow_run_name="sweep {marketplace}", validate_parameters=False)

@@ -14,7 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from adapters.llm import ask_json
+from aeval.adapters.llm import ask_json
 from aeval.artifacts import AssertionsFile, AssertionSpec
 from aeval.checks import describe
 from aeval.contract import Tier

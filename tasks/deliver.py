@@ -31,7 +31,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from adapters.gitlab import (
+from aeval.adapters.gitlab import (
     DiffRefs,
     GitLabError,
     GitLabMR,
@@ -41,7 +41,7 @@ from adapters.gitlab import (
     RemoteDiscussion,
     RemoteNote,
 )
-from tasks.deliver_format import (
+from aeval.tasks.deliver_format import (
     ActionKind,
     CodeQualityIssue,
     agent_prompt,
@@ -53,7 +53,7 @@ from tasks.deliver_format import (
     suggestion_body,
     write_code_quality_report,
 )
-from tasks.deliver_run import (
+from aeval.tasks.deliver_run import (
     _M,
     _SUGGESTION_RE,
     CODE_QUALITY_FILE,

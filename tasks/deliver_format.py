@@ -12,7 +12,7 @@ from pydantic import Field, TypeAdapter
 
 from aeval.artifacts import FixSuggestion, RunManifest
 from aeval.store import atomic_write_text
-from tasks.deliver_run import (
+from aeval.tasks.deliver_run import (
     _ICON,
     _LEVEL_MEANING,
     _M,

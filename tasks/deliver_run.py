@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.git import find_toplevel
-from adapters.gitlab import (
+from aeval.adapters.git import find_toplevel
+from aeval.adapters.gitlab import (
     DiffRefs,
     InlinePosition,
     MRFileDiff,

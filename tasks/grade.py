@@ -51,9 +51,9 @@ from aeval.shell import base_env
 from aeval.store import read_model, write_model
 from aeval.verdict import case_status, summarize
 from aeval.workspace import FileChange
-from tasks.execute import recorded_attempts
-from tasks.install import resolve_credentials
-from tasks.judge import (
+from aeval.tasks.execute import recorded_attempts
+from aeval.tasks.install import resolve_credentials
+from aeval.tasks.judge import (
     TRANSCRIPT_CAP,
     call_grader,
     grader_input,
@@ -63,7 +63,7 @@ from tasks.judge import (
     skill_lines,
     withhold,
 )
-from tasks.publish import artifact_key, case_markdown
+from aeval.tasks.publish import artifact_key, case_markdown
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
 

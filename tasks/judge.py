@@ -13,7 +13,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from adapters.llm import JsonAnswer, ask_json
+from aeval.adapters.llm import JsonAnswer, ask_json
 from aeval.artifacts import AssertionSpec, GraderAnswer
 from aeval.prompts import load_prompt
 from aeval.workspace import text_files

@@ -14,7 +14,7 @@ from aeval.artifacts import CaseResult, Grading, RunManifest
 from aeval.plan import safe
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.verdict import gate
-from tasks.report import render_report
+from aeval.tasks.report import render_report
 
 
 def artifact_key(*parts: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from adapters.llm import ask_json
+from aeval.adapters.llm import ask_json
 from aeval.artifacts import (
     CaseResult,
     FixSuggestion,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deployments.cli import main
+from aeval.deployments.cli import main
 
 pytestmark = pytest.mark.e2e
 

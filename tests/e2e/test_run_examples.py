@@ -14,7 +14,7 @@ import pytest
 
 from aeval.artifacts import FILE_SCHEMAS, json_schema
 from aeval.workspace import manifest
-from deployments.cli import main
+from aeval.deployments.cli import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

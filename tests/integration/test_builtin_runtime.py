@@ -13,7 +13,7 @@ import pytest
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
-from deployments.cli import main
+from aeval.deployments.cli import main
 from tests.conftest import EXAMPLES
 from tests.segmentation_case import GITLAB_TOKEN, load, segmentation_copy
 

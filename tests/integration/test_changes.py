@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.git import GitError, changed_skills
-from deployments.cli import main
+from aeval.adapters.git import GitError, changed_skills
+from aeval.deployments.cli import main
 
 pytestmark = pytest.mark.integration
 
@@ -117,7 +117,7 @@ def test_no_changed_skill_exits_0_without_running(repo, tmp_path, capsys):
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
-    from flows.mr import evaluate_mr
+    from aeval.flows.mr import evaluate_mr
 
     cfg = repo / "skills" / "gamma" / "eval.config"
     cfg.write_text(cfg.read_text().replace("echo ok > out.txt", "exit 1"))

@@ -14,14 +14,14 @@ import pytest
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
-from deployments.cli import main
+from aeval.deployments.cli import main
 from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, load, segmentation_copy
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("prefect_harness"),
     pytest.mark.skipif(importlib.util.find_spec("claude_agent_sdk") is None,
-                       reason="claude-agent-sdk is not installed: pip install 'aeval[claude]'"),
+                       reason="claude-agent-sdk is not installed: pip install 'aeval-skills[claude]'"),
 ]
 
 SKILL = ".claude/skills/segmentation"
@@ -127,7 +127,7 @@ def test_skill_edit_is_in_delta_and_the_run_is_recorded(skill_copy, tmp_path, ke
     assert usage["input_tokens"] == sum(r.usage["input_tokens"] for r in convo)
     assert usage["cached_input_tokens"] == sum(r.usage["cached_input_tokens"] for r in convo)
     # re-parsing the raw stream gives back the events the live run emitted
-    from adapters._claude_code_parse import parse_records, read_raw
+    from aeval.adapters._claude_code_parse import parse_records, read_raw
 
     raw = read_raw(case / "attempts" / "1" / "raw.jsonl")
     replayed = parse_records(raw).events

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.codex import CODEX_VERSION, CodexRuntime
+from aeval.adapters.codex import CODEX_VERSION, CodexRuntime
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
-from deployments.cli import main
+from aeval.deployments.cli import main
 from tests.segmentation_case import (
     GITLAB_TOKEN,
     MATCH,

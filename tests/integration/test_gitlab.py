@@ -17,11 +17,11 @@ import pytest
 
 from aeval.artifacts import FixSuggestion, FixSuggestions
 from aeval.store import write_model
-from deployments.post import main as post_main
-from tasks.deliver import (
+from aeval.deployments.post import main as post_main
+from aeval.tasks.deliver import (
     post_to_gitlab,
 )
-from tasks.deliver_run import (
+from aeval.tasks.deliver_run import (
     CODE_QUALITY_FILE,
 )
 from tests.conftest import EXAMPLES, ROOT
@@ -45,7 +45,7 @@ def finished_run(tmp_path_factory) -> Path:
     """One real run of the segmentation skill (both cases fail on `segment_train`)."""
     store = tmp_path_factory.mktemp("store")
     aeval = Path(sys.executable).parent / "aeval"
-    cmd = [str(aeval)] if aeval.exists() else [sys.executable, "-m", "deployments.cli"]
+    cmd = [str(aeval)] if aeval.exists() else [sys.executable, "-m", "aeval.deployments.cli"]
     proc = subprocess.run([*cmd, "run", str(SKILL_DIR), "--out", str(store), "-q"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a skill defect

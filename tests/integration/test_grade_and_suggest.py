@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from deployments.cli import main
+from aeval.deployments.cli import main
 from tests.conftest import EXAMPLES
 from tests.integration.test_builtin_runtime import (
     EDITS_SKILL,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.opencode import OPENCODE_VERSION, OpenCodeRuntime
+from aeval.adapters.opencode import OPENCODE_VERSION, OpenCodeRuntime
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
-from deployments.cli import main
+from aeval.deployments.cli import main
 from tests.segmentation_case import GITLAB_TOKEN, MATCH, REAL_HOME, load, segmentation_copy, tree
 
 pytestmark = [

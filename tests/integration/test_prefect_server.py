@@ -1,6 +1,6 @@
 """The deployment path end to end, on a real Prefect server on loopback.
 
-`prefect server start` (own PREFECT_HOME) <- `python -m deployments.serve` (the MR deployment)
+`prefect server start` (own PREFECT_HOME) <- `python -m aeval.deployments.serve` (the MR deployment)
 <- `prefect deployment run 'aeval-mr/mr' --param ... --watch`: the CI template's aeval-prefect
 script, run by bash with CI's variables, on a git repository whose second commit changes one
 skill. Then, through the Prefect API: the MR flow run and its evaluate subflow completed, task
@@ -165,7 +165,7 @@ def test_mr_deployment_served_and_triggered_like_ci(server, mr_repo, tmp_path: P
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        serve = subprocess.Popen([sys.executable, "-m", "deployments.serve", "--no-schedule"],
+        serve = subprocess.Popen([sys.executable, "-m", "aeval.deployments.serve", "--no-schedule"],
                                  cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -231,7 +231,7 @@ def test_prefect_deploy_all_with_prefect_yaml(server):
         timeout=90)
     assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
 
-    from deployments.serve import DEPLOYMENTS
+    from aeval.deployments.serve import DEPLOYMENTS
 
     with api_client(server) as client:
         for spec in DEPLOYMENTS:

@@ -15,7 +15,7 @@ from aeval.artifacts import (
     Timing,
 )
 from aeval.events import Usage
-from tasks.aggregate import analyze, benchmark, wilson
+from aeval.tasks.aggregate import analyze, benchmark, wilson
 
 
 def test_wilson_interval_known_values():

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters._claude_code_parse import (
+from aeval.adapters._claude_code_parse import (
     START,
     STOP,
     api_error,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters._codex_parse import (
+from aeval.adapters._codex_parse import (
     CodexParser,
     classify_error_text,
     parse_codex,

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from adapters.gitlab import DiffRefs, MRFileDiff, RemoteDiscussion, RemoteNote
+from aeval.adapters.gitlab import DiffRefs, MRFileDiff, RemoteDiscussion, RemoteNote
 from aeval.artifacts import (
     CaseResult,
     ChangeMade,
@@ -30,11 +30,11 @@ from aeval.artifacts import (
     SkillResult,
 )
 from aeval.store import write_model
-from tasks.deliver import (
+from aeval.tasks.deliver import (
     DeliveryPlan,
     plan_delivery,
 )
-from tasks.deliver_format import (
+from aeval.tasks.deliver_format import (
     code_quality_report,
     fallback_note_body,
     fenced,
@@ -43,7 +43,7 @@ from tasks.deliver_format import (
     suggestion_body,
     write_code_quality_report,
 )
-from tasks.deliver_run import (
+from aeval.tasks.deliver_run import (
     CODE_QUALITY_FILE,
     FALLBACK_MARKER,
     OUTDATED_MARKER,
@@ -54,7 +54,7 @@ from tasks.deliver_run import (
     parse_hunks,
     skill_marker,
 )
-from tasks.publish import junit_xml
+from aeval.tasks.publish import junit_xml
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import diff_from_texts
 

@@ -15,8 +15,8 @@ from prefect.flows import load_flow_from_entrypoint
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.callables import parameter_schema
 
-from deployments.serve import DEPLOYMENTS, NIGHTLY_CRON, TAGS, build_parser, runner_deployments
-from flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
+from aeval.deployments.serve import DEPLOYMENTS, NIGHTLY_CRON, TAGS, build_parser, runner_deployments
+from aeval.flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
@@ -146,7 +146,7 @@ def test_missing_prefect_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setitem(sys.modules, "prefect_dask", None)  # import fails as if not installed
     with pytest.raises(ImportError) as info:
         task_runner(2, "local")
-    assert INSTALL_HINT == "pip install 'aeval[dask]'"
+    assert INSTALL_HINT == "pip install 'aeval-skills[dask]'"
     assert str(info.value) == f"--dask needs prefect-dask: {INSTALL_HINT}"
 
 
@@ -166,7 +166,7 @@ def test_local_dask_runner():
     pytest.importorskip("prefect_dask")
     runner = task_runner(4, "local")
     assert runner.cluster_kwargs["processes"] is True
-    assert runner.cluster_kwargs["preload"] == ["flows.runners"]
+    assert runner.cluster_kwargs["preload"] == ["aeval.flows.runners"]
     assert type(runner.duplicate()) is type(runner)  # the flow engine runs a duplicate
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import get_runtime
+from aeval.adapters import get_runtime
 from aeval.errors import RuntimeUnavailable
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
 from aeval.redact import Redactor

@@ -37,13 +37,24 @@ def test_every_prompt_a_code_path_names_exists():
     assert names and names <= set(PROMPTS)
 
 
+def _layer(module: str) -> str:
+    """The layer an absolute module name belongs to: ``aeval.flows.x`` -> flows, ``aeval.x``
+    -> aeval (the domain), ``prefect.x`` -> prefect."""
+    parts = module.split(".")
+    if parts[0] == "aeval" and len(parts) > 1 and parts[1] in LAYERS + ["eval_skill"]:
+        return parts[1]
+    return parts[0]
+
+
 def _imports(py: Path) -> set[str]:
     out = set()
     for node in ast.walk(ast.parse(py.read_text())):
         if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
+            out |= {_layer(a.name) for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module.split(".")[0])
+            out.add(_layer(node.module))
+            if node.module == "aeval":
+                out |= {_layer(f"aeval.{a.name}") for a in node.names}
     return out
 
 
@@ -56,6 +67,39 @@ def test_dependencies_point_one_way(layer):
     for py in (ROOT / layer).rglob("*.py"):
         bad = _imports(py) & forbidden
         assert not bad, f"{py.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_layer_check_sees_namespaced_imports(tmp_path):
+    py = tmp_path / "m.py"
+    py.write_text("from aeval.flows.evaluate import evaluate\nimport aeval.tasks.grade\n"
+                  "from aeval import adapters\nfrom aeval.store import RunStore\n")
+    assert _imports(py) == {"flows", "tasks", "adapters", "aeval"}
+
+
+@pytest.mark.parametrize("name", ["adapters", "tasks", "flows", "deployments", "eval_skill"])
+def test_the_install_adds_only_the_aeval_namespace(name, tmp_path):
+    """Outside the checkout (whose folders are importable from its own root), the generic
+    names belong to other projects: the install maps them under `aeval.` only."""
+    import subprocess
+    import sys
+
+    code = (f"import importlib, sys\ntry:\n    importlib.import_module({name!r})\n"
+            f"except ModuleNotFoundError:\n    pass\nelse:\n    sys.exit(3)\n"
+            f"importlib.import_module('aeval.{name}')\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr or f"`import {name}` works: a top-level package leaked"
+
+
+def test_the_distribution_has_a_free_name_and_the_command_stays_aeval():
+    from importlib.metadata import distribution
+
+    dist = distribution("aeval-skills")
+    assert [ep.value for ep in dist.entry_points if ep.name == "aeval"] == [
+        "aeval.deployments.cli:main"]
+    top = (dist.read_text("top_level.txt") or "aeval").split()
+    assert top == ["aeval"]
 
 
 def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
@@ -82,12 +126,26 @@ def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
 
 
 def test_runtimes_command_lists_every_runtime_with_its_install_command(capsys):
-    from adapters import RUNTIMES, runtime_class
-    from deployments.cli import main
+    from aeval.adapters import RUNTIMES, runtime_class
+    from aeval.deployments.cli import main
 
     assert main(["runtimes"]) == 0
     out = capsys.readouterr().out
     for name in RUNTIMES:
-        assert name in out
-        assert runtime_class(name).install_hint.split()[0] in out
-    assert "pip install 'aeval[claude]'" in out
+        line = next(ln for ln in out.splitlines() if ln.startswith(name + "  "))
+        assert runtime_class(name).install_hint in line
+    assert "pip install 'aeval-skills[claude]'" in out
+
+
+def test_runtimes_command_imports_no_sdk():
+    """`aeval runtimes` answers at once: it finds the SDKs without importing them (litellm
+    and claude-agent-sdk each take seconds to import)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\nfrom aeval.deployments.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['runtimes']) == 0\n"
+            "heavy = {'litellm', 'claude_agent_sdk', 'prefect', 'pandas'} & set(sys.modules)\n"
+            "sys.exit(f'imported {sorted(heavy)}' if heavy else 0)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
