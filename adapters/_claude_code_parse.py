@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters.llm import classify
+
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
 from aeval.shell import cap_text

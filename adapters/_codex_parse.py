@@ -30,6 +30,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from aeval.adapters.llm import TRANSIENT_STATUS
+
 from aeval.events import Usage
 from aeval.shell import cap_text
 

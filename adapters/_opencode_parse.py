@@ -25,6 +25,7 @@ from typing import Any
 
 from aeval.adapters._codex_parse import Failure, classify_error_text, read_records, relative_path
 from aeval.adapters.llm import TRANSIENT_STATUS
+
 from aeval.events import Usage
 from aeval.shell import cap_text
 

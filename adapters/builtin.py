@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from aeval.adapters.agent_tools import TOOL_SPECS, Toolbox
 from aeval.adapters.llm import complete, is_anthropic
+
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
 from aeval.runtime import EventRecorder, RunRequest, RunResult

@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from aeval.adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
+
 from aeval.errors import RuntimeUnavailable
 from aeval.events import (
     EndEvent,

@@ -35,6 +35,7 @@ from aeval.adapters._cli import (
     stream_jsonl,
 )
 from aeval.adapters._codex_parse import CodexParser, classify_error_text
+
 from aeval.errors import (
     ModelPermanentError,
     ModelTransientError,

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from aeval.adapters._cli import cli_version, emit, executor_prompt, find_cli, stream_jsonl
 from aeval.adapters._opencode_parse import OpenCodeParser
+
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from aeval.hardening import harden_process
 from aeval.deployments.cli_common import EPILOG, EXIT_USAGE
 from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
 from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
+
+from aeval.hardening import harden_process
 
 
 def build_parser() -> argparse.ArgumentParser:

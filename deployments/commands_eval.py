@@ -135,11 +135,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     prefect_env(args.verbose)
     progress_logging(args.quiet)
 
+    from aeval.flows.sweep import sweep
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from aeval.settings import Settings
     from aeval.store import RunStore, new_run_id
-    from aeval.flows.sweep import sweep
 
     settings = Settings()
     model = args.model or settings.model
@@ -183,11 +183,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    from aeval.flows.compare import compare
+    from aeval.tasks.compare import render_compare
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from aeval.store import new_run_id
-    from aeval.flows.compare import compare
-    from aeval.tasks.compare import render_compare
 
     store = Path(args.out or settings.home)
     compare_id = new_run_id()

@@ -12,8 +12,9 @@ from aeval.deployments.console import make_console, print_summary
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from aeval.skill import find_skill_roots
     from aeval.tasks.examine import examine
+
+    from aeval.skill import find_skill_roots
 
     roots = []
     for p in args.paths:
@@ -67,6 +68,7 @@ def runtime_rows() -> list[dict[str, str]]:
     from concurrent.futures import ThreadPoolExecutor
 
     from aeval.adapters import RUNTIMES, runtime_class
+
     from aeval.errors import AevalError
 
     def probe(name: str) -> dict[str, str]:

@@ -52,9 +52,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
     from aeval.adapters.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
-    from aeval.artifacts import RunManifest
-    from aeval.settings import Settings
-    from aeval.store import RunStore, read_model
     from aeval.tasks.deliver import (
         REPORT_URL_ENV,
         DeliveryResult,
@@ -64,6 +61,10 @@ def cmd_post(args: argparse.Namespace) -> int:
         plan_delivery,
         write_code_quality_report,
     )
+
+    from aeval.artifacts import RunManifest
+    from aeval.settings import Settings
+    from aeval.store import RunStore, read_model
 
     store = RunStore(Path(args.out or Settings().home))
     try:

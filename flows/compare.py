@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aeval.flows.evaluate import evaluate
+from aeval.tasks.compare import write_compare
 from prefect import flow
 
 from aeval.artifacts import CompareReport
 from aeval.store import RunStore, new_run_id
-from aeval.flows.evaluate import evaluate
-from aeval.tasks.compare import write_compare
 
 
 @flow(name="aeval-compare", flow_run_name="compare {compare_id}", validate_parameters=False)

@@ -11,6 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import prefect
+from aeval.tasks.aggregate import aggregate_skill
+from aeval.tasks.assertions import write_assertions
+from aeval.tasks.baseline import write_regression
+from aeval.tasks.deliver import post_to_gitlab
+from aeval.tasks.examine import examine_skill
+from aeval.tasks.execute import execute_case
+from aeval.tasks.grade import finished_result, grade_case
+from aeval.tasks.plan import plan_cases
+from aeval.tasks.publish import publish_run
+from aeval.tasks.suggest import suggest_fixes
 from prefect import flow, get_run_logger
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -23,16 +33,6 @@ from aeval.settings import Settings
 from aeval.skill import find_skill_roots
 from aeval.store import RunStore, read_model, write_model
 from aeval.verdict import skill_status
-from aeval.tasks.aggregate import aggregate_skill
-from aeval.tasks.assertions import write_assertions
-from aeval.tasks.baseline import write_regression
-from aeval.tasks.deliver import post_to_gitlab
-from aeval.tasks.examine import examine_skill
-from aeval.tasks.execute import execute_case
-from aeval.tasks.grade import finished_result, grade_case
-from aeval.tasks.plan import plan_cases
-from aeval.tasks.publish import publish_run
-from aeval.tasks.suggest import suggest_fixes
 
 
 @flow(name="aeval-evaluate", flow_run_name="evaluate {run_id}", validate_parameters=False,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aeval.adapters.git import changed_skills
+from aeval.flows.evaluate import evaluate
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 
-from aeval.adapters.git import changed_skills
 from aeval.artifacts import RunManifest
 from aeval.store import new_run_id
-from aeval.flows.evaluate import evaluate
 
 
 @task(name="detect-changes", task_run_name="detect-changes {base}...{head}",

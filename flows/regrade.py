@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aeval.flows.evaluate import evaluate
+from aeval.tasks.compare import write_regrade
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
 from aeval.store import RunStore, new_run_id, read_model
-from aeval.flows.evaluate import evaluate
-from aeval.tasks.compare import write_regrade
 
 
 @flow(name="aeval-regrade", flow_run_name="regrade {run}", validate_parameters=False)

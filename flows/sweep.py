@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aeval.flows.evaluate import evaluate
+from aeval.tasks.baseline import refresh_baselines_task
 from prefect import flow
 
 from aeval.artifacts import RunManifest
 from aeval.store import RunStore, new_run_id
-from aeval.flows.evaluate import evaluate
-from aeval.tasks.baseline import refresh_baselines_task
 
 
 @flow(name="aeval-sweep", flow_run_name="sweep {marketplace}", validate_parameters=False)

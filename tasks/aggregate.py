@@ -7,11 +7,11 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from aeval.adapters.llm import ask_json
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from aeval.adapters.llm import ask_json
 from aeval.artifacts import (
     AnalysisNote,
     AnalysisNotes,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from aeval.adapters.llm import ask_json
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from aeval.adapters.llm import ask_json
 from aeval.artifacts import AssertionsFile, AssertionSpec
 from aeval.checks import describe
 from aeval.contract import Tier

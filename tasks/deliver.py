@@ -27,10 +27,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-from pydantic import Field
-
 from aeval.adapters.gitlab import (
     DiffRefs,
     GitLabError,
@@ -73,6 +69,9 @@ from aeval.tasks.deliver_run import (
     skill_repo_dir,
     suggestion_marker,
 )
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
 
 
 class DeliveryAction(_M):

@@ -8,10 +8,6 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, TypeAdapter
-
-from aeval.artifacts import FixSuggestion, RunManifest
-from aeval.store import atomic_write_text
 from aeval.tasks.deliver_run import (
     _ICON,
     _LEVEL_MEANING,
@@ -26,6 +22,10 @@ from aeval.tasks.deliver_run import (
     skill_marker,
     suggestion_marker,
 )
+from pydantic import Field, TypeAdapter
+
+from aeval.artifacts import FixSuggestion, RunManifest
+from aeval.store import atomic_write_text
 
 
 def fenced(text: str, info: str = "text") -> str:

@@ -10,14 +10,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from aeval.adapters.git import find_toplevel
 from aeval.adapters.gitlab import (
     DiffRefs,
     InlinePosition,
     MRFileDiff,
 )
+from pydantic import BaseModel, ConfigDict, Field
+
 from aeval.artifacts import FixSuggestion, FixSuggestions, Grading, RunManifest, SkillResult
 from aeval.plan import safe
 from aeval.store import read_model

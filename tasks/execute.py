@@ -7,10 +7,11 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aeval.adapters import get_runtime
+from aeval.tasks.install import install, resolve_credentials, tool_env
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from aeval.adapters import get_runtime
 from aeval.artifacts import AttemptRecord
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
 from aeval.events import read_events, render_transcript
@@ -20,7 +21,6 @@ from aeval.redact import Redactor
 from aeval.runtime import EventRecorder, Limits, RunRequest
 from aeval.store import atomic_write_text, write_model
 from aeval.workspace import collect_outputs, diff_skill, render_diff
-from aeval.tasks.install import install, resolve_credentials, tool_env
 
 
 def retry_on_transient(task, task_run, state) -> bool:

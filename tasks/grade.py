@@ -13,6 +13,19 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
+from aeval.tasks.execute import recorded_attempts
+from aeval.tasks.install import resolve_credentials
+from aeval.tasks.judge import (
+    TRANSCRIPT_CAP,
+    call_grader,
+    grader_input,
+    head_tail,
+    neutralize,
+    render_outputs,
+    skill_lines,
+    withhold,
+)
+from aeval.tasks.publish import artifact_key, case_markdown
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -51,19 +64,6 @@ from aeval.shell import base_env
 from aeval.store import read_model, write_model
 from aeval.verdict import case_status, summarize
 from aeval.workspace import FileChange
-from aeval.tasks.execute import recorded_attempts
-from aeval.tasks.install import resolve_credentials
-from aeval.tasks.judge import (
-    TRANSCRIPT_CAP,
-    call_grader,
-    grader_input,
-    head_tail,
-    neutralize,
-    render_outputs,
-    skill_lines,
-    withhold,
-)
-from aeval.tasks.publish import artifact_key, case_markdown
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from aeval.adapters.llm import JsonAnswer, ask_json
+
 from aeval.artifacts import AssertionSpec, GraderAnswer
 from aeval.prompts import load_prompt
 from aeval.workspace import text_files

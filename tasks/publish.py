@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aeval.tasks.report import render_report
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -14,7 +15,6 @@ from aeval.artifacts import CaseResult, Grading, RunManifest
 from aeval.plan import safe
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.verdict import gate
-from aeval.tasks.report import render_report
 
 
 def artifact_key(*parts: str) -> str:

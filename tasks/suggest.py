@@ -16,10 +16,10 @@ import difflib
 import json
 from pathlib import Path
 
+from aeval.adapters.llm import ask_json
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from aeval.adapters.llm import ask_json
 from aeval.artifacts import (
     CaseResult,
     FixSuggestion,

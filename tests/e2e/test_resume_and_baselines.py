@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from aeval.deployments.cli import main
 
 pytestmark = pytest.mark.e2e

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from aeval.deployments.cli import main
 
 from aeval.artifacts import FILE_SCHEMAS, json_schema
 from aeval.workspace import manifest
-from aeval.deployments.cli import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

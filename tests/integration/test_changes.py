@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from aeval.adapters.git import GitError, changed_skills
 from aeval.deployments.cli import main
 

@@ -11,17 +11,18 @@ import json
 from pathlib import Path
 
 import pytest
+from aeval.deployments.cli import main
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.workspace import manifest
-from aeval.deployments.cli import main
 from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, load, segmentation_copy
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("prefect_harness"),
     pytest.mark.skipif(importlib.util.find_spec("claude_agent_sdk") is None,
-                       reason="claude-agent-sdk is not installed: pip install 'aeval-skills[claude]'"),
+                       reason="claude-agent-sdk is not installed: "
+                              "pip install 'aeval-skills[claude]'"),
 ]
 
 SKILL = ".claude/skills/segmentation"

@@ -7,10 +7,10 @@ import json
 import shutil
 
 import pytest
-
-from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from aeval.deployments.cli import main
 from aeval.tasks.compare import COLUMNS
+
+from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES
 from tests.integration.test_builtin_runtime import EDITS_SKILL
 from tests.integration.test_grade_and_suggest import ALL_PASS, CASE, NO_EXTRA, grader
@@ -90,6 +90,7 @@ def test_regrade_reports_disagreement_with_the_original_grader(tmp_path, capsys)
 
 def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, capsys):
     from aeval.adapters import get_runtime
+
     from aeval.errors import RuntimeUnavailable
 
     for name in ("claude-code", "codex", "opencode"):

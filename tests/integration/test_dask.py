@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("prefect_dask", reason="prefect-dask not installed: pip install 'aeval-skills[dask]'")
+pytest.importorskip("prefect_dask",
+                    reason="prefect-dask not installed: pip install 'aeval-skills[dask]'")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "marketplace"

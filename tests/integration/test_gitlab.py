@@ -14,9 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from aeval.artifacts import FixSuggestion, FixSuggestions
-from aeval.store import write_model
 from aeval.deployments.post import main as post_main
 from aeval.tasks.deliver import (
     post_to_gitlab,
@@ -24,6 +21,9 @@ from aeval.tasks.deliver import (
 from aeval.tasks.deliver_run import (
     CODE_QUALITY_FILE,
 )
+
+from aeval.artifacts import FixSuggestion, FixSuggestions
+from aeval.store import write_model
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import FakeGitLab, diff_from_texts
 from tests.unit.test_deliver import CODE_QUALITY_SCHEMA, check_junit

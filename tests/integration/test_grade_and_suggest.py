@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from aeval.deployments.cli import main
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.deployments.cli import main
 from tests.conftest import EXAMPLES
 from tests.integration.test_builtin_runtime import (
     EDITS_SKILL,

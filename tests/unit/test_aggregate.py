@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from aeval.tasks.aggregate import analyze, benchmark, wilson
 
 from aeval.artifacts import (
     CaseResult,
@@ -15,7 +16,6 @@ from aeval.artifacts import (
     Timing,
 )
 from aeval.events import Usage
-from aeval.tasks.aggregate import analyze, benchmark, wilson
 
 
 def test_wilson_interval_known_values():

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from aeval.adapters._claude_code_parse import (
     START,
     STOP,
@@ -18,6 +17,7 @@ from aeval.adapters._claude_code_parse import (
     parse_records,
     read_raw,
 )
+
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.events import EVENT_ADAPTER
 

@@ -14,22 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from aeval.adapters.gitlab import DiffRefs, MRFileDiff, RemoteDiscussion, RemoteNote
-from aeval.artifacts import (
-    CaseResult,
-    ChangeMade,
-    Expectation,
-    FixSuggestion,
-    FixSuggestions,
-    GraderInfo,
-    Grading,
-    GradingSummary,
-    RunManifest,
-    SelfCorrection,
-    SkillResult,
-)
-from aeval.store import write_model
 from aeval.tasks.deliver import (
     DeliveryPlan,
     plan_delivery,
@@ -55,6 +40,21 @@ from aeval.tasks.deliver_run import (
     skill_marker,
 )
 from aeval.tasks.publish import junit_xml
+
+from aeval.artifacts import (
+    CaseResult,
+    ChangeMade,
+    Expectation,
+    FixSuggestion,
+    FixSuggestions,
+    GraderInfo,
+    Grading,
+    GradingSummary,
+    RunManifest,
+    SelfCorrection,
+    SkillResult,
+)
+from aeval.store import write_model
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import diff_from_texts
 

@@ -10,13 +10,18 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from aeval.deployments.serve import (
+    DEPLOYMENTS,
+    NIGHTLY_CRON,
+    TAGS,
+    build_parser,
+    runner_deployments,
+)
+from aeval.flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
 from prefect import Flow
 from prefect.flows import load_flow_from_entrypoint
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.callables import parameter_schema
-
-from aeval.deployments.serve import DEPLOYMENTS, NIGHTLY_CRON, TAGS, build_parser, runner_deployments
-from aeval.flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from aeval.adapters import get_runtime
+
 from aeval.errors import RuntimeUnavailable
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
 from aeval.redact import Redactor

@@ -11,6 +11,7 @@ from aeval.adapters._opencode_parse import (
     parse_opencode,
     read_records,
 )
+
 from aeval.events import EVENT_ADAPTER
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "opencode"

@@ -41,7 +41,7 @@ def _layer(module: str) -> str:
     """The layer an absolute module name belongs to: ``aeval.flows.x`` -> flows, ``aeval.x``
     -> aeval (the domain), ``prefect.x`` -> prefect."""
     parts = module.split(".")
-    if parts[0] == "aeval" and len(parts) > 1 and parts[1] in LAYERS + ["eval_skill"]:
+    if parts[0] == "aeval" and len(parts) > 1 and parts[1] in [*LAYERS, "eval_skill"]:
         return parts[1]
     return parts[0]
 

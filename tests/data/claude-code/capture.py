@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from aeval.adapters.claude_code import ClaudeCodeRuntime  # noqa: E402
+
 from aeval.errors import EnvironmentFailure  # noqa: E402
 from aeval.redact import Redactor  # noqa: E402
 from aeval.runtime import EventRecorder, Limits, RunRequest  # noqa: E402
