@@ -14,8 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from aeval.tasks.execute import recorded_attempts
-from aeval.tasks.install import resolve_credentials
-from aeval.tasks.judge import (
+from aeval.tasks.grader import (
     TRANSCRIPT_CAP,
     call_grader,
     grader_input,
@@ -25,6 +24,7 @@ from aeval.tasks.judge import (
     skill_lines,
     withhold,
 )
+from aeval.tasks.install import resolve_credentials
 from aeval.tasks.publish import artifact_key, case_markdown
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
