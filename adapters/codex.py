@@ -139,8 +139,14 @@ class CodexRuntime:
         codex_home = request.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         (codex_home / "config.toml").write_text(codex_config(request, model), encoding="utf-8")
+        # Codex links its sandbox helper (`codex-linux-sandbox`) into CODEX_HOME, and refuses
+        # to when CODEX_HOME is under the temporary dir, which ours is (under /tmp): then its
+        # bubblewrap sandbox cannot find the helper and every command fails. A TMPDIR of the
+        # attempt's own makes CODEX_HOME not "temporary" to it.
+        tmp = request.home / ".tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
         env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
-               KEY_VAR: self._key(request)}
+               "TMPDIR": str(tmp), KEY_VAR: self._key(request)}
         argv = [binary, "exec", "--json", "--skip-git-repo-check", "-C", str(request.workspace),
                 "-s", "workspace-write", "--", request.prompt]
         recorder.message("user", request.prompt)

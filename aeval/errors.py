@@ -83,3 +83,14 @@ class ModelPermanentError(EnvironmentFailure):
 
 class GraderProtocolError(AevalError):
     """The grader's answer did not validate against the grading model, even after retries."""
+
+
+class GateFailed(AevalError):
+    """A run's gate was not 0: what a served MR flow run fails with (its exit code and run)."""
+
+    def __init__(self, message: str, exit_code: int, run_id: str):
+        self.exit_code, self.run_id = exit_code, run_id
+        super().__init__(message)
+
+    def __reduce__(self):  # survives pickling (Prefect results)
+        return (type(self), (str(self), self.exit_code, self.run_id))

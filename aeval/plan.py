@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.artifacts.case import AttemptRecord
 from aeval.contract import EvalCase, Tier
+from aeval.layout import RunLayout, case_rel, safe
+from aeval.runtime import RunResult
 from aeval.skill import Skill
+from aeval.workspace import FileChange, OutputFile
+
+__all__ = ["CasePlan", "Examined", "ExecutionRecord", "safe"]
 
 
 class Examined(BaseModel):
@@ -18,6 +23,7 @@ class Examined(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     root: Path
+    key: str | None = Field(None, description="The skill's run-folder key (unique in a run).")
     skill: Skill | None = None
     tier: Tier | None = None
     contract: str | None = None
@@ -41,6 +47,7 @@ class CasePlan(BaseModel):
 
     run_id: str
     run_dir: Path
+    skill_key: str = Field(description="The skill's folder in the run (unique in the run).")
     skill: Skill
     tier: Tier
     contract: str | None
@@ -59,13 +66,22 @@ class CasePlan(BaseModel):
         None, description="A recorded assertions.json to reuse verbatim (regrade).")
 
     @property
+    def layout(self) -> RunLayout:
+        return RunLayout(self.run_dir)
+
+    @property
     def rel_dir(self) -> str:
-        d = f"{safe(self.skill.name)}/{self.runtime}/{safe(self.case.id)}"
-        return f"{d}/epoch-{self.epoch}" if self.epoch is not None else d
+        """The case folder relative to the run folder."""
+        return case_rel(self.skill_key, self.runtime, self.case.id, self.epoch)
 
     @property
     def case_dir(self) -> Path:
         return self.run_dir / self.rel_dir
+
+    @property
+    def key(self) -> str:
+        """Unique in the run: the case folder."""
+        return self.rel_dir
 
     @property
     def label(self) -> str:
@@ -73,21 +89,19 @@ class CasePlan(BaseModel):
         return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]"
 
 
-def safe(name: str) -> str:
-    """A path- and key-safe form of a name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "unnamed"
-
-
 class ExecutionRecord(BaseModel):
     """What an execution left for grading: the last attempt's result, Δ and outputs."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid")
 
-    attempts: list[Any] = Field(description="AttemptRecord of every attempt, in order.")
-    result: Any = Field(description="The RunResult of the graded (last) attempt.")
+    attempts: list[AttemptRecord] = Field(description="Every attempt, in order.")
+    result: RunResult = Field(description="The result of the graded (last) attempt.")
     workspace: Path = Field(description="The attempt's workspace, kept until grading ends.")
-    attempt_root: Path
-    skill_copy: Path
-    changes: list[Any] = Field(default_factory=list, description="FileChange list (Δ).")
-    outputs: list[dict] = Field(default_factory=list)
+    home: Path = Field(description="The attempt's private HOME.")
+    attempt_root: Path = Field(description="Holds workspace/ and home/; removed after grading.")
+    skill_copy: Path = Field(description="The skill copy inside the workspace ($SKILL_DIR).")
+    changes: list[FileChange] = Field(default_factory=list,
+                                      description="Δ: the skill copy's changes.")
+    outputs: list[OutputFile] = Field(default_factory=list,
+                                      description="Files the run created or changed.")
     runtime_version: str | None = None

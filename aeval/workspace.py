@@ -34,6 +34,17 @@ class FileChange(BaseModel):
     after: str | None = Field(None, description="Full text after execution (text files).")
 
 
+class OutputFile(BaseModel):
+    """One file the run created or changed outside the skill copy (an output, O)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="Path relative to the workspace root.")
+    size: int = Field(ge=0, description="Bytes.")
+    sha256: str
+    copied: bool = Field(description="Copied into the case's outputs/ (False: over the size cap).")
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -163,7 +174,7 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
 
 def collect_outputs(ws: Workspace, before: dict[str, tuple[int, int]], dest: Path,
                     redactor: Redactor | None = None, max_file_bytes: int = 1_000_000,
-                    max_total_bytes: int = 20_000_000) -> list[dict]:
+                    max_total_bytes: int = 20_000_000) -> list[OutputFile]:
     """Copy every file created or changed outside the skill copy into ``dest`` (size-capped,
     secrets redacted). Returns one entry per output: path, size, sha256, copied."""
     after = ws.snapshot()
@@ -180,5 +191,5 @@ def collect_outputs(ws: Workspace, before: dict[str, tuple[int, int]], dest: Pat
             data = src.read_bytes()
             target.write_bytes(redactor.bytes(data) if redactor else data)
             total += size
-        out.append({"path": rel, "size": size, "sha256": sha256_file(src), "copied": copied})
+        out.append(OutputFile(path=rel, size=size, sha256=sha256_file(src), copied=copied))
     return out

@@ -13,6 +13,8 @@ from aeval.deployments.console import prefect_env, print_summary, progress_loggi
 def resume_run(args: argparse.Namespace) -> int:
     """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
     from aeval.artifacts import RunManifest
+    from aeval.layout import RunLayout
+    from aeval.requests import EvalRequest
     from aeval.settings import Settings
     from aeval.store import RunStore, read_model
 
@@ -35,12 +37,12 @@ def resume_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
     flow = evaluate.with_options(task_runner=runner)
-    manifest = flow(
+    manifest = flow(EvalRequest(
         paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
-        store=str(run_dir.parent.parent), model=old.model, grader_model=old.grader_model,
+        store=str(RunLayout(run_dir).store), model=old.model, grader_model=old.grader_model,
         api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
         output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
-        head=old.head, resume=True, baseline=args.baseline)
+        head=old.head, resume=True, baseline=args.baseline))
     print_summary(manifest, run_dir)
     return manifest.gate.exit_code
 
@@ -61,6 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     prefect_env(args.verbose)
     progress_logging(args.quiet)
 
+    from aeval.requests import EvalRequest
     from aeval.settings import Settings
     from aeval.skill import find_skill_roots
     from aeval.store import RunStore, new_run_id
@@ -109,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
     flow = evaluate.with_options(task_runner=runner)
-    manifest = flow(
+    manifest = flow(EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
         epochs=args.epochs, store=str(store), model=model,
         grader_model=None if args.no_grader else (
@@ -119,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
-        gitlab_url=args.gitlab_url, baseline=args.baseline)
+        gitlab_url=args.gitlab_url, baseline=args.baseline))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"gitlab: {manifest.delivery}")
@@ -138,6 +141,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from aeval.flows.sweep import sweep
     from prefect.task_runners import ThreadPoolTaskRunner
 
+    from aeval.requests import SweepRequest
     from aeval.settings import Settings
     from aeval.store import RunStore, new_run_id
 
@@ -147,12 +151,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     flow = sweep.with_options(
         task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
-    manifest = flow(marketplace=str(args.marketplace), epochs=args.epochs,
-                    runtimes=args.runtime or (["builtin"] if model else ["literal"]),
-                    model=model, grader_model=None if args.no_grader else (
-                        args.grader_model or settings.grader_model or model),
-                    api_base=args.api_base or settings.api_base, store=str(store),
-                    run_id=run_id)
+    manifest = flow(SweepRequest(
+        marketplace=str(args.marketplace), epochs=args.epochs,
+        runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
+        grader_model=None if args.no_grader else (
+            args.grader_model or settings.grader_model or model),
+        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     print(f"baselines refreshed: {store / 'baselines.json'}")
     return manifest.gate.exit_code

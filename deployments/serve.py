@@ -57,15 +57,15 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         entrypoint="flows/mr.py:evaluate_mr",
         description="Evaluate the skills a merge request changed (git diff base...head of the "
                     "repository at `repo`, checked out at head); with post, report on the MR.",
-        parameters={"repo": ".", "base": "origin/main", "head": "HEAD", "mr_iid": None,
-                    "post": False, "runtimes": ["literal"]},
+        parameters={"request": {"repo": ".", "base": "origin/main", "head": "HEAD",
+                                "mr_iid": None, "post": False, "runtimes": ["literal"]}},
     ),
     DeploymentSpec(
         name="nightly",
         entrypoint="flows/sweep.py:sweep",
         description="Evaluate every skill of the marketplace several times; passing cases "
                     "become the last-known-good baselines.",
-        parameters={"marketplace": ".", "epochs": 3, "runtimes": ["literal"]},
+        parameters={"request": {"marketplace": ".", "epochs": 3, "runtimes": ["literal"]}},
         cron=NIGHTLY_CRON,
     ),
 )

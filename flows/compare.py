@@ -9,6 +9,7 @@ from aeval.tasks.compare import write_compare
 from prefect import flow
 
 from aeval.artifacts import CompareReport
+from aeval.requests import EvalRequest
 from aeval.store import RunStore, new_run_id
 
 
@@ -20,9 +21,10 @@ def compare(paths: list[str], variants: list[dict], compare_id: str, store: str 
     runs = []
     for i, v in enumerate(variants, 1):
         run_id = f"{compare_id}-{i}"
-        evaluate(paths=paths, run_id=run_id, runtimes=[v["runtime"]], model=v.get("model"),
-                 grader_model=grader_model, api_base=api_base, store=store, epochs=epochs,
-                 skill_roots=skill_roots)
+        evaluate(EvalRequest(paths=paths, run_id=run_id, runtimes=[v["runtime"]],
+                             model=v.get("model"), grader_model=grader_model,
+                             api_base=api_base, store=store, epochs=epochs,
+                             skill_roots=skill_roots))
         label = v["runtime"] + (f":{v['model']}" if v.get("model") else "")
         runs.append((label, v["runtime"], v.get("model"),
                      str(RunStore(Path(store)).run_dir(run_id))))

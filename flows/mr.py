@@ -1,4 +1,8 @@
-"""The merge-request flow: evaluate the skills an MR changed, and post on the MR."""
+"""The merge-request flow: evaluate the skills an MR changed, and post on the MR.
+
+The flow run ends Failed when the gate is not 0 (its message carries the exit code and the
+reason), so `prefect deployment run ... --watch` fails the CI job as `aeval run` would; it
+ends Completed when every changed skill passed or nothing changed."""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ from aeval.adapters.git import changed_skills
 from aeval.flows.evaluate import evaluate
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Failed, State
+from prefect.states import Completed, Failed, State
 
 from aeval.artifacts import RunManifest
+from aeval.errors import GateFailed
+from aeval.requests import EvalRequest, MrRequest
 from aeval.store import new_run_id
 
 
@@ -27,36 +33,37 @@ def mr_run_name() -> str:
     """`mr 12: origin/main...HEAD`, or `mr: origin/main...HEAD` when no MR is named."""
     from prefect.runtime import flow_run
 
-    p = flow_run.parameters
-    span = f"{p.get('base', 'origin/main')}...{p.get('head', 'HEAD')}"
-    return f"mr {p['mr_iid']}: {span}" if p.get("mr_iid") is not None else f"mr: {span}"
+    r = flow_run.parameters.get("request")
+    r = r.model_dump() if isinstance(r, MrRequest) else (r or {})
+    span = f"{r.get('base', 'origin/main')}...{r.get('head', 'HEAD')}"
+    return f"mr {r['mr_iid']}: {span}" if r.get("mr_iid") is not None else f"mr: {span}"
 
 
-@flow(name="aeval-mr", flow_run_name=mr_run_name, validate_parameters=False)
-def evaluate_mr(repo: str = ".", base: str = "origin/main", head: str = "HEAD",
-                mr_iid: int | None = None, post: bool = False,
-                runtimes: list[str] | None = None, model: str | None = None,
-                grader_model: str | None = None, api_base: str | None = None,
-                store: str = ".aeval", project_id: str | None = None,
-                gitlab_url: str | None = None) -> RunManifest | State | None:
+def gate_state(manifest: RunManifest) -> State:
+    """Completed when the gate is 0, else Failed with the gate as its message (and as the
+    result: the state resolves to a GateFailed exception carrying the exit code)."""
+    gate = manifest.gate
+    if gate is None or gate.exit_code == 0:
+        return Completed(data=manifest, message=gate.reason if gate else None)
+    message = f"aeval gate: exit {gate.exit_code}: {gate.reason}"
+    return Failed(message=message, data=GateFailed(message, gate.exit_code, manifest.run_id))
+
+
+@flow(name="aeval-mr", flow_run_name=mr_run_name)
+def evaluate_mr(request: MrRequest) -> State:
     """Evaluate the skills changed between ``base`` and ``head`` of the repository at ``repo``
-    (its working tree at ``head``); with ``post``, report on merge request ``mr_iid``.
-
-    The flow run ends Failed when the gate is not 0 (its message carries the exit code), so
-    `prefect deployment run ... --watch` fails the CI job as `aeval run` would."""
+    (its working tree at ``head``); with ``post``, report on merge request ``mr_iid``."""
     log = get_run_logger()
-    changes = detect_changes(repo, base, head)
+    changes = detect_changes(request.repo, request.base, request.head)
     for note in changes["notes"]:
         log.info(note)
     if not changes["skills"]:
-        log.info("no skill changed between %s and %s", base, head)
-        return None
-    manifest = evaluate(paths=[repo], run_id=new_run_id(), runtimes=runtimes,
-                        skill_roots=changes["skills"], base=changes["base"],
-                        head=changes["head"], store=store, model=model,
-                        grader_model=grader_model, api_base=api_base, post=post,
-                        mr_iid=mr_iid, project_id=project_id, gitlab_url=gitlab_url)
-    if manifest.gate.exit_code:
-        return Failed(message=f"aeval gate: exit {manifest.gate.exit_code}: "
-                              f"{manifest.gate.reason}", data=manifest)
-    return manifest
+        log.info("no skill changed between %s and %s", request.base, request.head)
+        return Completed(message="no skill changed")
+    manifest = evaluate(EvalRequest(
+        paths=[request.repo], run_id=new_run_id(), skill_roots=changes["skills"],
+        base=changes["base"], head=changes["head"], post=request.post,
+        mr_iid=request.mr_iid, project_id=request.project_id, gitlab_url=request.gitlab_url,
+        **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
+                                      "store"})))
+    return gate_state(manifest)

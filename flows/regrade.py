@@ -9,6 +9,7 @@ from aeval.tasks.compare import write_regrade
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
+from aeval.requests import EvalRequest
 from aeval.store import RunStore, new_run_id, read_model
 
 
@@ -28,9 +29,10 @@ def regrade(run: str, grader_model: str, store: str = ".aeval",
                 if c.runtime == runtime and c.epoch in (None, 1):
                     recordings[f"{s.name}/{c.case_id}"] = str(source / c.dir)
         run_id = f"{new_id}-{runtime}"
-        evaluate(paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,
-                 grader_model=grader_model, api_base=api_base, skill_roots=src.skill_roots,
-                 runtime_options={"replay": {"recordings": recordings}}, recordings=recordings,
-                 retries=0)
+        evaluate(EvalRequest(
+            paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,
+            grader_model=grader_model, api_base=api_base, skill_roots=src.skill_roots,
+            runtime_options={"replay": {"recordings": recordings}}, recordings=recordings,
+            retries=0))
         regraded.append((runtime, str(RunStore(Path(store)).run_dir(run_id))))
     return write_regrade(source, regraded, grader_model, source / f"regrade-{new_id}.json")

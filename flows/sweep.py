@@ -9,18 +9,19 @@ from aeval.tasks.baseline import refresh_baselines_task
 from prefect import flow
 
 from aeval.artifacts import RunManifest
-from aeval.store import RunStore, new_run_id
+from aeval.layout import RunLayout
+from aeval.requests import EvalRequest, SweepRequest
+from aeval.store import new_run_id
 
 
-@flow(name="aeval-sweep", flow_run_name="sweep {marketplace}", validate_parameters=False)
-def sweep(marketplace: str = ".", epochs: int = 3, runtimes: list[str] | None = None,
-          model: str | None = None, grader_model: str | None = None,
-          api_base: str | None = None, store: str = ".aeval",
-          run_id: str | None = None) -> RunManifest:
+@flow(name="aeval-sweep", flow_run_name="sweep {request.marketplace}")
+def sweep(request: SweepRequest) -> RunManifest:
     """Evaluate every skill of the marketplace ``epochs`` times; passing cases become the new
     last-known-good baselines."""
-    run_id = run_id or new_run_id()
-    manifest = evaluate(paths=[marketplace], run_id=run_id, runtimes=runtimes, epochs=epochs,
-                        store=store, model=model, grader_model=grader_model, api_base=api_base)
-    refresh_baselines_task(Path(store), RunStore(Path(store)).run_dir(run_id))
+    run_id = request.run_id or new_run_id()
+    manifest = evaluate(EvalRequest(
+        paths=[request.marketplace], run_id=run_id, epochs=request.epochs,
+        **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
+                                      "store"})))
+    refresh_baselines_task(Path(request.store), RunLayout.of(request.store, run_id).run_dir)
     return manifest

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 from aeval.adapters.llm import ask_json
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from aeval.artifacts import (
@@ -202,10 +200,10 @@ def narrate(notes: AnalysisNotes, bench: Benchmark, model: str, api_base: str | 
     return notes.model_copy(update={"notes": notes.notes + extra, "model": model})
 
 
-def aggregate(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult],
+def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[CaseResult],
               model: str | None = None, api_base: str | None = None) -> MultiEvalReport:
-    """Write the per skill x runtime artifacts; return the multi-eval report."""
-    out = Path(run_dir) / cases[0].dir.split("/")[0] / runtime
+    """Write the per skill x runtime artifacts into ``out``; return the multi-eval report."""
+    out = Path(out)
     pairs = load_gradings(Path(run_dir), cases)
     bench = benchmark(skill, runtime, pairs)
     notes = analyze(skill, runtime, pairs)
@@ -239,10 +237,3 @@ def template_problems(summary: str) -> list[str]:
     if summary.count("<details>") != summary.count("</details>"):
         problems.append("unbalanced <details>")
     return problems
-
-
-@task(name="aggregate", task_run_name="aggregate {skill} [{runtime}]", cache_policy=NO_CACHE)
-def aggregate_skill(run_dir: Path, skill: str, runtime: str, cases: list[CaseResult],
-                    model: str | None = None, api_base: str | None = None) -> MultiEvalReport:
-    """Benchmark, analysis notes, multi-eval report and summary for one skill x runtime."""
-    return aggregate(run_dir, skill, runtime, cases, model, api_base)

@@ -18,6 +18,7 @@ from aeval.artifacts import (
     Regression,
     RunManifest,
 )
+from aeval.layout import RunLayout
 from aeval.store import read_model, write_model
 
 BASELINES = "baselines.json"
@@ -37,7 +38,7 @@ def entries_of_run(run_dir: Path, manifest: RunManifest | None = None,
         for c in s.cases:
             p = run_dir / c.dir / "grading.json"
             if p.is_file():
-                grouped.setdefault(_key(s.name, c.runtime, c.case_id), []).append(
+                grouped.setdefault(_key(s.key or s.name, c.runtime, c.case_id), []).append(
                     (c, read_model(p, Grading)))
     out = {}
     for key, runs in grouped.items():
@@ -84,13 +85,14 @@ def baseline_entries(store: Path, baseline: str | None) -> tuple[str | None, dic
     return ("baselines.json" if doc.entries else None), doc.entries
 
 
-def regression(skill: str, runtime: str, run_dir: Path, cases: list[CaseResult],
-               label: str | None, entries: dict[str, BaselineEntry]) -> Regression:
+def regression(skill_key: str, skill: str, runtime: str, run_dir: Path,
+               cases: list[CaseResult], label: str | None,
+               entries: dict[str, BaselineEntry]) -> Regression:
     """Pass-rate deltas and newly failing / passing assertions against the baseline."""
     now = entries_of_run(run_dir, RunManifest(
         run_id="current", created_at=datetime.now(UTC), aeval_version="", paths=[],
-        runtimes=[runtime], skills=[{"name": skill, "path": "", "status": "pass",
-                                     "cases": cases}]))
+        runtimes=[runtime], skills=[{"name": skill, "key": skill_key, "path": "",
+                                     "status": "pass", "cases": cases}]))
     doc = Regression(skill=skill, runtime=runtime, baseline_run=None)
     for key, cur in sorted(now.items()):
         base = entries.get(key)
@@ -111,13 +113,13 @@ def regression(skill: str, runtime: str, run_dir: Path, cases: list[CaseResult],
     return doc
 
 
-@task(name="regression", task_run_name="regression {skill} [{runtime}]", cache_policy=NO_CACHE)
-def write_regression(skill: str, runtime: str, run_dir: Path, cases: list[CaseResult],
-                     store: Path, baseline: str | None = None) -> Regression:
-    """regression.json for one skill x runtime."""
+def regression_for(layout: RunLayout, out: Path, skill_key: str, skill: str, runtime: str,
+                   cases: list[CaseResult], store: Path, baseline: str | None = None
+                   ) -> Regression:
+    """regression.json of one skill x runtime, written into ``out``."""
     label, entries = baseline_entries(store, baseline)
-    doc = regression(skill, runtime, run_dir, cases, label, entries)
-    write_model(Path(run_dir) / cases[0].dir.split("/")[0] / runtime / "regression.json", doc)
+    doc = regression(skill_key, skill, runtime, layout.run_dir, cases, label, entries)
+    write_model(Path(out) / "regression.json", doc)
     return doc
 
 

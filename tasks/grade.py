@@ -8,12 +8,11 @@ never counts as passed.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from aeval.tasks.execute import recorded_attempts
+from aeval.tasks.attempt import recorded_attempts
 from aeval.tasks.grader import (
     TRANSCRIPT_CAP,
     call_grader,
@@ -25,27 +24,30 @@ from aeval.tasks.grader import (
     withhold,
 )
 from aeval.tasks.install import resolve_credentials
-from aeval.tasks.publish import artifact_key, case_markdown
+from aeval.tasks.prefect_artifacts import artifact_key, case_markdown
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
 
 from aeval.artifacts import (
     AssertionsFile,
     AttemptRecord,
     CaseResult,
     ChangeMade,
+    Claim,
     EvalFeedback,
     EvalMetadata,
     ExecutionMetrics,
     Expectation,
     FirstAttemptError,
     GraderInfo,
+    GraderVerdict,
     Grading,
     SelfCorrection,
     Timing,
 )
-from aeval.checks import CheckContext, run_check
+from aeval.checks import CheckContext, CheckOutcome, run_check
 from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
@@ -58,11 +60,12 @@ from aeval.events import (
     read_events,
     transcript_text,
 )
+from aeval.judge import judge
 from aeval.plan import CasePlan, ExecutionRecord
 from aeval.redact import Redactor
 from aeval.shell import base_env
 from aeval.store import read_model, write_model
-from aeval.verdict import case_status, summarize
+from aeval.verdict import summarize
 from aeval.workspace import FileChange
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
@@ -127,17 +130,68 @@ def _not_run(assertions: AssertionsFile, reason: str) -> list[Expectation]:
                         graded_by="none") for a in assertions.assertions]
 
 
+class GraderOutcome(BaseModel):
+    """What the grader model said (or why it said nothing usable)."""
+
+    verdicts: dict[str, GraderVerdict] = Field(default_factory=dict)
+    info: GraderInfo = Field(default_factory=lambda: GraderInfo(model=None,
+                                                                protocol_fidelity=True))
+    claims: list[Claim] = Field(default_factory=list)
+    feedback: EvalFeedback = Field(default_factory=EvalFeedback)
+    error: str | None = None
+    injections: list[str] = Field(default_factory=list)
+    wall_s: float | None = None
+
+
+def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionRecord,
+               redactor: Redactor) -> GraderOutcome:
+    """The separated grader's verdicts: input is exactly prompt, transcript, outputs and the
+    assertions, with the skill's own lines and lines addressed to the grader withheld."""
+    judged = [a for a in assertions.assertions if a.kind != "structural"]
+    if not plan.grader_model or not judged:
+        return GraderOutcome()
+    case_dir = plan.case_dir
+    lines = skill_lines(plan.skill.path) | {
+        ln.strip() for c in execution.changes for ln in (c.after or "").splitlines()
+        if len(ln.strip()) >= 12}
+    transcript, found_t = neutralize(withhold((case_dir / "transcript.md").read_text(), lines))
+    transcript = head_tail(transcript, TRANSCRIPT_CAP)
+    outputs, found_o = neutralize(render_outputs(
+        case_dir / "outputs", [o.model_dump() for o in execution.outputs], lines))
+    out = GraderOutcome(injections=found_t + found_o)
+    text = grader_input(plan.case.prompt, transcript, outputs, judged)
+    try:
+        answer = call_grader(plan.grader_model, plan.api_base, text, judged)
+    except EnvironmentFailure as exc:
+        out.error = f"grader model failed: {redactor.text(str(exc))[:300]}"
+        return out
+    out.wall_s = round(answer.wall_s, 3)
+    out.info = GraderInfo(model=plan.grader_model, protocol_fidelity=answer.value is not None,
+                          attempts=answer.attempts)
+    if answer.value is None:
+        out.error = (f"grader answer invalid after {answer.attempts} attempt(s): "
+                     f"{(answer.error or '')[:300]}")
+    else:
+        out.verdicts = {v.id: v for v in answer.value.expectations}
+        out.claims, out.feedback = answer.value.claims, answer.value.eval_feedback
+    return out
+
+
+def case_redactor(plan: CasePlan) -> Redactor:
+    try:
+        return Redactor(resolve_credentials(plan))
+    except Exception:
+        return Redactor()
+
+
 def grade(plan: CasePlan, assertions: AssertionsFile,
           execution: ExecutionRecord | BaseException) -> CaseResult:
     """Grade one case and write grading.json and eval_metadata.json. Never raises for the
     case's own outcome: an execution exception becomes status `error` with its reason."""
     start = time.monotonic()
     case_dir = plan.case_dir
-    attempts: list[AttemptRecord] = recorded_attempts(plan)
-    try:
-        redactor = Redactor(resolve_credentials(plan))
-    except Exception:
-        redactor = Redactor()
+    attempts: list[AttemptRecord] = recorded_attempts(case_dir)
+    redactor = case_redactor(plan)
     meta = EvalMetadata(
         run_id=plan.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
         case_id=plan.case.id, runtime=plan.runtime, model=plan.model, epoch=plan.epoch,
@@ -170,117 +224,44 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     events = read_events(case_dir / "events.jsonl")
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
     changes = attribute_changes(execution.changes, events, skill_rel)
-    errors = first_attempt_errors(events)
-    env = base_env(execution.attempt_root / "home",
-                   {"SKILL_DIR": str(execution.skill_copy), **_credentials(plan)})
+    env = base_env(execution.home, {"SKILL_DIR": str(execution.skill_copy),
+                                    **_credentials(plan)})
     ctx = CheckContext(workspace=execution.workspace, events=events, env=env)
-
-    check_results = {a.id: run_check(a.check, ctx) for a in assertions.assertions
-                     if a.check is not None}
-    verdicts, grader_info, claims, feedback, grader_error = {}, GraderInfo(
-        model=None, protocol_fidelity=True), [], EvalFeedback(), None
-    injections: list[str] = []
-    grader_wall = None
-    judged = [a for a in assertions.assertions if a.kind != "structural"]
-    if plan.grader_model and judged:
-        lines = skill_lines(plan.skill.path) | {
-            ln.strip() for c in execution.changes for ln in (c.after or "").splitlines()
-            if len(ln.strip()) >= 12}
-        transcript, found_t = neutralize(
-            withhold((case_dir / "transcript.md").read_text(), lines))
-        transcript = head_tail(transcript, TRANSCRIPT_CAP)
-        outputs, found_o = neutralize(
-            render_outputs(case_dir / "outputs", execution.outputs, lines))
-        injections = found_t + found_o
-        text = grader_input(plan.case.prompt, transcript, outputs, judged)
-        try:
-            answer = call_grader(plan.grader_model, plan.api_base, text, judged)
-        except EnvironmentFailure as exc:
-            grader_error = f"grader model failed: {redactor.text(str(exc))[:300]}"
-            answer = None
-        if answer is not None:
-            grader_wall = round(answer.wall_s, 3)
-            grader_info = GraderInfo(model=plan.grader_model,
-                                     protocol_fidelity=answer.value is not None,
-                                     attempts=answer.attempts)
-            if answer.value is None:
-                grader_error = (f"grader answer invalid after {answer.attempts} attempt(s): "
-                                f"{answer.error[:300]}")
-            else:
-                verdicts = {v.id: v for v in answer.value.expectations}
-                claims, feedback = answer.value.claims, answer.value.eval_feedback
-
-    expectations = []
-    for a in assertions.assertions:
-        v = verdicts.get(a.id)
-        if a.kind == "structural":
-            ok = not changes
-            evidence = ("no skill file changed (manifest diff empty)" if ok else
-                        "; ".join(f"{c.id} {c.change} {c.path}" + (
-                            f" by [{c.event_seq}] {c.tool}" if c.event_seq is not None else "")
-                            for c in changes))
-            expectations.append(Expectation(
-                id=a.id, text=a.text, kind=a.kind, status="passed" if ok else "failed",
-                passed=ok, terminal_passed=True, needed_correction=not ok,
-                evidence=evidence, graded_by="structural"))
-        elif a.check is not None:
-            # the check decides; a correction the grader ties to it fails the first attempt
-            out = check_results[a.id]
-            corrected = bool(v and v.needed_correction and out.passed)
-            first = out.passed and not corrected
-            evidence = redactor.text(out.evidence) + (
-                f" | grader: needed a correction: {v.evidence}" if corrected else "")
-            expectations.append(Expectation(
-                id=a.id, text=a.text, kind=a.kind, status="passed" if first else "failed",
-                passed=first, terminal_passed=out.passed, needed_correction=corrected,
-                evidence=evidence, graded_by="check"))
-        elif v is not None:
-            first = v.passed and not v.needed_correction
-            expectations.append(Expectation(
-                id=a.id, text=a.text, kind=a.kind, status="passed" if first else "failed",
-                passed=first, terminal_passed=v.passed, needed_correction=v.needed_correction,
-                evidence=redactor.text(v.evidence), graded_by="grader"))
-        else:
-            expectations.append(Expectation(
-                id=a.id, text=a.text, kind=a.kind, status="ungraded", passed=None,
-                terminal_passed=None, graded_by="none",
-                evidence=grader_error or "no grader model configured (--grader-model or "
-                                         "AEVAL_GRADER_MODEL)"))
-
-    status, reason = case_status(expectations, plan.case.pass_threshold)
-    if grader_error and not grader_info.protocol_fidelity:
-        status, reason = "error", grader_error  # the grader broke protocol: no verdict
-    elif grader_error and status != "fail":
-        status, reason = "error", grader_error
+    checks = {a.id: run_check(a.check, ctx) for a in assertions.assertions
+              if a.check is not None}
+    checks = {k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()}
+    graded = ask_grader(plan, assertions, execution, redactor)
+    verdicts = {k: v.model_copy(update={"evidence": redactor.text(v.evidence)})
+                for k, v in graded.verdicts.items()}
+    j = judge(assertions.assertions, changes, checks, verdicts, plan.case.pass_threshold,
+              graded.error)
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(
-        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
-        status_reason=reason, expectations=expectations, summary=summarize(expectations),
-        claims=claims, eval_feedback=feedback, injection_attempts=injections,
+        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=j.status,
+        status_reason=j.reason, expectations=j.expectations,
+        summary=summarize(j.expectations), claims=graded.claims,
+        eval_feedback=graded.feedback, injection_attempts=graded.injections,
         self_correction=SelfCorrection(
-            was_needed=bool(changes) or any(e.needed_correction for e in expectations),
-            first_attempt_errors=errors, changes_made=changes,
-            affected_assertions=[e.id for e in expectations if e.needed_correction]),
+            was_needed=bool(changes) or any(e.needed_correction for e in j.expectations),
+            first_attempt_errors=first_attempt_errors(events), changes_made=changes,
+            affected_assertions=[e.id for e in j.expectations if e.needed_correction]),
         execution_metrics=m,
-        timing=Timing(executor_wall_s=round(result.wall_s, 3), grader_wall_s=grader_wall,
+        timing=Timing(executor_wall_s=round(result.wall_s, 3), grader_wall_s=graded.wall_s,
                       total_s=round(result.wall_s + time.monotonic() - start, 3)),
-        grader=grader_info)
+        grader=graded.info)
     write_model(case_dir / "grading.json", grading, redactor)
 
-    meta.status, meta.ended_at = status, datetime.now(UTC)
+    meta.status, meta.ended_at = j.status, datetime.now(UTC)
     meta.usage = result.usage if result.usage.requests else m.usage
     meta.wall_s = round(result.wall_s, 3)
     meta.runtime_version = execution.runtime_version
     meta.outputs = execution.outputs
     write_model(case_dir / "eval_metadata.json", meta, redactor)
-
-    if not plan.keep_workspace:
-        shutil.rmtree(execution.attempt_root, ignore_errors=True)
     s = grading.summary
     return CaseResult(
-        case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=status,
-        reason=reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
+        case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=j.status,
+        reason=j.reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
         first_attempt_pass_rate=s.first_attempt_pass_rate,
         terminal_pass_rate=s.terminal_pass_rate, self_corrections=len(changes),
         attempts=len(attempts), dir=plan.rel_dir)
@@ -292,7 +273,7 @@ def finished_result(plan: CasePlan) -> CaseResult | None:
     if not p.is_file():
         return None
     g = read_model(p, Grading)
-    attempts = recorded_attempts(plan)
+    attempts = recorded_attempts(plan.case_dir)
     s = g.summary
     return CaseResult(
         case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=g.status,

@@ -24,7 +24,8 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
             for rt in runtimes:
                 for epoch in (range(1, epochs + 1) if epochs > 1 else [None]):
                     plans.append(CasePlan(
-                        run_id=run_id, run_dir=run_dir, skill=ex.skill, tier=ex.tier,
+                        run_id=run_id, run_dir=run_dir, skill_key=ex.key or ex.name,
+                        skill=ex.skill, tier=ex.tier,
                         contract=ex.contract, warnings=ex.warnings, case=case, runtime=rt,
                         runtime_options=(runtime_options or {}).get(rt, {}), epoch=epoch,
                         model=model, grader_model=grader_model, api_base=api_base,

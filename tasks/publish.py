@@ -6,20 +6,16 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aeval.tasks.prefect_artifacts import artifact_key
+from aeval.tasks.prepare import PreparedRun
 from aeval.tasks.report import render_report
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from aeval.artifacts import CaseResult, Grading, RunManifest
-from aeval.plan import safe
+from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
-from aeval.verdict import gate
-
-
-def artifact_key(*parts: str) -> str:
-    """Prefect artifact keys: lowercase letters, digits and dashes."""
-    return "-".join(safe(p).lower().replace("_", "-").replace(".", "-") for p in parts)[:200]
+from aeval.verdict import gate, skill_status
 
 
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
@@ -90,23 +86,29 @@ def finish_run(run_dir: Path, manifest: RunManifest) -> RunManifest:
     return done
 
 
-def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:
-    lines = [f"### {skill} / {c.case_id} [{c.runtime}]: **{c.status.upper()}**", "",
-             c.reason, ""]
-    p = run_dir / c.dir / "grading.json"
-    if p.is_file():
-        g = read_model(p, Grading)
-        lines += ["| id | verdict | assertion | evidence |", "|---|---|---|---|"]
-        for e in g.expectations:
-            ev = e.evidence.replace("|", "\\|").replace("\n", " ")[:200]
-            lines.append(f"| {e.id} | {e.status} | {e.text.replace('|', '/')} | {ev} |")
-    return "\n".join(lines)
+def assemble(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest:
+    """run.json's skills: every examined skill with its case results (invalid ones with their
+    problems), in a stable order."""
+    by_skill: dict[str, list[CaseResult]] = {}
+    for c in [*prepared.finished, *results]:
+        by_skill.setdefault(c.dir.split("/", 1)[0], []).append(c)
+    skills = []
+    for ex in prepared.examined:
+        cases = sorted(by_skill.get(ex.key or "", []),
+                       key=lambda c: (c.runtime, c.case_id, c.epoch or 0))
+        skills.append(SkillResult(
+            name=ex.name, key=ex.key, path=str(ex.root), tier=ex.tier, warnings=ex.warnings,
+            problems=ex.problems, cases=cases,
+            status="invalid" if not ex.valid else skill_status(cases)))
+    return prepared.manifest.model_copy(update={"skills": skills})
 
 
-@task(name="publish", task_run_name="publish {manifest.run_id}", cache_policy=NO_CACHE)
-def publish_run(run_dir: Path, manifest: RunManifest) -> RunManifest:
-    """Write run.json and junit.xml; attach Prefect artifacts (table per skill, link)."""
-    done = finish_run(run_dir, manifest)
+@task(name="publish", task_run_name="publish {prepared.manifest.run_id}", cache_policy=NO_CACHE)
+def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest:
+    """Write run.json (with the gate), junit.xml and report.html; attach Prefect artifacts
+    (a table per skill, a link to the run)."""
+    run_dir = prepared.run_dir
+    done = finish_run(run_dir, assemble(prepared, results))
     for s in done.skills:
         rows = [{"case": c.case_id, "runtime": c.runtime, "epoch": c.epoch, "status": c.status,
                  "first_attempt": c.first_attempt_pass_rate, "terminal": c.terminal_pass_rate,

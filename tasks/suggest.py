@@ -17,8 +17,6 @@ import json
 from pathlib import Path
 
 from aeval.adapters.llm import ask_json
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import (
     CaseResult,
@@ -144,9 +142,10 @@ def suggester_input(skill_dir: Path, pairs: list[tuple[str, Grading]],
     ])
 
 
-def suggest(run_dir: Path, skill: str, skill_dir: Path, runtime: str, cases: list[CaseResult],
-            model: str | None = None, api_base: str | None = None) -> FixSuggestions:
-    """Compute and write fix_suggestions.json for one skill x runtime."""
+def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: str,
+            cases: list[CaseResult], model: str | None = None,
+            api_base: str | None = None) -> FixSuggestions:
+    """Compute fix_suggestions.json for one skill x runtime and write it into ``out_dir``."""
     skill_dir = Path(skill_dir)
     pairs, dirs = [], {}
     for c in sorted(cases, key=lambda c: (c.case_id, c.epoch or 0)):
@@ -195,14 +194,5 @@ def suggest(run_dir: Path, skill: str, skill_dir: Path, runtime: str, cases: lis
     lv1 = sum(s.level == "LV1" for s in final)
     doc = FixSuggestions(skill=skill, runtime=runtime, suggestions=final, rejected=rejected,
                          causal_share=round(lv1 / len(final), 4) if final else None)
-    write_model(Path(run_dir) / cases[0].dir.split("/")[0] / runtime / "fix_suggestions.json",
-                doc)
+    write_model(Path(out_dir) / "fix_suggestions.json", doc)
     return doc
-
-
-@task(name="suggest", task_run_name="suggest {skill} [{runtime}]", cache_policy=NO_CACHE)
-def suggest_fixes(run_dir: Path, skill: str, skill_dir: Path, runtime: str,
-                  cases: list[CaseResult], model: str | None = None,
-                  api_base: str | None = None) -> FixSuggestions:
-    """Grounded LV1 / LV2 suggestions for one skill x runtime."""
-    return suggest(run_dir, skill, skill_dir, runtime, cases, model, api_base)

@@ -157,6 +157,8 @@ class Regression(Artifact):
 
 class SkillResult(_M):
     name: str
+    key: str | None = Field(None, description="The skill's folder in the run (its name, made "
+                                              "unique when two skills share one).")
     path: str
     status: Literal["pass", "fail", "error", "invalid", "skipped"]
     tier: Tier | None = None

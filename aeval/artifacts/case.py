@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.contract import DeterministicCheck, Tier
 from aeval.events import Usage
+from aeval.workspace import OutputFile
 
 SCHEMA_VERSION = 1
 
@@ -73,6 +74,10 @@ class AttemptRecord(BaseModel):
     error: str | None = Field(None, description="The environment error, redacted.")
     error_type: str | None = None
     dir: str = Field(description="Folder of this attempt's raw log and events, run-relative.")
+    changes: list[str] = Field(
+        default_factory=list,
+        description="Δ of this attempt, `<change> <path>` per skill file: recorded for every "
+                    "attempt, also one that raised.")
 
 
 class EvalMetadata(Artifact):
@@ -99,5 +104,5 @@ class EvalMetadata(Artifact):
     wall_s: float | None = Field(None, description="Executor wall time of the graded attempt.")
     started_at: datetime | None = None
     ended_at: datetime | None = None
-    outputs: list[dict] = Field(default_factory=list,
-                                description="Output files: path, size, sha256, copied.")
+    outputs: list[OutputFile] = Field(default_factory=list,
+                                      description="Files the run created or changed.")

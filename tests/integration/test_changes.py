@@ -121,9 +121,15 @@ def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
     cfg = repo / "skills" / "gamma" / "eval.config"
     cfg.write_text(cfg.read_text().replace("echo ok > out.txt", "exit 1"))
     commit(repo)
-    state = evaluate_mr(repo=str(repo), base="HEAD~1", store=str(tmp_path / "s"),
+    from aeval.errors import GateFailed
+    from aeval.requests import MrRequest
+
+    state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD~1", store=str(tmp_path / "s")),
                         return_state=True)
-    assert state.is_failed() and "aeval gate: exit 1" in state.message
+    assert state.is_failed() and state.message.startswith("aeval gate: exit 1: ")
+    with pytest.raises(GateFailed) as failed:
+        state.result()
+    assert failed.value.exit_code == 1
     from prefect import get_client
 
     with get_client(sync_client=True) as client:

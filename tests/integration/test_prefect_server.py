@@ -161,8 +161,7 @@ def test_mr_deployment_served_and_triggered_like_ci(server, mr_repo, tmp_path: P
     repo, base, head = mr_repo
     work = tmp_path / "serve"
     work.mkdir()
-    env = {**server, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = dict(server)
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         serve = subprocess.Popen([sys.executable, "-m", "aeval.deployments.serve", "--no-schedule"],
@@ -186,22 +185,24 @@ def test_mr_deployment_served_and_triggered_like_ci(server, mr_repo, tmp_path: P
 
         with api_client(server) as client:
             dep = client.read_deployment_by_name("aeval-mr/mr")
-            assert dep.parameters["repo"] == "." and dep.parameters["post"] is False
+            defaults = dep.parameters["request"]
+            assert defaults["repo"] == "." and defaults["post"] is False
             (mr,) = client.read_flow_runs(deployment_filter=DeploymentFilter(
                 id=DeploymentFilterId(any_=[dep.id])))
             assert mr.state.is_completed(), mr.state
             assert mr.name.startswith("mr 7: ")
-            assert mr.parameters["base"] == base and mr.parameters["head"] == head
-            assert mr.parameters["mr_iid"] == 7 and mr.parameters["post"] is False
-            assert mr.parameters["project_id"] == "42"  # a string, as the flow declares
+            req = mr.parameters["request"]
+            assert req["base"] == base and req["head"] == head
+            assert req["mr_iid"] == 7 and req["post"] is False
+            assert req["project_id"] == "42"  # a string, as MrRequest declares
             (child,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[mr.id])))
             assert child.state.is_completed(), child.state
             assert child.name.startswith("evaluate ")
             tasks = {t.name for t in client.read_task_runs(flow_run_filter=FlowRunFilter(
                 id=FlowRunFilterId(any_=[child.id])))}
-            assert {"execute csv-stats/stats [literal]", "grade csv-stats/summary [literal]"
-                    } <= tasks, tasks
+            assert {"case csv-stats/stats [literal]", "execute csv-stats/stats [literal]",
+                    "grade csv-stats/summary [literal]"} <= tasks, tasks
             assert not any("segmentation" in t for t in tasks), "only the changed skill runs"
             arts = {a.key: a for a in client.read_artifacts(artifact_filter=ArtifactFilter(
                 flow_run_id=ArtifactFilterFlowRunId(any_=[child.id])))}
@@ -215,13 +216,32 @@ def test_mr_deployment_served_and_triggered_like_ci(server, mr_repo, tmp_path: P
         assert done["base"] == base and done["head"] == head
         assert [s["name"] for s in done["skills"]] == ["csv-stats"]
         assert done["gate"]["exit_code"] == 0
+
+        # a change to a broken skill: the MR flow run ends Failed with the gate as its
+        # message, `--watch` fails the CI job, and the engine logs no traceback
+        run_md = repo / "skills" / "segmentation" / "SKILL.md"
+        run_md.write_text(run_md.read_text() + "\nTrain on CPU first.\n")
+        sh(repo, "commit", "-q", "-a", "-m", "segmentation: a note")
+        ci_env.update(CI_MERGE_REQUEST_DIFF_BASE_SHA=head, CI_COMMIT_SHA=sh(repo, "rev-parse",
+                                                                             "HEAD"))
+        failed = subprocess.run(["bash", "-c", f"{command} --watch-timeout 150"], env=ci_env,
+                                capture_output=True, text=True, timeout=180)
+        assert failed.returncode != 0, failed.stdout[-2000:]
+        with api_client(server) as client:
+            runs = client.read_flow_runs(deployment_filter=DeploymentFilter(
+                id=DeploymentFilterId(any_=[dep.id])))
+        (second,) = [r for r in runs if r.id != mr.id]
+        assert second.state.is_failed(), second.state
+        assert second.state.message.startswith("aeval gate: exit 1: "), second.state.message
+        served = log.read_text(errors="replace")
+        assert "Traceback" not in served and "Unexpected result" not in served, tail(log, 80)
     finally:
         stop(serve)
 
 
 def test_prefect_deploy_all_with_prefect_yaml(server):
     """`prefect deploy --all` accepts prefect.yaml from the project root, as documented."""
-    env = {**server, "PYTHONPATH": str(ROOT)}
+    env = dict(server)
     pool = subprocess.run([PREFECT, "work-pool", "create", "aeval", "--type", "process"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert pool.returncode == 0, pool.stdout + pool.stderr

@@ -97,12 +97,12 @@ def test_the_documented_deployments():
     """What CI and the README rely on."""
     names = {s.full_name: s for s in DEPLOYMENTS}
     assert set(names) == {"aeval-mr/mr", "aeval-sweep/nightly"}
-    mr = names["aeval-mr/mr"].parameters
+    mr = names["aeval-mr/mr"].parameters["request"]
     assert {"repo", "base", "head", "mr_iid", "post", "runtimes"} <= set(mr)
     assert mr["repo"] == "." and mr["post"] is False
     nightly = names["aeval-sweep/nightly"]
     assert nightly.cron == NIGHTLY_CRON == "0 2 * * *"
-    assert nightly.parameters["epochs"] == 3
+    assert nightly.parameters["request"]["epochs"] == 3
 
 
 # ---- the serve entrypoint -------------------------------------------------------------------
@@ -182,3 +182,53 @@ def test_local_cluster_slots_stay_within_concurrency(concurrency, cpus, workers,
     assert (kw["n_workers"], kw["threads_per_worker"]) == (workers, threads)
     assert kw["n_workers"] * kw["threads_per_worker"] <= concurrency
     assert kw["host"] == "127.0.0.1" and kw["dashboard_address"].startswith("127.0.0.1:")
+
+
+@pytest.mark.parametrize("flow_path", ["aeval.flows.evaluate:evaluate",
+                                       "aeval.flows.mr:evaluate_mr",
+                                       "aeval.flows.sweep:sweep"])
+def test_each_flow_takes_one_typed_described_request(flow_path: str):
+    """The Prefect UI's custom-run form: one parameter, a pydantic model whose every field has
+    a type and a description."""
+    import importlib
+
+    module, _, name = flow_path.partition(":")
+    flow = getattr(importlib.import_module(module), name)
+    schema = parameter_schema(flow.fn).model_dump_for_openapi()
+    assert list(schema["properties"]) == ["request"]
+    ref = schema["properties"]["request"]["$ref"].rsplit("/", 1)[1]
+    fields = schema["definitions"][ref]["properties"]
+    assert len(fields) >= 6
+    for field, spec in fields.items():
+        assert spec.get("description"), f"{ref}.{field} has no description"
+        assert "type" in spec or "anyOf" in spec or "$ref" in spec, f"{ref}.{field} untyped"
+
+
+def test_the_ci_template_sends_a_valid_mr_request():
+    """The aeval-prefect job's --param, expanded with CI's variables as bash would, is an
+    MrRequest (numeric-looking ids stay strings)."""
+    import shlex
+    import subprocess
+
+    from aeval.requests import MrRequest
+
+    ci = yaml.safe_load((ROOT / "deployments" / "gitlab" / "aeval.gitlab-ci.yml").read_text())
+    (command,) = ci["aeval-prefect"]["script"]
+    env = {**ci["variables"], "CI_MERGE_REQUEST_DIFF_BASE_SHA": "1234567", "CI_COMMIT_SHA":
+           "89abcde", "CI_MERGE_REQUEST_IID": "7", "CI_PROJECT_ID": "42",
+           "CI_SERVER_URL": "https://gitlab.example.com", "PATH": "/usr/bin:/bin"}
+    args = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 3)[3]],
+                          env=env, capture_output=True, text=True, check=True).stdout
+    params = [a for a in args.split("\0") if a.startswith("request=")]
+    assert len(params) == 1, shlex.join(args.split("\0"))
+    req = MrRequest.model_validate_json(params[0].removeprefix("request="))
+    assert (req.base, req.head, req.mr_iid, req.project_id) == ("1234567", "89abcde", 7, "42")
+    assert req.post is False and req.repo == "."
+
+
+def test_the_ci_template_installs_a_pinned_free_name():
+    ci = yaml.safe_load((ROOT / "deployments" / "gitlab" / "aeval.gitlab-ci.yml").read_text())
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert ci["variables"]["AEVAL_PIP_SPEC"] == f"aeval-skills=={version}"

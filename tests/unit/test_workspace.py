@@ -43,7 +43,7 @@ def test_outputs_exclude_skill_copy_and_unchanged_files_and_are_redacted(tmp_pat
     (ws.path / "outputs" / "stats.json").write_text('{"token": "s3cret-value"}')
     (ws.skill_dir / "SKILL.md").write_text("edited")  # a skill edit is Δ, not an output
     out = collect_outputs(ws, before, tmp_path / "collected", Redactor({"TOK": "s3cret-value"}))
-    assert [o["path"] for o in out] == ["outputs/stats.json"]
+    assert [o.path for o in out] == ["outputs/stats.json"]
     text = (tmp_path / "collected" / "outputs" / "stats.json").read_text()
     assert "s3cret-value" not in text and "[REDACTED:TOK]" in text
 
@@ -54,5 +54,5 @@ def test_outputs_over_cap_are_listed_not_copied(tmp_path):
     before = ws.snapshot()
     (ws.path / "big.bin").write_bytes(b"\0" * 2000)
     out = collect_outputs(ws, before, tmp_path / "c", max_file_bytes=1000)
-    assert out[0]["path"] == "big.bin" and out[0]["copied"] is False and out[0]["size"] == 2000
+    assert out[0].path == "big.bin" and out[0].copied is False and out[0].size == 2000
     assert not (tmp_path / "c" / "big.bin").exists()

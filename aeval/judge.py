@@ -1,0 +1,99 @@
+"""The judge: from what was observed to per-assertion verdicts and the case status. Pure: no
+IO, no model call; the grade task gathers the inputs and writes the result.
+
+Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
+
+- structural (S1): passes only when Δ is empty; a non-empty Δ fails the case whatever else
+  passed (the executor had to edit the skill).
+- a deterministic check decides its own pass; when the grader says its success needed a
+  correction, it fails the first attempt (still passing terminally).
+- a natural-language assertion takes the grader's verdict; `needed_correction` fails the
+  first attempt.
+- an assertion nobody could judge is `ungraded` (never a pass), with the reason.
+- status: Δ non-empty -> fail; nothing but the structural assertion judged -> error (nothing
+  could be graded); first-attempt pass rate >= threshold -> pass, else fail.
+- a broken grader (its answer stayed invalid, or the call failed) never hides a deterministic
+  `fail`; it only turns what would have been `pass` into `error`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval.artifacts import ChangeMade, Expectation, GraderVerdict
+from aeval.artifacts.case import AssertionSpec
+from aeval.checks import CheckOutcome
+from aeval.verdict import case_status
+
+NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"
+
+
+class Judgement(BaseModel):
+    """The judge's answer for one case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expectations: list[Expectation]
+    status: str = Field(description="pass | fail | error")
+    reason: str = Field(description="Why, in one line.")
+
+
+def change_evidence(changes: list[ChangeMade]) -> str:
+    """What the structural assertion cites: each change and the event that made it."""
+    if not changes:
+        return "no skill file changed (manifest diff empty)"
+    return "; ".join(
+        f"{c.id} {c.change} {c.path}"
+        + (f" by event {c.event_seq} ({c.tool})" if c.event_seq is not None else "")
+        for c in changes)
+
+
+def judge_assertion(spec: AssertionSpec, changes: list[ChangeMade],
+                    check: CheckOutcome | None, verdict: GraderVerdict | None,
+                    grader_error: str | None) -> Expectation:
+    """The verdict on one assertion."""
+    base = {"id": spec.id, "text": spec.text, "kind": spec.kind}
+    if spec.kind == "structural":
+        ok = not changes
+        return Expectation(**base, status="passed" if ok else "failed", passed=ok,
+                           terminal_passed=True, needed_correction=not ok,
+                           evidence=change_evidence(changes), graded_by="structural")
+    if spec.check is not None:
+        if check is None:  # a check that could not run is not a pass
+            return Expectation(**base, status="ungraded", passed=None, terminal_passed=None,
+                               evidence="the check did not run", graded_by="none")
+        corrected = bool(verdict and verdict.needed_correction and check.passed)
+        first = check.passed and not corrected
+        evidence = check.evidence + (
+            f" | grader: needed a correction: {verdict.evidence}" if corrected and verdict
+            else "")
+        return Expectation(**base, status="passed" if first else "failed", passed=first,
+                           terminal_passed=check.passed, needed_correction=corrected,
+                           evidence=evidence, graded_by="check")
+    if verdict is not None:
+        first = verdict.passed and not verdict.needed_correction
+        return Expectation(**base, status="passed" if first else "failed", passed=first,
+                           terminal_passed=verdict.passed,
+                           needed_correction=verdict.needed_correction,
+                           evidence=verdict.evidence, graded_by="grader")
+    return Expectation(**base, status="ungraded", passed=None, terminal_passed=None,
+                       evidence=grader_error or NO_GRADER, graded_by="none")
+
+
+def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
+          checks: dict[str, CheckOutcome], verdicts: dict[str, GraderVerdict],
+          threshold: float, grader_error: str | None = None) -> Judgement:
+    """Expectations and status of one case.
+
+    ``checks``: outcome per deterministic assertion id; ``verdicts``: the grader's verdict per
+    assertion id (empty without a grader); ``grader_error``: why the grader gave no usable
+    answer (a failed call, or an answer that stayed invalid), None when it answered or none
+    was asked."""
+    expectations = [judge_assertion(a, changes, checks.get(a.id), verdicts.get(a.id),
+                                    grader_error) for a in assertions]
+    status, reason = case_status(expectations, threshold)
+    if grader_error and status == "pass":
+        status, reason = "error", f"{grader_error} (the case would otherwise pass: {reason})"
+    elif grader_error and status == "error":
+        status, reason = "error", grader_error
+    return Judgement(expectations=expectations, status=status, reason=reason)

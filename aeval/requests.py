@@ -1,0 +1,91 @@
+"""The parameters of aeval's flows, one pydantic model each.
+
+A flow takes one of these as its only parameter, so the Prefect UI's custom-run form shows
+typed, described fields, a deployment's parameters are validated, and the command line,
+the serve entrypoint and the tests build the same object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
+                "replay.")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelChoice(_Request):
+    """Which models execute and grade."""
+
+    runtimes: list[str] = Field(["literal"], min_length=1, description=RUNTIME_HELP)
+    model: str | None = Field(None, description="Executor model, a litellm model string "
+                                                "(agent runtimes need one).")
+    grader_model: str | None = Field(
+        None, description="Grader, assertion writer, suggester and analyzer model. None: no "
+                          "grader (natural-language assertions stay ungraded).")
+    api_base: str | None = Field(None, description="Model API base URL, when not the "
+                                                   "provider's default.")
+    store: str = Field(".aeval", description="Run store folder (runs go to <store>/runs/).")
+
+
+class EvalRequest(ModelChoice):
+    """Evaluate skills: the `aeval-evaluate` flow."""
+
+    paths: list[str] = Field(["."], description="Skill folders or marketplace roots; every "
+                                                "SKILL.md at or under them is evaluated.")
+    skill_roots: list[str] | None = Field(
+        None, description="Exactly these skill folders (change detection passes them); "
+                          "`paths` then only names the repository.")
+    run_id: str | None = Field(None, description="Run id; a new one when empty.")
+    epochs: int = Field(1, ge=1, le=100, description="Runs of each case.")
+    retries: int = Field(2, ge=0, le=10, description="Retries of a case after a transient "
+                                                     "environment error (fresh workspace).")
+    retry_delay_s: float = Field(2.0, ge=0, le=600, description="First retry delay in seconds; "
+                                                                "doubles, with jitter.")
+    keep_workspaces: bool = Field(False, description="Keep each attempt's workspace.")
+    output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")
+    runtime_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Constructor options per runtime name.")
+    base: str | None = Field(None, description="Base commit of a change (recorded in run.json).")
+    head: str | None = Field(None, description="Head commit of a change.")
+    baseline: str | None = Field(None, description="Run id or folder for regression.json "
+                                                   "(default: the store's baselines).")
+    resume: bool = Field(False, description="Finish run `run_id`: only cases without "
+                                            "grading.json run.")
+    recordings: dict[str, str] | None = Field(
+        None, description="`skill/case` -> recorded case folder whose assertions are reused "
+                          "(regrade).")
+    post: bool = Field(False, description="Post the results on the GitLab merge request.")
+    mr_iid: int | None = Field(None, description="Merge request IID for `post`.")
+    project_id: str | None = Field(None, description="GitLab project id or path for `post`.")
+    gitlab_url: str | None = Field(None, description="GitLab URL for `post`.")
+
+    @field_validator("runtimes")
+    @classmethod
+    def _no_duplicates(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
+
+
+class MrRequest(ModelChoice):
+    """Evaluate what a merge request changed: the `aeval-mr` flow."""
+
+    repo: str = Field(".", description="The marketplace checkout, at `head`.")
+    base: str = Field("origin/main", description="Base ref: `git diff base...head`.")
+    head: str = Field("HEAD", description="Head ref (the working tree must be at it).")
+    mr_iid: int | None = Field(None, description="Merge request IID (for `post`).")
+    post: bool = Field(False, description="Post the results on the merge request.")
+    project_id: str | None = Field(None, description="GitLab project id or path for `post`.")
+    gitlab_url: str | None = Field(None, description="GitLab URL for `post`.")
+
+
+class SweepRequest(ModelChoice):
+    """Evaluate a whole marketplace and refresh the baselines: the `aeval-sweep` flow."""
+
+    marketplace: str = Field(".", description="The marketplace root.")
+    epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
+    run_id: str | None = Field(None, description="Run id; a new one when empty.")

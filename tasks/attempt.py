@@ -1,0 +1,183 @@
+"""One attempt of a case, from a fresh workspace to its recorded end.
+
+`Attempt` owns the attempt's workspace: it creates it (skill COPY, case files), installs
+(setup, preflight), takes the skill manifest AFTER setup and preflight (what they write into
+$SKILL_DIR is the environment, not an edit), runs the runtime, and then ALWAYS computes Δ,
+also when the runtime raised: an agent that edited the skill and then crashed the attempt
+still shows the edit in ``attempt.json``. A completed attempt keeps its workspace until it is
+graded (``cleanup()``); a failed one is removed at once.
+
+    <case>/attempts/<n>/attempt.json  events.jsonl  raw.jsonl  install.log
+    <case>/events.jsonl transcript.md skill.diff skill_after/ outputs/   (completed attempt)
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aeval.adapters import get_runtime
+from aeval.tasks.install import install, resolve_credentials, tool_env
+
+from aeval.artifacts import AttemptRecord
+from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
+from aeval.events import read_events, render_transcript
+from aeval.layout import RunLayout
+from aeval.plan import CasePlan, ExecutionRecord
+from aeval.prompts import load_prompt
+from aeval.redact import Redactor
+from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
+from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.workspace import (
+    FileChange,
+    Workspace,
+    collect_outputs,
+    diff_skill,
+    manifest,
+    render_diff,
+)
+
+
+def recorded_attempts(case_dir: Path) -> list[AttemptRecord]:
+    """Every recorded attempt of a case, in order."""
+    d = RunLayout.attempts_dir(case_dir)
+    if not d.is_dir():
+        return []
+    found = [p for p in d.glob("*/attempt.json") if p.parent.name.isdigit()]
+    return [read_model(p, AttemptRecord) for p in sorted(found, key=lambda p: int(p.parent.name))]
+
+
+def next_attempt_number(case_dir: Path) -> int:
+    d = RunLayout.attempts_dir(case_dir)
+    nums = [int(p.name) for p in d.iterdir() if p.name.isdigit()] if d.is_dir() else []
+    return max(nums, default=0) + 1
+
+
+class Attempt:
+    """One attempt of ``plan``: ``execute()`` returns the ExecutionRecord to grade, or raises
+    the EnvironmentFailure that ended it (a TransientError is retried by the caller)."""
+
+    def __init__(self, plan: CasePlan):
+        self.plan = plan
+        self.number = next_attempt_number(plan.case_dir)
+        self.dir = RunLayout.attempt_dir(plan.case_dir, self.number)
+        self.root = plan.workspace_root / plan.rel_dir / f"attempt-{self.number}"
+        self.record = AttemptRecord(number=self.number, started_at=datetime.now(UTC),
+                                    outcome="completed",
+                                    dir=str(self.dir.relative_to(plan.run_dir)))
+        self.redactor = Redactor()
+        self.ws: Workspace | None = None
+        self.baseline: dict[str, str] | None = None
+        self.changes: list[FileChange] = []
+
+    # ---- the lifecycle -------------------------------------------------------------------
+
+    def execute(self) -> ExecutionRecord:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            credentials = resolve_credentials(self.plan)
+            self.redactor = Redactor(credentials)
+            runtime = get_runtime(self.plan.runtime, **self.plan.runtime_options)
+            runtime.check_available()
+            if runtime.needs_model and not self.plan.model:
+                raise RuntimeUnavailable(f"runtime {self.plan.runtime!r} needs a model: pass "
+                                         "--model or set AEVAL_MODEL")
+            self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
+                              credentials, self.dir / "install.log")
+            self.baseline = manifest(self.ws.skill_dir)  # after setup and preflight
+            before = self.ws.snapshot()
+            try:
+                result = self._run(runtime, credentials)
+            finally:
+                self.changes = self._delta()
+            outputs = self._publish(before)
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        self.record.ended_at = datetime.now(UTC)
+        self._write_record()
+        assert self.ws is not None
+        return ExecutionRecord(
+            attempts=recorded_attempts(self.plan.case_dir), result=result,
+            workspace=self.ws.path, home=self.ws.home, attempt_root=self.root,
+            skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
+            runtime_version=result.runtime_version)
+
+    def _run(self, runtime, credentials: dict[str, str]) -> RunResult:
+        plan, ws = self.plan, self.ws
+        assert ws is not None
+        recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
+        raw = self.dir / "raw.jsonl"
+        request = RunRequest(
+            prompt=plan.case.prompt, case_id=plan.case.id, workspace=ws.path, home=ws.home,
+            skill_name=plan.skill.name, skill_description=plan.skill.description,
+            skill_dir=ws.skill_dir, env=tool_env(plan, ws, credentials), steps=plan.case.steps,
+            model=plan.model, api_base=plan.api_base,
+            limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
+                          output_cap=plan.output_cap),
+            system_prompt=load_prompt("executor"), raw_log=raw)
+        try:
+            result = runtime.run(request, recorder)
+        finally:
+            recorder.close()
+            if raw.is_file() and self.redactor:
+                atomic_write_text(raw, raw.read_text(errors="replace"), self.redactor)
+        if raw.is_file():
+            result.raw_log = str(raw.relative_to(plan.run_dir))
+        return result
+
+    def _delta(self) -> list[FileChange]:
+        """Δ against the manifest taken after install; [] when the install did not finish."""
+        if self.ws is None or self.baseline is None:
+            return []
+        return diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
+
+    def _publish(self, before: dict) -> list:
+        """The completed attempt's files at the case level: events, transcript, Δ, outputs."""
+        plan, ws, red = self.plan, self.ws, self.redactor
+        assert ws is not None
+        case_dir = plan.case_dir
+        outputs_dir = case_dir / "outputs"
+        if outputs_dir.exists():
+            shutil.rmtree(outputs_dir)
+        outputs = collect_outputs(ws, before, outputs_dir, red)
+        events_file = self.dir / "events.jsonl"
+        atomic_write_bytes(case_dir / "events.jsonl", events_file.read_bytes())
+        atomic_write_text(case_dir / "transcript.md", render_transcript(
+            read_events(events_file), f"{plan.label}: {plan.case.prompt[:80]}"), red)
+        atomic_write_text(case_dir / "skill.diff", render_diff(self.changes), red)
+        after_dir = case_dir / "skill_after"
+        if after_dir.exists():
+            shutil.rmtree(after_dir)
+        for ch in self.changes:
+            if ch.after is not None:
+                atomic_write_text(after_dir / ch.path, ch.after, red)
+        return outputs
+
+    def _fail(self, exc: BaseException) -> None:
+        """Record the attempt that raised (with its Δ) and remove its workspace."""
+        if isinstance(exc, EnvironmentFailure):
+            self.record.outcome = "transient_error" if isinstance(exc, TransientError) \
+                else "error"
+            self.record.error = self.redactor.text(str(exc))
+        else:
+            self.record.outcome = "error"
+            self.record.error = self.redactor.text(f"{type(exc).__name__}: {exc}")
+        self.record.error_type = type(exc).__name__
+        self.record.ended_at = datetime.now(UTC)
+        self._write_record()
+        if not self.plan.keep_workspace:
+            self.cleanup()
+
+    def _write_record(self) -> None:
+        self.record.changes = [f"{c.change} {c.path}" for c in self.changes]
+        write_model(self.dir / "attempt.json", self.record, self.redactor)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def run_attempt(plan: CasePlan) -> ExecutionRecord:
+    """Install and execute one attempt. Raises EnvironmentFailure (TransientError: retried)."""
+    return Attempt(plan).execute()

@@ -1,0 +1,55 @@
+"""One case chain as one task: assertions (before anything runs) -> execute (an attempt per
+try, retried from a fresh workspace on TransientError) -> grade. The phases are nested task
+runs, so the Prefect UI shows each, and no worker waits on a dependency: the chain runs start
+to end in the worker that picked it up.
+
+The chain never raises: whatever happens becomes the case's status (an execution failure is
+`error` with its reason; a bug of aeval's own is recorded as an internal error)."""
+
+from __future__ import annotations
+
+import shutil
+
+from aeval.tasks.assertions import write_assertions
+from aeval.tasks.execute import execute_case
+from aeval.tasks.grade import grade_case
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.tasks import exponential_backoff
+
+from aeval.artifacts import CaseResult
+from aeval.plan import CasePlan, ExecutionRecord
+
+INTERNAL = "internal error"
+
+
+def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
+    """The case result when aeval itself failed on this case (never blamed on the skill)."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
+                      status="error", dir=plan.rel_dir,
+                      reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
+
+
+def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
+    """Run one case chain; the phases are Prefect tasks, called as nested task runs."""
+    execute = execute_case.with_options(
+        retries=retries, retry_jitter_factor=0.5,
+        retry_delay_seconds=exponential_backoff(retry_delay_s)(retries) if retries else 0)
+    execution: ExecutionRecord | BaseException | None = None
+    try:
+        assertions = write_assertions(plan)
+        state = execute(plan, return_state=True)
+        execution = state.result(raise_on_failure=False)
+        return grade_case(plan, assertions, execution)
+    except Exception as exc:  # a bug of aeval's own: the case is recorded, the run goes on
+        return internal_error(plan, exc)
+    finally:
+        if isinstance(execution, ExecutionRecord) and not plan.keep_workspace:
+            shutil.rmtree(execution.attempt_root, ignore_errors=True)
+
+
+@task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE)
+def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
+    """One case chain: assertions, execute (with retries), grade."""
+    return chain(plan, retries, retry_delay_s)

@@ -1,0 +1,122 @@
+"""Prepare a run: find and examine the skills, give each a unique run-folder key, plan every
+skill x case x runtime x epoch, write run.json (`running`), and, when resuming, collect the
+results of the cases graded before so that only the unfinished ones run."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import prefect
+from aeval.tasks.examine import examine
+from aeval.tasks.grade import finished_result
+from aeval.tasks.plan import plan_cases
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval import __version__
+from aeval.artifacts import CaseResult, RunManifest
+from aeval.layout import RunLayout, skill_keys
+from aeval.plan import CasePlan, Examined
+from aeval.requests import EvalRequest
+from aeval.skill import find_skill_roots
+from aeval.store import new_run_id, read_model, write_model
+
+
+class SkillGroup(BaseModel):
+    """The cases of one skill x runtime (what the per-skill phase concludes over)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    skill_key: str
+    name: str
+    root: Path
+    runtime: str
+    case_keys: list[str] = Field(description="CasePlan.key of each case run, in order.")
+
+
+class PreparedRun(BaseModel):
+    """Everything the flow needs after preparation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: EvalRequest
+    run_dir: Path
+    manifest: RunManifest = Field(description="run.json as written at the start.")
+    examined: list[Examined]
+    todo: list[CasePlan] = Field(description="Case runs to execute now.")
+    finished: list[CaseResult] = Field(default_factory=list,
+                                       description="Case runs graded before (resume).")
+    workspace_root: Path = Field(description="Parent of every attempt's workspace (temporary).")
+
+    @property
+    def layout(self) -> RunLayout:
+        return RunLayout(self.run_dir)
+
+    def groups(self) -> list[SkillGroup]:
+        """One group per valid skill x runtime that has case runs."""
+        keys: dict[tuple[str, str], list[str]] = {}
+        for p in self.todo:
+            keys.setdefault((p.skill_key, p.runtime), []).append(p.key)
+        for c in self.finished:
+            skill_key = c.dir.split("/", 1)[0]
+            keys.setdefault((skill_key, c.runtime), []).append(c.dir)
+        out = []
+        for ex in self.examined:
+            if not ex.valid or ex.key is None:
+                continue
+            for rt in self.request.runtimes:
+                if (ex.key, rt) in keys:
+                    out.append(SkillGroup(skill_key=ex.key, name=ex.name, root=ex.root,
+                                          runtime=rt, case_keys=keys[(ex.key, rt)]))
+        return out
+
+
+def skill_roots(request: EvalRequest) -> list[Path]:
+    if request.skill_roots is not None:
+        return [Path(r) for r in request.skill_roots]
+    return [r for p in request.paths for r in find_skill_roots(Path(p))]
+
+
+def prepare(request: EvalRequest) -> PreparedRun:
+    """Examine, key, plan; write run.json. Raises FileNotFoundError when resuming a run that
+    does not exist."""
+    run_id = request.run_id or new_run_id()
+    request = request.model_copy(update={"run_id": run_id})
+    layout = RunLayout.of(request.store, run_id)
+    if request.resume and not layout.manifest.is_file():
+        raise FileNotFoundError(f"cannot resume {run_id}: no {layout.manifest}")
+    roots = skill_roots(request)
+    examined = [examine(r) for r in roots]
+    keys = skill_keys([(ex.name, ex.root) for ex in examined])
+    examined = [ex.model_copy(update={"key": keys[ex.root]}) for ex in examined]
+    manifest = RunManifest(
+        run_id=run_id, created_at=datetime.now(UTC), aeval_version=__version__,
+        prefect_version=prefect.__version__, paths=[str(p) for p in request.paths],
+        base=request.base, head=request.head, runtimes=request.runtimes, model=request.model,
+        grader_model=request.grader_model, epochs=request.epochs, api_base=request.api_base,
+        skill_roots=[str(r) for r in roots])
+    if request.resume:
+        manifest.created_at = read_model(layout.manifest, RunManifest).created_at
+    write_model(layout.manifest, manifest)
+    ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
+    plans = plan_cases(examined, run_id, layout.run_dir, request.runtimes, request.epochs,
+                       ws_root, request.model, request.grader_model, request.api_base,
+                       request.output_cap, request.keep_workspaces, request.runtime_options,
+                       request.recordings)
+    todo, finished = plans, []
+    if request.resume:
+        todo = []
+        for plan in plans:
+            done = finished_result(plan)
+            (todo.append(plan) if done is None else finished.append(done))
+    return PreparedRun(request=request, run_dir=layout.run_dir, manifest=manifest,
+                       examined=examined, todo=todo, finished=finished, workspace_root=ws_root)
+
+
+@task(name="prepare", task_run_name="prepare {request.run_id}", cache_policy=NO_CACHE)
+def prepare_run(request: EvalRequest) -> PreparedRun:
+    """Find, examine and plan the skills of a run (and what a resumed run already did)."""
+    return prepare(request)

@@ -1,0 +1,85 @@
+"""The attempt owns its workspace (Δ recorded even when the runtime raised), and the run
+layout keeps every skill apart (two skills with one name both kept)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aeval.deployments.cli import main
+
+from aeval.layout import RunLayout, skill_keys
+from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
+from tests.segmentation_case import load, segmentation_copy
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+SKILL = ".agents/skills/segmentation"
+
+
+def test_an_edit_before_the_runtime_crashed_is_recorded_in_the_attempt(tmp_path, monkeypatch):
+    """The agent edits SKILL.md, then the model API fails for good: the case ends `error`,
+    and the failed attempt still records the edit it made (Δ is always computed)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("AEVAL_RETRIES", "0")
+    skill = segmentation_copy(tmp_path)
+    script = Script(name="edit-then-outage", match="Train a segmentation model", turns=[
+        Turn(tool_calls=[ToolCall(name="edit_file", arguments={
+            "path": f"{SKILL}/SKILL.md", "old_text": "| `segment_train` |",
+            "new_text": "| `train` |"})]),
+        Turn(fault=503, fault_times=999, text="never answered"),
+    ])
+    with ScriptedModelServer([script]) as srv:
+        code = main(["run", str(skill), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(tmp_path / "s"), "-q", "--no-grader"])
+    assert code == 3
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    case = RunLayout(run_dir).case_dir("segmentation", "builtin", "train")
+    assert load(case / "grading.json")["status"] == "error"
+    attempt = load(case / "attempts" / "1" / "attempt.json")
+    assert attempt["outcome"] in ("transient_error", "error")
+    assert attempt["changes"] == ["modified SKILL.md"]
+
+
+def _skill(root: Path, folder: str, name: str, step: str) -> Path:
+    d = root / folder
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Writes release notes.\n---\n"
+                                "# Notes\n")
+    (d / "eval.config").write_text(json.dumps({"evals": [{
+        "id": "write", "prompt": "Write the notes.", "expected_outcome": "notes.md exists",
+        "steps": [step], "assertions": [{"type": "file_exists", "path": "notes.md"}]}]}))
+    return d
+
+
+def test_two_skills_with_one_name_are_both_kept(tmp_path):
+    mp = tmp_path / "mp"
+    good = _skill(mp, "team-a/notes", "notes", "echo ok > notes.md")
+    bad = _skill(mp, "team-b/notes", "notes", "echo nothing here")
+    code = main(["run", str(mp), "--out", str(tmp_path / "s"), "-q"])
+    assert code == 1  # team-b's skill fails; team-a's pass is not overwritten by it
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    manifest = load(run_dir / "run.json")
+    keys = skill_keys([("notes", good.resolve()), ("notes", bad.resolve())])
+    assert len(set(keys.values())) == 2
+    by_path = {s["path"]: s for s in manifest["skills"]}
+    assert by_path[str(good.resolve())]["status"] == "pass"
+    assert by_path[str(bad.resolve())]["status"] == "fail"
+    for s in manifest["skills"]:
+        (case,) = s["cases"]
+        assert case["dir"].startswith(keys[Path(s["path"])] + "/")
+        assert load(run_dir / case["dir"] / "grading.json")["status"] == s["status"]
+    # resuming the finished run runs nothing and keeps both verdicts (exit 1 stays 1)
+    assert main(["run", "--resume", manifest["run_id"], "--out", str(tmp_path / "s"),
+                 "-q"]) == 1
+
+
+def test_skill_keys_are_unique_path_safe_and_stable():
+    keys = skill_keys([("a b", Path("/x/1")), ("..", Path("/x/2")), ("dup", Path("/x/3")),
+                       ("dup", Path("/y/3"))])
+    assert keys[Path("/x/1")] == "a-b"
+    assert keys[Path("/x/2")] not in ("", ".", "..")
+    assert keys[Path("/x/3")] != keys[Path("/y/3")]
+    again = skill_keys([("dup", Path("/y/3")), ("dup", Path("/x/3"))])
+    assert again[Path("/x/3")] == keys[Path("/x/3")]

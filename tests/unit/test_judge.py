@@ -1,0 +1,116 @@
+"""The judge, table-driven: one row per verdict rule of DESIGN.md ("Verdicts", "The
+first-attempt rule"). Inputs are what grading observed; the judge is pure."""
+
+from __future__ import annotations
+
+import pytest
+
+from aeval.artifacts import ChangeMade, GraderVerdict
+from aeval.artifacts.case import AssertionSpec
+from aeval.checks import CheckOutcome
+from aeval.contract import FileExists
+from aeval.judge import NO_GRADER, change_evidence, judge
+
+CHECK = AssertionSpec(id="A1", text="File out.json exists", kind="deterministic",
+                      source="author", check=FileExists(type="file_exists", path="out.json"))
+NL = AssertionSpec(id="A2", text="The report names the winner", kind="natural_language",
+                   source="author")
+S1 = AssertionSpec(id="S1", text="The skill's files were not modified during execution",
+                   kind="structural", source="structural")
+EDIT = ChangeMade(id="C1", path="SKILL.md", change="modified", diff="-a\n+b\n", event_seq=4,
+                  tool="edit_file", attribution="direct")
+
+
+def ok(evidence="found"):
+    return CheckOutcome(True, evidence)
+
+
+def bad(evidence="missing"):
+    return CheckOutcome(False, evidence)
+
+
+def says(passed=True, corrected=False, evidence="quoted line"):
+    return GraderVerdict(id="A2", passed=passed, needed_correction=corrected, evidence=evidence)
+
+
+# (rule, assertions, changes, checks, verdicts, threshold, grader_error,
+#  expected status, expected first-attempt verdicts by id ("passed"/"failed"/"ungraded"))
+RULES = [
+    ("everything passes", [CHECK, NL, S1], [], {"A1": ok()}, {"A2": says()}, 1.0, None,
+     "pass", {"A1": "passed", "A2": "passed", "S1": "passed"}),
+    ("a skill edit fails the case whatever else passed", [CHECK, NL, S1], [EDIT],
+     {"A1": ok()}, {"A2": says()}, 1.0, None,
+     "fail", {"A1": "passed", "A2": "passed", "S1": "failed"}),
+    ("a skill edit fails even at threshold 0", [CHECK, S1], [EDIT], {"A1": ok()}, {}, 0.0,
+     None, "fail", {"A1": "passed", "S1": "failed"}),
+    ("a failed check fails the case", [CHECK, S1], [], {"A1": bad()}, {}, 1.0, None,
+     "fail", {"A1": "failed", "S1": "passed"}),
+    ("a check the grader says needed a correction fails the first attempt", [CHECK, NL, S1],
+     [], {"A1": ok()}, {"A1": GraderVerdict(id="A1", passed=True, needed_correction=True,
+                                             evidence="retried after KeyError"),
+                        "A2": says()}, 1.0, None,
+     "fail", {"A1": "failed", "A2": "passed", "S1": "passed"}),
+    ("a grader pass that needed a correction fails the first attempt", [NL, S1], [], {},
+     {"A2": says(corrected=True)}, 1.0, None, "fail", {"A2": "failed", "S1": "passed"}),
+    ("a grader fail fails", [NL, S1], [], {}, {"A2": says(passed=False)}, 1.0, None,
+     "fail", {"A2": "failed", "S1": "passed"}),
+    ("below the threshold fails", [CHECK, NL, S1], [], {"A1": bad()}, {"A2": says()}, 0.9,
+     None, "fail", {"A1": "failed", "A2": "passed", "S1": "passed"}),
+    ("at the threshold passes", [CHECK, NL, S1], [], {"A1": bad()}, {"A2": says()}, 0.6,
+     None, "pass", {"A1": "failed", "A2": "passed", "S1": "passed"}),
+    ("no grader: natural language is ungraded, never passed", [CHECK, NL, S1], [],
+     {"A1": ok()}, {}, 1.0, None, "pass", {"A1": "passed", "A2": "ungraded", "S1": "passed"}),
+    ("nothing but the structural assertion graded: error", [NL, S1], [], {}, {}, 1.0, None,
+     "error", {"A2": "ungraded", "S1": "passed"}),
+    ("a broken grader turns a would-be pass into error", [CHECK, NL, S1], [], {"A1": ok()},
+     {}, 1.0, "grader answer invalid after 3 attempt(s)",
+     "error", {"A1": "passed", "A2": "ungraded", "S1": "passed"}),
+    ("a broken grader never hides a deterministic fail", [CHECK, NL, S1], [], {"A1": bad()},
+     {}, 1.0, "grader answer invalid after 3 attempt(s)",
+     "fail", {"A1": "failed", "A2": "ungraded", "S1": "passed"}),
+    ("a broken grader never hides a skill edit", [CHECK, NL, S1], [EDIT], {"A1": ok()}, {},
+     1.0, "grader model failed: 503", "fail", {"A1": "passed", "A2": "ungraded",
+                                               "S1": "failed"}),
+    ("a check that did not run is not a pass", [CHECK, S1], [], {}, {}, 1.0, None,
+     "error", {"A1": "ungraded", "S1": "passed"}),
+]
+
+
+@pytest.mark.parametrize(("rule", "specs", "changes", "checks", "verdicts", "threshold",
+                          "grader_error", "status", "by_id"), RULES, ids=[r[0] for r in RULES])
+def test_rule(rule, specs, changes, checks, verdicts, threshold, grader_error, status, by_id):
+    j = judge(specs, changes, checks, verdicts, threshold, grader_error)
+    assert j.status == status, j.reason
+    assert {e.id: e.status for e in j.expectations} == by_id
+    for e in j.expectations:
+        assert (e.passed is None) == (e.status == "ungraded")
+        assert e.passed is (True if e.status == "passed" else False if e.status == "failed"
+                            else None)
+
+
+def test_corrected_assertions_pass_terminally_and_are_marked():
+    j = judge([CHECK, NL, S1], [EDIT], {"A1": ok()}, {"A2": says(corrected=True)}, 1.0)
+    e = {x.id: x for x in j.expectations}
+    assert e["A2"].terminal_passed is True and e["A2"].needed_correction
+    assert e["S1"].terminal_passed is True and e["S1"].needed_correction
+    assert e["A1"].terminal_passed is True and not e["A1"].needed_correction
+
+
+def test_the_structural_evidence_names_the_change_and_the_event_that_made_it():
+    j = judge([S1], [EDIT], {}, {}, 1.0)
+    assert j.expectations[0].evidence == "C1 modified SKILL.md by event 4 (edit_file)"
+    assert "skill files modified" in j.reason
+    assert change_evidence([]) == "no skill file changed (manifest diff empty)"
+
+
+def test_ungraded_evidence_says_why():
+    j = judge([NL, CHECK, S1], [], {"A1": ok()}, {}, 1.0)
+    assert j.expectations[0].evidence == NO_GRADER
+    j = judge([NL, CHECK, S1], [], {"A1": ok()}, {}, 1.0, "grader model failed: 429")
+    assert j.expectations[0].evidence == "grader model failed: 429"
+    assert j.status == "error" and "grader model failed: 429" in j.reason
+
+
+def test_the_reason_counts_ungraded_beside_the_verdict():
+    j = judge([CHECK, NL, S1], [], {"A1": ok()}, {}, 1.0)
+    assert j.status == "pass" and "1 ungraded" in j.reason
