@@ -150,8 +150,9 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
                 calls = [e for e in calls
                          if re.search(check.input, json.dumps(e.input, ensure_ascii=False))]
             ok = len(calls) >= check.min_count
-            seqs = ", ".join(f"[{e.seq}]" for e in calls[:10]) or "none"
-            return CheckOutcome(ok, f"{len(calls)} matching {check.tool} call(s): {seqs}")
+            seqs = ", ".join(str(e.seq) for e in calls[:10])
+            where = f" (events {seqs})" if seqs else ""
+            return CheckOutcome(ok, f"{len(calls)} matching {check.tool} call(s){where}")
         case c.CommandsSucceeded():
             calls = calls_by_id(ctx.events)
             failed = [e for e in ctx.events if isinstance(e, ToolResultEvent) and not e.ok]
@@ -163,6 +164,6 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
             f = failed[0]
             call = calls.get(f.call_id)
             cmd = call.input.get("command", json.dumps(call.input)) if call else f.tool
-            return CheckOutcome(False, f"[{f.seq}] `{_short(str(cmd), 200)}` exited "
+            return CheckOutcome(False, f"event {f.seq}: `{_short(str(cmd), 200)}` exited "
                                        f"{f.exit_code}: {_short(f.output)}")
     raise TypeError(f"unknown check {check!r}")  # pragma: no cover

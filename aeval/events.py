@@ -156,7 +156,8 @@ def _fence(text: str) -> str:
 def render_transcript(events: list[Event], title: str) -> str:
     """transcript.md: the run as a person reads it, one section per event."""
     calls = calls_by_id(events)
-    out = [f"# {title}", ""]
+    out = [f"# {title}", "", "_[n] is the event number (`seq` in events.jsonl), which evidence "
+           "cites as `event n`._", ""]
     for e in events:
         if isinstance(e, MessageEvent):
             out += [f"## [{e.seq}] {e.role}", "", e.text.rstrip(), ""]

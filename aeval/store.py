@@ -1,9 +1,7 @@
 """The run store: where artifacts go, written atomically.
 
-Layout (DESIGN.md)::
-
-    <root>/runs/<run-id>/run.json  junit.xml  report.html
-    <root>/runs/<run-id>/<skill>/<runtime>/<case-id>[/epoch-N]/...
+The paths inside one run are `aeval.layout.RunLayout`'s; this module finds runs in a store
+and writes files.
 
 Every file is written to a temporary sibling and renamed into place, so a killed process
 leaves either the old file or the new one, never half of one.
@@ -73,11 +71,6 @@ class RunStore:
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs / run_id
-
-    def case_dir(self, run_id: str, skill: str, runtime: str, case_id: str,
-                 epoch: int | None = None) -> Path:
-        d = self.run_dir(run_id) / skill / runtime / case_id
-        return d / f"epoch-{epoch}" if epoch is not None else d
 
     def run_ids(self) -> list[str]:
         if not self.runs.is_dir():

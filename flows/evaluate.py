@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 
-from aeval.tasks.case import run_case
+from aeval.tasks.case import case_tags, run_case
 from aeval.tasks.conclude import conclude_skill
 from aeval.tasks.deliver import post_run
 from aeval.tasks.prepare import prepare_run
@@ -43,8 +43,9 @@ def evaluate(request: EvalRequest) -> RunManifest:
     roots), or exactly ``request.skill_roots``."""
     harden_process()  # served and worker runs hold keys too, not only the CLI
     run = prepare_run(request)
-    results = run_case.map(run.todo, unmapped(request.retries),
-                           unmapped(request.retry_delay_s)).result()
+    chains = [run_case.with_options(tags=case_tags(plan)).submit(
+        plan, request.retries, request.retry_delay_s) for plan in run.todo]
+    results = [chain.result() for chain in chains]
     by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
     by_key |= {c.dir: c for c in run.finished}
     groups = run.groups()

@@ -23,6 +23,12 @@ from aeval.plan import CasePlan, ExecutionRecord
 INTERNAL = "internal error"
 
 
+def case_tags(plan: CasePlan) -> list[str]:
+    """Prefect tags of one case chain (filterable in the UI; a tag concurrency limit such as
+    `runtime:builtin` bounds the chains of that runtime across every flow run)."""
+    return [f"skill:{plan.skill.name}", f"runtime:{plan.runtime}", f"case:{plan.case.id}"]
+
+
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
     """The case result when aeval itself failed on this case (never blamed on the skill)."""
     first = (str(exc).strip().splitlines() or [""])[0]

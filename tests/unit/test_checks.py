@@ -65,10 +65,11 @@ def ctx(tmp_path: Path) -> CheckContext:
     ({"type": "transcript_contains", "text": "CUDA"}, False, "not in the transcript"),
     ({"type": "transcript_regex", "pattern": r"mIoU=\d\.\d+"}, True, "mIoU=0.81"),
     ({"type": "transcript_regex", "pattern": r"loss=\d"}, False, "not in the transcript"),
-    ({"type": "tool_used", "tool": "bash", "input": "segment_train"}, True, "[1]"),
+    ({"type": "tool_used", "tool": "bash", "input": "segment_train"}, True, "(events 1)"),
     ({"type": "tool_used", "tool": "bash", "min_count": 3}, False, "2 matching bash call(s)"),
     ({"type": "tool_used", "tool": "edit_file"}, False, "0 matching"),
     ({"type": "commands_succeeded"}, False, "KeyError: 'segment_train'"),
+    ({"type": "commands_succeeded"}, False, "event 2: `python run.py segment_train`"),
 ])
 def test_check(ctx, spec, passed, evidence):
     check = CHECK.validate_python(spec)
