@@ -5,6 +5,12 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
 
 - structural (S1): passes only when Δ is empty; a non-empty Δ fails the case whatever else
   passed (the executor had to edit the skill).
+- structural (S2): no tool call that ran a command the skill documents (same skill file,
+  action and flags) failed; one that did fails the first attempt, even when the agent then
+  worked around it without editing the skill.
+- structural (S3): the documented-workflow probe (the contract's steps, run verbatim beside an
+  agent runtime) did not fail on the skill's side; an inconclusive probe leaves it ungraded.
+- any failed structural assertion fails the case, whatever else passed.
 - a deterministic check decides its own pass; when the grader says its success needed a
   correction, it fails the first attempt (still passing terminally).
 - a natural-language assertion takes the grader's verdict; `needed_correction` fails the
@@ -20,12 +26,26 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.artifacts import ChangeMade, Expectation, GraderVerdict
+from aeval.artifacts import (
+    ChangeMade,
+    Expectation,
+    FirstAttemptError,
+    GraderVerdict,
+    ProbeResult,
+)
 from aeval.artifacts.case import AssertionSpec
 from aeval.checks import CheckOutcome
 from aeval.verdict import case_status
 
 NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"
+UNMODIFIED = "S1"  # the skill's files were not modified during execution
+DOCUMENTED = "S2"  # the commands the skill documents worked when the agent ran them
+PROBE = "S3"  # the documented workflow runs as written
+STRUCTURAL_TEXTS = {
+    UNMODIFIED: "The skill's files were not modified during execution",
+    DOCUMENTED: "Every command the skill documents worked when the executor ran it",
+    PROBE: "The documented workflow (the case's steps) runs as written",
+}
 
 
 class Judgement(BaseModel):
@@ -48,16 +68,45 @@ def change_evidence(changes: list[ChangeMade]) -> str:
         for c in changes)
 
 
+def documented_evidence(failures: list[FirstAttemptError]) -> str:
+    if not failures:
+        return "no documented command failed"
+    return "; ".join(f"event {f.seq}: `{f.command}` (documented as `{f.documented}`) exited "
+                     f"{f.exit_code}: {(f.excerpt.strip().splitlines() or [''])[-1][:200]}"
+                     for f in failures[:3]) + (f"; and {len(failures) - 3} more"
+                                               if len(failures) > 3 else "")
+
+
+def judge_structural(spec: AssertionSpec, changes: list[ChangeMade],
+                     errors: list[FirstAttemptError], probe: ProbeResult | None
+                     ) -> Expectation:
+    base = {"id": spec.id, "text": spec.text, "kind": spec.kind, "graded_by": "structural"}
+    if spec.id == DOCUMENTED:
+        failed = [e for e in errors if e.documented]
+        return Expectation(**base, status="failed" if failed else "passed", passed=not failed,
+                           terminal_passed=True, evidence=documented_evidence(failed))
+    if spec.id == PROBE:
+        if probe is None or probe.status == "inconclusive":
+            why = probe.evidence if probe else "the probe did not run"
+            return Expectation(**base, status="ungraded", passed=None, terminal_passed=None,
+                               evidence=f"probe inconclusive: {why}")
+        ok = probe.status == "passed"
+        return Expectation(**base, status="passed" if ok else "failed", passed=ok,
+                           terminal_passed=ok, evidence=probe.evidence)
+    ok = not changes
+    return Expectation(**base, status="passed" if ok else "failed", passed=ok,
+                       terminal_passed=True, needed_correction=not ok,
+                       evidence=change_evidence(changes))
+
+
 def judge_assertion(spec: AssertionSpec, changes: list[ChangeMade],
                     check: CheckOutcome | None, verdict: GraderVerdict | None,
-                    grader_error: str | None) -> Expectation:
+                    grader_error: str | None, errors: list[FirstAttemptError] | None = None,
+                    probe: ProbeResult | None = None) -> Expectation:
     """The verdict on one assertion."""
     base = {"id": spec.id, "text": spec.text, "kind": spec.kind}
     if spec.kind == "structural":
-        ok = not changes
-        return Expectation(**base, status="passed" if ok else "failed", passed=ok,
-                           terminal_passed=True, needed_correction=not ok,
-                           evidence=change_evidence(changes), graded_by="structural")
+        return judge_structural(spec, changes, errors or [], probe)
     if spec.check is not None:
         if check is None:  # a check that could not run is not a pass
             return Expectation(**base, status="ungraded", passed=None, terminal_passed=None,
@@ -82,15 +131,18 @@ def judge_assertion(spec: AssertionSpec, changes: list[ChangeMade],
 
 def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           checks: dict[str, CheckOutcome], verdicts: dict[str, GraderVerdict],
-          threshold: float, grader_error: str | None = None) -> Judgement:
+          threshold: float, grader_error: str | None = None,
+          errors: list[FirstAttemptError] | None = None,
+          probe: ProbeResult | None = None) -> Judgement:
     """Expectations and status of one case.
 
     ``checks``: outcome per deterministic assertion id; ``verdicts``: the grader's verdict per
     assertion id (empty without a grader); ``grader_error``: why the grader gave no usable
     answer (a failed call, or an answer that stayed invalid), None when it answered or none
-    was asked."""
+    was asked; ``errors``: the run's failed tool calls (those that ran a documented command
+    carry ``documented``); ``probe``: the documented-workflow probe, when one ran."""
     expectations = [judge_assertion(a, changes, checks.get(a.id), verdicts.get(a.id),
-                                    grader_error) for a in assertions]
+                                    grader_error, errors, probe) for a in assertions]
     status, reason = case_status(expectations, threshold)
     if grader_error and status == "pass":
         status, reason = "error", f"{grader_error} (the case would otherwise pass: {reason})"

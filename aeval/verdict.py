@@ -29,8 +29,11 @@ def case_status(expectations: list[Expectation], threshold: float) -> tuple[str,
     ungraded = f", {s.ungraded} ungraded" if s.ungraded else ""
     structural_failed = [e for e in expectations if e.kind == "structural" and e.passed is False]
     if structural_failed:
-        return "fail", f"skill files modified during execution ({s.passed}/{s.passed + s.failed} " \
-                       f"first-attempt{ungraded})"
+        what = {"S1": "skill files modified during execution",
+                "S2": "a documented command failed",
+                "S3": "the documented workflow failed as written"}
+        why = "; ".join(what.get(e.id, e.text) for e in structural_failed)
+        return "fail", f"{why} ({s.passed}/{s.passed + s.failed} first-attempt{ungraded})"
     judged = [e for e in expectations if e.kind != "structural" and e.status != "ungraded"]
     if not judged:
         return "error", (f"nothing could be graded: {s.ungraded} natural-language assertion(s) "

@@ -6,6 +6,7 @@ ends Completed when every changed skill passed or nothing changed."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from aeval.adapters.git import changed_skills
@@ -18,6 +19,29 @@ from aeval.artifacts import RunManifest
 from aeval.errors import GateFailed
 from aeval.requests import EvalRequest, MrRequest
 from aeval.store import new_run_id
+
+
+class GateFailureLine(logging.Filter):
+    """Prefect's runner logs the exception of every failed flow run with its traceback
+    ("Engine execution exited with unexpected exception"). A failed gate is the verdict, not
+    a crash: it is kept as one line, without the engine's traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, GateFailed):
+            record.msg, record.args = str(exc), ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _install_gate_filter() -> None:
+    logger = logging.getLogger("prefect.flow_runs")
+    if not any(isinstance(f, GateFailureLine) for f in logger.filters):
+        logger.addFilter(GateFailureLine())
+
+
+_install_gate_filter()
 
 
 @task(name="detect-changes", task_run_name="detect-changes {base}...{head}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from aeval.adapters import runtime_class
 from aeval.adapters.llm import ask_json
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -18,12 +19,43 @@ from pydantic import BaseModel, Field
 from aeval.artifacts import AssertionsFile, AssertionSpec
 from aeval.checks import describe
 from aeval.contract import Tier
+from aeval.documented import documented_signatures, skill_files
 from aeval.errors import EnvironmentFailure
+from aeval.judge import DOCUMENTED, PROBE, STRUCTURAL_TEXTS, UNMODIFIED
 from aeval.plan import CasePlan
 from aeval.prompts import load_prompt
 from aeval.store import write_model
 
-STRUCTURAL_TEXT = "The skill's files were not modified during execution"
+STRUCTURAL_TEXT = STRUCTURAL_TEXTS[UNMODIFIED]
+
+
+def structural_assertions(plan: CasePlan) -> list[AssertionSpec]:
+    """What aeval checks itself, whatever the contract says: S1 the skill was not edited;
+    S2 the commands the skill documents worked when the executor ran them (when it documents
+    any; not for doc tests, whose blocks are judged by the doc-test rules); S3 the case's
+    steps run as written (the probe, for agent runtimes)."""
+    out = [AssertionSpec(id=UNMODIFIED, text=STRUCTURAL_TEXTS[UNMODIFIED], kind="structural",
+                         source="structural")]
+    if getattr(plan.case, "doc_test", False):
+        return out
+    files = skill_files(plan.skill.path)
+    if documented_signatures(plan.skill.body, plan.case.steps, files):
+        out.append(AssertionSpec(id=DOCUMENTED, text=STRUCTURAL_TEXTS[DOCUMENTED],
+                                 kind="structural", source="structural"))
+    if needs_probe(plan):
+        out.append(AssertionSpec(id=PROBE, text=STRUCTURAL_TEXTS[PROBE], kind="structural",
+                                 source="structural"))
+    return out
+
+
+def needs_probe(plan: CasePlan) -> bool:
+    """An agent runtime on a case whose contract documents its workflow as `steps`."""
+    if not plan.case.steps or getattr(plan.case, "doc_test", False):
+        return False
+    try:
+        return runtime_class(plan.runtime).needs_model
+    except Exception:
+        return False
 
 
 class WriterAnswer(BaseModel):
@@ -82,8 +114,7 @@ def write_assertions_file(plan: CasePlan) -> AssertionsFile:
         return doc
     specs = build_assertions(plan)
     extra, writer = write_more(plan, specs)
-    specs += [*extra, AssertionSpec(id="S1", text=STRUCTURAL_TEXT, kind="structural",
-                                    source="structural")]
+    specs += [*extra, *structural_assertions(plan)]
     doc = AssertionsFile(skill=plan.skill.name, case_id=plan.case.id,
                          written_at=datetime.now(UTC), writer=writer,
                          sha256=AssertionsFile.digest(specs), assertions=specs)

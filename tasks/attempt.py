@@ -58,11 +58,15 @@ class Attempt:
     """One attempt of ``plan``: ``execute()`` returns the ExecutionRecord to grade, or raises
     the EnvironmentFailure that ended it (a TransientError is retried by the caller)."""
 
-    def __init__(self, plan: CasePlan):
+    def __init__(self, plan: CasePlan, case_dir: Path | None = None):
+        """``case_dir``: where the attempt's files go (default: the plan's case folder; the
+        probe uses a folder of its own inside it)."""
         self.plan = plan
-        self.number = next_attempt_number(plan.case_dir)
-        self.dir = RunLayout.attempt_dir(plan.case_dir, self.number)
-        self.root = plan.workspace_root / plan.rel_dir / f"attempt-{self.number}"
+        self.case_dir = case_dir or plan.case_dir
+        self.number = next_attempt_number(self.case_dir)
+        self.dir = RunLayout.attempt_dir(self.case_dir, self.number)
+        rel = self.case_dir.relative_to(plan.run_dir)
+        self.root = plan.workspace_root / rel / f"attempt-{self.number}"
         self.record = AttemptRecord(number=self.number, started_at=datetime.now(UTC),
                                     outcome="completed",
                                     dir=str(self.dir.relative_to(plan.run_dir)))
@@ -99,7 +103,7 @@ class Attempt:
         self._write_record()
         assert self.ws is not None
         return ExecutionRecord(
-            attempts=recorded_attempts(self.plan.case_dir), result=result,
+            attempts=recorded_attempts(self.case_dir), result=result,
             workspace=self.ws.path, home=self.ws.home, attempt_root=self.root,
             skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
             runtime_version=result.runtime_version)
@@ -137,7 +141,7 @@ class Attempt:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""
         plan, ws, red = self.plan, self.ws, self.redactor
         assert ws is not None
-        case_dir = plan.case_dir
+        case_dir = self.case_dir
         outputs_dir = case_dir / "outputs"
         if outputs_dir.exists():
             shutil.rmtree(outputs_dir)

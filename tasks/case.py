@@ -1,5 +1,6 @@
 """One case chain as one task: assertions (before anything runs) -> execute (an attempt per
-try, retried from a fresh workspace on TransientError) -> grade. The phases are nested task
+try, retried from a fresh workspace on TransientError; beside it, for an agent runtime on a
+case with `steps`, the documented-workflow probe) -> grade. The phases are nested task
 runs, so the Prefect UI shows each, and no worker waits on a dependency: the chain runs start
 to end in the worker that picked it up.
 
@@ -9,10 +10,12 @@ The chain never raises: whatever happens becomes the case's status (an execution
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
-from aeval.tasks.assertions import write_assertions
+from aeval.tasks.assertions import needs_probe, write_assertions
 from aeval.tasks.execute import execute_case
 from aeval.tasks.grade import grade_case
+from aeval.tasks.probe import run_probe
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
@@ -45,9 +48,12 @@ def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseR
     execution: ExecutionRecord | BaseException | None = None
     try:
         assertions = write_assertions(plan)
-        state = execute(plan, return_state=True)
-        execution = state.result(raise_on_failure=False)
-        return grade_case(plan, assertions, execution)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            probing = pool.submit(run_probe, plan) if needs_probe(plan) else None
+            state = execute(plan, return_state=True)
+            execution = state.result(raise_on_failure=False)
+            probe = probing.result() if probing is not None else None
+        return grade_case(plan, assertions, execution, probe)
     except Exception as exc:  # a bug of aeval's own: the case is recorded, the run goes on
         return internal_error(plan, exc)
     finally:

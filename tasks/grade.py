@@ -44,10 +44,12 @@ from aeval.artifacts import (
     GraderInfo,
     GraderVerdict,
     Grading,
+    ProbeResult,
     SelfCorrection,
     Timing,
 )
 from aeval.checks import CheckContext, CheckOutcome, run_check
+from aeval.documented import documented_signatures, failed_documented_calls, skill_files
 from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
@@ -184,8 +186,20 @@ def case_redactor(plan: CasePlan) -> Redactor:
         return Redactor()
 
 
+def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: CasePlan,
+                    execution: ExecutionRecord) -> list[FirstAttemptError]:
+    """The failed tool calls, those that ran a command the skill documents marked with it."""
+    files = skill_files(plan.skill.path)
+    docs = documented_signatures(plan.skill.body, plan.case.steps, files)
+    roots = (str(execution.skill_copy),
+             execution.skill_copy.relative_to(execution.workspace).as_posix())
+    found = {f.seq: f.signature for f in failed_documented_calls(events, docs, files, roots)}
+    return [e.model_copy(update={"documented": found.get(e.seq)}) for e in errors]
+
+
 def grade(plan: CasePlan, assertions: AssertionsFile,
-          execution: ExecutionRecord | BaseException) -> CaseResult:
+          execution: ExecutionRecord | BaseException,
+          probe: ProbeResult | None = None) -> CaseResult:
     """Grade one case and write grading.json and eval_metadata.json. Never raises for the
     case's own outcome: an execution exception becomes status `error` with its reason."""
     start = time.monotonic()
@@ -233,8 +247,9 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     graded = ask_grader(plan, assertions, execution, redactor)
     verdicts = {k: v.model_copy(update={"evidence": redactor.text(v.evidence)})
                 for k, v in graded.verdicts.items()}
+    errors = mark_documented(first_attempt_errors(events), events, plan, execution)
     j = judge(assertions.assertions, changes, checks, verdicts, plan.case.pass_threshold,
-              graded.error)
+              graded.error, errors, probe)
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(
@@ -244,12 +259,12 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         eval_feedback=graded.feedback, injection_attempts=graded.injections,
         self_correction=SelfCorrection(
             was_needed=bool(changes) or any(e.needed_correction for e in j.expectations),
-            first_attempt_errors=first_attempt_errors(events), changes_made=changes,
+            first_attempt_errors=errors, changes_made=changes,
             affected_assertions=[e.id for e in j.expectations if e.needed_correction]),
         execution_metrics=m,
         timing=Timing(executor_wall_s=round(result.wall_s, 3), grader_wall_s=graded.wall_s,
                       total_s=round(result.wall_s + time.monotonic() - start, 3)),
-        grader=graded.info)
+        grader=graded.info, probe=probe)
     write_model(case_dir / "grading.json", grading, redactor)
 
     meta.status, meta.ended_at = j.status, datetime.now(UTC)
@@ -293,10 +308,11 @@ def _credentials(plan: CasePlan) -> dict[str, str]:
 
 @task(name="grade", task_run_name="grade {plan.label}", cache_policy=NO_CACHE)
 def grade_case(plan: CasePlan, assertions: AssertionsFile,
-               execution: ExecutionRecord | BaseException) -> CaseResult:
+               execution: ExecutionRecord | BaseException,
+               probe: ProbeResult | None = None) -> CaseResult:
     """Grade one case (``execution`` is the exception when the execution failed), and attach
     its verdict table to the task run as a Prefect markdown artifact."""
-    result = grade(plan, assertions, execution)
+    result = grade(plan, assertions, execution, probe)
     create_markdown_artifact(
         case_markdown(result, plan.skill.name, plan.run_dir),
         key=artifact_key("case", plan.skill.name, plan.case.id, plan.runtime,

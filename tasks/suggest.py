@@ -165,6 +165,10 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
     # corrections outside the skill (a patched runner of the agent's own) explain nothing here
     explained = {f"{k}:{a}" for k, g in pairs if g.self_correction.changes_made
                  for a in g.self_correction.affected_assertions}
+    # ... and so is a failed structural assertion (a documented command, the probe) of a case
+    # whose executor then edited the skill: the edit is the fix it needed
+    explained |= {f"{k}:{e.id}" for k, g in pairs if g.self_correction.changes_made
+                  for e in g.expectations if e.kind == "structural" and e.status == "failed"}
     wants_model = any(f not in explained for f in failed) or any(
         g.eval_feedback.suggestions for _, g in pairs)
     model_error = None

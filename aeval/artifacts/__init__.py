@@ -50,6 +50,7 @@ from aeval.artifacts.grading import (
     GraderVerdict,
     Grading,
     GradingSummary,
+    ProbeResult,
     SelfCorrection,
     Timing,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "Grading",
     "GradingSummary",
     "MultiEvalReport",
+    "ProbeResult",
     "RateStats",
     "RegradeReport",
     "Regression",

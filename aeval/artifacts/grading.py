@@ -53,6 +53,9 @@ class FirstAttemptError(_M):
     exit_code: int | None = None
     command: str | None = Field(None, description="The command or input, shortened.")
     excerpt: str = Field("", description="The end of the output, where errors are.")
+    documented: str | None = Field(
+        None, description="The documented command this call ran (`file action flags`), when "
+                          "it ran one: its failure fails the first attempt (structural S2).")
 
 
 class ChangeMade(_M):
@@ -68,6 +71,20 @@ class ChangeMade(_M):
         "unknown", description="direct: a write/edit call named the file; after_bash: found "
                                "after a bash call; unknown: not tied to an event."
     )
+
+
+class ProbeResult(_M):
+    """The documented-workflow probe: the contract's `steps` run verbatim (literal, no model)
+    in a workspace of their own, beside an agent runtime's run."""
+
+    status: Literal["passed", "failed", "inconclusive"] = Field(
+        description="passed: every step succeeded; failed: a step failed on the skill's side; "
+                    "inconclusive: the environment stopped it (a missing host tool, a "
+                    "timeout, setup or preflight).")
+    evidence: str = Field(description="The failing step and the end of its output, or why "
+                                      "the probe says nothing.")
+    dir: str | None = Field(None, description="The probe's folder, run-relative (events, "
+                                              "transcript, attempts).")
 
 
 class SelfCorrection(_M):
@@ -135,6 +152,8 @@ class Grading(Artifact):
     execution_metrics: ExecutionMetrics = Field(default_factory=ExecutionMetrics)
     timing: Timing = Field(default_factory=Timing)
     grader: GraderInfo
+    probe: ProbeResult | None = Field(
+        None, description="The documented-workflow probe, for agent runtimes with `steps`.")
     injection_attempts: list[str] = Field(
         default_factory=list,
         description="Lines of the transcript or outputs addressed to the grader (prompt "

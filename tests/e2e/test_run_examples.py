@@ -64,16 +64,26 @@ def case(rd: Path, skill: str, case_id: str, runtime: str = "literal") -> Path:
     return rd / skill / runtime / case_id
 
 
-def test_exit_code_is_1_because_segmentation_fails(example_run):
+def test_exit_code_is_1_because_the_broken_skills_fail(example_run):
     code, rd, _, _ = example_run
     assert code == 1
     run = load(rd / "run.json")
-    assert run["gate"] == {"exit_code": 1, "reason": "2 case(s) failed: segmentation/inference, "
-                                                     "segmentation/train"}
+    assert run["gate"] == {"exit_code": 1, "reason": "3 case(s) failed: invoice-totals/totals, "
+                                                     "segmentation/inference, segmentation/train"}
     statuses = {s["name"]: s["status"] for s in run["skills"]}
     assert statuses == {"csv-stats": "pass", "segmentation": "fail", "release-notes": "pass",
-                        "hello-docs": "pass"}
-    assert run["totals"] == {"pass": 4, "fail": 2}
+                        "hello-docs": "pass", "invoice-totals": "fail"}
+    assert run["totals"] == {"pass": 4, "fail": 3}
+
+
+def test_a_documented_command_that_fails_is_structural_evidence(example_run):
+    """invoice-totals documents `totals.py summarize`; the script only knows `summary`."""
+    _, rd, _, _ = example_run
+    g = load(case(rd, "invoice-totals", "totals") / "grading.json")
+    by = {e["id"]: e for e in g["expectations"]}
+    assert by["S2"]["status"] == "failed" and "invalid choice: 'summarize'" in by["S2"]["evidence"]
+    assert "S3" not in by  # the probe is for agent runtimes: literal runs the steps itself
+    assert "a documented command failed" in g["status_reason"]
 
 
 def test_segmentation_fails_with_the_keyerror_as_evidence(example_run):
@@ -94,7 +104,9 @@ def test_segmentation_fails_with_the_keyerror_as_evidence(example_run):
 def test_clean_skill_passes_with_its_outputs(example_run):
     _, rd, _, _ = example_run
     g = load(case(rd, "csv-stats", "stats") / "grading.json")
-    assert g["status"] == "pass" and g["summary"]["passed"] == g["summary"]["total"] == 8
+    assert g["status"] == "pass" and g["summary"]["passed"] == g["summary"]["total"] == 9
+    # the commands csv-stats documents worked when its steps ran them (structural S2)
+    assert {e["id"]: e["status"] for e in g["expectations"]}["S2"] == "passed"
     stats = load(case(rd, "csv-stats", "stats") / "outputs" / "outputs" / "stats.json")
     assert stats["rows"] == 5
     meta = load(case(rd, "csv-stats", "stats") / "eval_metadata.json")
@@ -107,7 +119,7 @@ def test_natural_language_assertion_is_ungraded_never_passed(example_run):
     g = load(case(rd, "csv-stats", "summary") / "grading.json")
     nl = [e for e in g["expectations"] if e["kind"] == "natural_language"]
     assert len(nl) == 1 and nl[0]["status"] == "ungraded" and nl[0]["passed"] is None
-    assert g["summary"]["ungraded"] == 1 and g["summary"]["passed"] == 3
+    assert g["summary"]["ungraded"] == 1 and g["summary"]["passed"] == 4
     assert g["status"] == "pass" and "1 ungraded" in g["status_reason"]
 
 
@@ -132,8 +144,8 @@ def test_assertions_are_written_before_execution(example_run):
 
 def test_every_artifact_validates_against_its_schema(example_run):
     _, rd, _, _ = example_run
-    # 6 cases x 4 files, 4 skills x 5 aggregates (with regression.json), run.json
-    assert validate_tree(rd) == 6 * 4 + 4 * 5 + 1
+    # 7 cases x 4 files, 5 skills x 5 aggregates (with regression.json), run.json
+    assert validate_tree(rd) == 7 * 4 + 5 * 5 + 1
     junit = (rd / "junit.xml").read_text()
     assert "<testsuite" in junit and "KeyError" in junit
 
@@ -159,7 +171,7 @@ def test_aggregates_per_skill(example_run):
 def test_report_html_shows_the_failure_and_escapes_evidence(example_run):
     _, rd, _, _ = example_run
     html = (rd / "report.html").read_text()
-    assert html.startswith("<!doctype html>") and "exit 1: 2 case(s) failed" in html
+    assert html.startswith("<!doctype html>") and "exit 1: 3 case(s) failed" in html
     assert "KeyError: &#x27;segment_train&#x27;" in html  # evidence, escaped
     assert "<a href='segmentation/literal/train/'>train</a>" in html
     assert "<script" not in html

@@ -210,7 +210,7 @@ def test_whole_marketplace_with_a_model_runs_real_tools(tmp_path, keys):
     with ScriptedModelServer([explore]) as srv:
         code = main(["run", str(mp), "--model", "openai/scripted", "--api-base",
                      srv.base_url_openai, "--out", str(tmp_path / "s"), "-q", "--no-grader"])
-        assert len(srv.requests) == 2 * 6
+        assert len(srv.requests) == 2 * 7  # one case each: 2 turns
     (rd,) = (tmp_path / "s" / "runs").iterdir()
     for case in rd.glob("*/builtin/*"):
         if not case.is_dir():

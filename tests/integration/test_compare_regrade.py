@@ -45,9 +45,9 @@ def test_compare_two_models_on_the_examples_prints_every_column(tmp_path, capsys
     (cmp_dir,) = (tmp_path / "s" / "compare").iterdir()
     report = json.loads((cmp_dir / "compare.json").read_text())
     a, b, lit = report["rows"]
-    assert a["cases"] == b["cases"] == lit["cases"] == 6
+    assert a["cases"] == b["cases"] == lit["cases"] == 7
     assert a["tokens_in"] > 0 and a["tokens_cached"] > 0 and lit["tokens_in"] == 0
-    assert lit["statuses"] == {"pass": 4, "fail": 2}
+    assert lit["statuses"] == {"pass": 4, "fail": 3}
     assert a["wall_minutes"] > 0 and a["assertions_total"] > 0
     assert (cmp_dir / "compare.md").read_text().count("\n| ") == 4
 
@@ -69,7 +69,7 @@ def test_regrade_reports_disagreement_with_the_original_grader(tmp_path, capsys)
         assert not [r for r in srv.requests if "You are the EXECUTOR" in json.dumps(r.body)]
         assert [r.script for r in srv.requests].count("strict") == 1
     out = capsys.readouterr().out
-    assert "3/4 assertions agree (75%)" in out
+    assert "4/5 assertions agree (80%)" in out
     assert "A3: passed -> failed" in out
     (report_path,) = source.glob("regrade-*.json")
     report = json.loads(report_path.read_text())

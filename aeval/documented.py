@@ -1,0 +1,210 @@
+"""Documented commands must work: which commands a skill documents, and which tool calls of a
+run ran one of them and failed. Pure: text in, findings out.
+
+A documented command is a shell command in SKILL.md (a fenced bash/sh block, or an inline
+code span) or in the contract's `steps` that runs one of the skill's own files. Its
+*signature* is that file, its action (the first positional argument, when it looks like an
+action name: `segment_train`, `convert`; not a path or a value) and its flags (`--data`).
+A tool call of the agent runs a documented command when, in one of its simple commands, it
+runs the same skill file with the same action and only flags the documentation shows;
+argument values do not matter. When such a call fails, the skill did not work as documented
+on the first attempt, whatever the agent did next. What the agent improvised (the script
+without arguments, an action the docs do not name, `--help`) is left to the grader.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id
+
+_FENCE = re.compile(r"^```[ \t]*(?:bash|sh|shell|console|zsh)?[ \t]*\n(.*?)^```[ \t]*$",
+                    re.M | re.S)
+_INLINE = re.compile(r"(?<!`)`([^`\n]{3,300})`(?!`)")
+_ACTION = re.compile(r"^[A-Za-z][A-Za-z0-9_:-]{0,63}$")
+_SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", "\n"}
+_SKILL_VARS = ("$SKILL_DIR/", "${SKILL_DIR}/", "\"$SKILL_DIR\"/")
+# A skill file is *run* when it is the command, or the script an interpreter is given.
+_INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|bash|sh|zsh|ruby|perl|Rscript|"
+                          r"deno|bun|uv|npx|tsx|ts-node|php)$")
+SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "command_execution", "Bash"})
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What identifies a documented command: the skill file it runs, its action, its flags."""
+
+    file: str
+    action: str | None
+    flags: frozenset[str] = field(default_factory=frozenset)
+
+    def __str__(self) -> str:
+        parts = [self.file, *([self.action] if self.action else []), *sorted(self.flags)]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class DocumentedFailure:
+    """A tool call that ran a documented command and failed."""
+
+    seq: int  # the failing tool_result event
+    call_seq: int  # its tool_call event
+    command: str
+    signature: str
+    exit_code: int | None
+    excerpt: str
+
+
+def _tokens(command: str) -> list[str]:
+    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
+    lex.whitespace_split = True
+    lex.commenters = "#"
+    try:
+        return list(lex)
+    except ValueError:  # an unbalanced quote: fall back to whitespace
+        return command.split()
+
+
+def _simple_commands(command: str) -> list[list[str]]:
+    out, cur = [], []
+    for line in command.replace("\\\n", " ").splitlines():
+        for tok in _tokens(line):
+            if tok in _SEPARATORS or set(tok) <= set(";&|()"):
+                if cur:
+                    out.append(cur)
+                cur = []
+            else:
+                cur.append(tok)
+        if cur:
+            out.append(cur)
+        cur = []
+    return out
+
+
+def _skill_path(token: str, skill_files: frozenset[str], skill_roots: tuple[str, ...]
+                ) -> str | None:
+    """The skill file a token names, relative to the skill root, or None."""
+    t = token
+    for var in _SKILL_VARS:
+        if t.startswith(var):
+            t = t[len(var):]
+            break
+    else:
+        for root in skill_roots:
+            if root and t.startswith(root.rstrip("/") + "/"):
+                t = t[len(root.rstrip("/")) + 1:]
+                break
+    t = t.removeprefix("./")
+    if t in skill_files:
+        return t
+    # `python3 /abs/.../.agents/skills/<name>/scripts/run.py`, `skills/<name>/scripts/run.py`
+    parts = PurePosixPath(t).parts
+    for i in range(1, len(parts)):
+        rel = "/".join(parts[i:])
+        if rel in skill_files and "/" in rel:
+            return rel
+    return None
+
+
+def signatures(command: str, skill_files: frozenset[str],
+               skill_roots: tuple[str, ...] = ()) -> list[Signature]:
+    """The signature of every simple command in ``command`` that runs a skill file (script
+    files only: documentation files are read, not run)."""
+    out = []
+    for words in _simple_commands(command):
+        if (words and PurePosixPath(words[0]).name in ("bash", "sh", "zsh", "dash")
+                and len(words) >= 3 and words[1].startswith("-") and "c" in words[1]):
+            out += signatures(words[2], skill_files, skill_roots)  # `bash -lc '...'` (Codex)
+            continue
+        for i, w in enumerate(words):
+            rel = _skill_path(w, skill_files, skill_roots)
+            if rel is None or rel.endswith((".md", ".txt", ".json", ".yaml", ".yml", ".csv")):
+                continue
+            if i and not (_INTERPRETER.match(PurePosixPath(words[0]).name) and all(
+                    x.startswith("-") or x == "run" for x in words[1:i])):
+                break  # an argument of another command (`grep x run.py`): not run
+            rest = words[i + 1:]
+            action = None
+            if rest and not rest[0].startswith("-") and _ACTION.match(rest[0]):
+                action = rest[0]
+            flags = frozenset(r.split("=", 1)[0] for r in rest
+                              if r.startswith("-") and len(r) > 1 and r != "--")
+            out.append(Signature(rel, action, flags))
+            break
+    return out
+
+
+def skill_files(skill_dir: Path, limit: int = 5000) -> frozenset[str]:
+    """Relative paths of the skill's regular files (symlinks not followed; at most ``limit``)."""
+    out: set[str] = set()
+    root = Path(skill_dir)
+    for d, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [x for x in dirs if x not in (".git", "node_modules", "__pycache__")]
+        for f in files:
+            p = Path(d) / f
+            if p.is_file() and not p.is_symlink():
+                out.add(p.relative_to(root).as_posix())
+            if len(out) >= limit:
+                return frozenset(out)
+    return frozenset(out)
+
+
+def documented_commands(skill_md: str, steps: list[str]) -> list[str]:
+    """Shell commands a skill documents: SKILL.md's fenced shell blocks and inline code spans,
+    and the contract's steps."""
+    found = [m.group(1) for m in _FENCE.finditer(skill_md)]
+    prose = _FENCE.sub("", skill_md)
+    # an inline span is a command when it has arguments (`scripts/run.py` alone names a file)
+    found += [m.group(1) for m in _INLINE.finditer(prose) if len(m.group(1).split()) > 1]
+    return [*found, *steps]
+
+
+def documented_signatures(skill_md: str, steps: list[str], skill_files: frozenset[str]
+                          ) -> list[Signature]:
+    out: list[Signature] = []
+    for cmd in documented_commands(skill_md, steps):
+        for sig in signatures(cmd, skill_files):
+            if sig not in out:
+                out.append(sig)
+    return out
+
+
+def matches(call: Signature, documented: list[Signature]) -> Signature | None:
+    """The documented command a call runs: same file, same action, flags all documented."""
+    for d in documented:
+        if d.file == call.file and d.action == call.action and call.flags <= d.flags:
+            return d
+    return None
+
+
+def failed_documented_calls(events: list[Event], documented: list[Signature],
+                            skill_files: frozenset[str], skill_roots: tuple[str, ...] = ()
+                            ) -> list[DocumentedFailure]:
+    """Every failed shell tool call of the run that ran a documented command."""
+    if not documented:
+        return []
+    calls = calls_by_id(events)
+    out = []
+    for e in events:
+        if not isinstance(e, ToolResultEvent) or e.ok:
+            continue
+        call = calls.get(e.call_id)
+        if not isinstance(call, ToolCallEvent):
+            continue
+        command = call.input.get("command") or call.input.get("cmd")
+        if isinstance(command, list):
+            command = shlex.join(str(c) for c in command)
+        if not isinstance(command, str):
+            continue
+        for sig in signatures(command, skill_files, skill_roots):
+            doc = matches(sig, documented)
+            if doc is not None:
+                out.append(DocumentedFailure(
+                    seq=e.seq, call_seq=call.seq, command=command[:300], signature=str(doc),
+                    exit_code=e.exit_code, excerpt=e.output.strip()[-400:]))
+                break
+    return out

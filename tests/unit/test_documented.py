@@ -1,0 +1,103 @@
+"""Documented commands: what a skill documents, and which failed calls ran one of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from aeval.documented import (
+    Signature,
+    documented_signatures,
+    failed_documented_calls,
+    signatures,
+)
+from aeval.events import EVENT_ADAPTER
+from tests.conftest import EXAMPLES
+
+SEG = EXAMPLES / "skills" / "segmentation"
+FILES = frozenset({"SKILL.md", "scripts/run.py", "fixtures/images/a.txt"})
+DOCS = documented_signatures((SEG / "SKILL.md").read_text(), [], FILES)
+
+
+def test_the_segmentation_skill_documents_its_three_actions():
+    assert {(s.file, s.action, s.flags) for s in DOCS} == {
+        ("scripts/run.py", a, frozenset({"--data", "--out"}))
+        for a in ("segment_train", "segment_evaluate", "segment_inference")}
+
+
+@pytest.mark.parametrize(("command", "documented"), [
+    # how agents actually spell the documented call
+    ("python3 .agents/skills/segmentation/scripts/run.py segment_train --data fixtures "
+     "--out outputs", True),
+    ("cd /tmp/ws && python3 $SKILL_DIR/scripts/run.py segment_train --data=other --out o",
+     True),
+    ("/bin/bash -lc 'python3 /tmp/a/workspace/.agents/skills/segmentation/scripts/run.py "
+     "segment_train --data fixtures --out outputs'", True),
+    ("python3 .claude/skills/segmentation/scripts/run.py segment_train --data fixtures", True),
+    ("echo start; python3 .agents/skills/segmentation/scripts/run.py segment_train --data x "
+     "--out y | tee log.txt", True),
+    # improvised: not what the docs say
+    ("python3 .agents/skills/segmentation/scripts/run.py", False),
+    ("python3 .agents/skills/segmentation/scripts/run.py --help", False),
+    ("python3 .agents/skills/segmentation/scripts/run.py train --data fixtures --out o", False),
+    ("python3 .agents/skills/segmentation/scripts/run.py segment_train --data f --epochs 3",
+     False),
+    ("cat .agents/skills/segmentation/SKILL.md", False),
+    ("grep -n segment_train .agents/skills/segmentation/scripts/run.py", False),
+    ("python3 runner.py segment_train --data fixtures --out outputs", False),
+])
+def test_a_call_runs_a_documented_command(command, documented):
+    from aeval.documented import matches
+
+    found = [matches(s, DOCS) for s in signatures(command, FILES)]
+    assert any(found) is documented, signatures(command, FILES)
+
+
+def _events(*pairs):
+    out, seq = [], 0
+    for i, (command, exit_code) in enumerate(pairs):
+        out.append(EVENT_ADAPTER.validate_python({
+            "seq": seq, "t": 0, "kind": "tool_call", "call_id": f"c{i}", "tool": "bash",
+            "input": {"command": command}}))
+        out.append(EVENT_ADAPTER.validate_python({
+            "seq": seq + 1, "t": 0, "kind": "tool_result", "call_id": f"c{i}", "tool": "bash",
+            "ok": exit_code == 0, "exit_code": exit_code,
+            "output": "KeyError: 'segment_train'" if exit_code else "ok"}))
+        seq += 2
+    return out
+
+
+def test_a_workaround_without_an_edit_is_found():
+    """The agent runs the documented action, it fails, the agent calls `train` instead and
+    succeeds: the documented command's failure is the first-attempt evidence."""
+    run = ".agents/skills/segmentation/scripts/run.py"
+    events = _events(
+        (f"python3 {run} --help", 0),
+        (f"python3 {run} segment_train --data fixtures --out outputs", 1),
+        (f"python3 {run} train --data fixtures --out outputs", 0))
+    (f,) = failed_documented_calls(events, DOCS, FILES)
+    assert (f.seq, f.call_seq, f.exit_code) == (3, 2, 1)
+    assert f.signature == "scripts/run.py segment_train --data --out"
+    assert "KeyError" in f.excerpt
+
+
+def test_failed_improvised_calls_are_not_documented_failures():
+    run = ".agents/skills/segmentation/scripts/run.py"
+    events = _events((f"python3 {run}", 2), (f"python3 {run} train --data f --out o", 1),
+                     ("grep -rn segment_train .agents/skills", 1))
+    assert failed_documented_calls(events, DOCS, FILES) == []
+
+
+def test_a_skill_that_documents_no_script_has_nothing_to_check():
+    docs = documented_signatures("# Notes\nRun `ls -la` and `git status`.\n", [], FILES)
+    assert docs == []
+    assert failed_documented_calls(_events(("ls -la nothere", 2)), docs, FILES) == []
+
+
+def test_contract_steps_are_documented_too():
+    docs = documented_signatures("# x\n", ["python3 $SKILL_DIR/scripts/run.py train --data d"],
+                                 FILES)
+    assert docs == [Signature("scripts/run.py", "train", frozenset({"--data"}))]
+
+
+def test_unbalanced_quotes_do_not_crash():
+    assert signatures("python3 scripts/run.py segment_train 'oops", FILES)
