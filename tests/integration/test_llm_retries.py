@@ -1,0 +1,108 @@
+"""Model calls against the scripted model server on loopback, through litellm for real:
+transient faults are retried per call inside the case's budget; permanent ones are one
+attempt and one line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from aeval.adapters.llm import RetryBudget, ask_json, complete
+from pydantic import BaseModel
+
+from aeval.errors import ModelPermanentError, ModelTransientError
+from aeval.testing import Script, ScriptedModelServer, Turn
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+FAST = dict(base_delay_s=0.01, max_delay_s=0.05)
+MODEL = "openai/gpt-4o-mini"
+# 10 calls of one case; 5 of their 15 requests (a third) meet a transient fault of each kind.
+FAULTS: dict[int, tuple[int | str, int]] = {2: (429, 2), 5: (503, 1), 7: ("disconnect", 1),
+                                            9: (529, 1)}
+
+
+def user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.fixture
+def server():
+    scripts = [Script(name=f"case-{i}", match=f"case {i} ",
+                      turns=[Turn(text=f"answer {i}", fault=FAULTS[i][0],
+                                  fault_times=FAULTS[i][1]) if i in FAULTS
+                             else Turn(text=f"answer {i}")])
+               for i in range(10)]
+    scripts.append(Script(name="auth", match="bad key", turns=[Turn(fault=401, fault_times=9)]))
+    scripts.append(Script(name="nomodel", match="no such model",
+                          turns=[Turn(fault=404, fault_times=9)]))
+    scripts.append(Script(name="busy", match="always busy",
+                          turns=[Turn(fault=503, fault_times=99)]))
+    with ScriptedModelServer(scripts) as srv:
+        yield srv
+
+
+def test_transient_faults_are_retried_per_call_and_every_call_succeeds(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    budget = RetryBudget(**FAST)
+    answers = [complete(MODEL, user(f"case {i} please"), api_base=server.base_url_openai,
+                        budget=budget).text for i in range(10)]
+    assert answers == [f"answer {i}" for i in range(10)]
+    faulted = [r for r in server.requests if r.fault]
+    assert len(faulted) == 5 and budget.retries == 5
+    assert len(server.requests) == 10 + len(faulted)
+    assert 0 < budget.waited_s <= budget.retries * FAST["max_delay_s"]
+
+
+def test_a_spent_budget_hands_the_transient_error_to_the_attempt_retry(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    budget = RetryBudget(max_retries=3, **FAST)
+    with pytest.raises(ModelTransientError, match="gave up after 4 tries") as exc:
+        complete(MODEL, user("always busy"), api_base=server.base_url_openai, budget=budget)
+    assert exc.value.status_code == 503
+    assert len(server.requests_for("busy")) == 4
+    # The budget is the case's: a later call of the same case gets no retry at all.
+    with pytest.raises(ModelTransientError, match="gave up after 1 tries"):
+        complete(MODEL, user("always busy"), api_base=server.base_url_openai, budget=budget)
+    assert len(server.requests_for("busy")) == 5
+
+
+def test_missing_key_is_one_attempt_and_one_line(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    budget = RetryBudget(**FAST)
+    start = time.monotonic()
+    with pytest.raises(ModelPermanentError) as exc:
+        complete(MODEL, user("case 1 please"), api_base=server.base_url_openai, budget=budget)
+    assert time.monotonic() - start < 5
+    message = str(exc.value)
+    assert "\n" not in message and len(message) <= 300
+    assert message.startswith(f"missing or invalid API key for {MODEL}:")
+    assert budget.retries == 0 and server.requests == []
+
+
+@pytest.mark.parametrize("prompt, script, expected", [
+    ("bad key", "auth", "missing or invalid API key"),
+    ("no such model", "nomodel", "unknown model or endpoint"),
+])
+def test_permanent_refusals_are_one_request(server, monkeypatch, prompt, script, expected):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    budget = RetryBudget(**FAST)
+    with pytest.raises(ModelPermanentError, match=f"^{expected} for {MODEL}:"):
+        complete(MODEL, user(prompt), api_base=server.base_url_openai, budget=budget)
+    assert len(server.requests_for(script)) == 1 and budget.retries == 0
+
+
+class Verdict(BaseModel):
+    ok: bool
+
+
+def test_ask_json_rides_out_faults_without_litellm_retries(monkeypatch):
+    """The grader's path: faults before a valid JSON answer; no tenacity is needed."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    script = Script(name="grader", match="grade this", turns=[
+        Turn(text='{"ok": true}', fault=429, fault_times=2)])
+    with ScriptedModelServer([script]) as srv:
+        ans = ask_json(MODEL, "You grade.", "grade this", Verdict,
+                       api_base=srv.base_url_openai, budget=RetryBudget(**FAST))
+        assert ans.value == Verdict(ok=True) and ans.attempts == 1
+        assert [r.fault for r in srv.requests] == [True, True, False]
