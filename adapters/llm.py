@@ -3,9 +3,10 @@
 Every model call of aeval (the builtin executor loop, the grader, the assertion writer, the
 suggester) goes through `complete()`, which:
 - retries a transient failure (429, 408, 409, 5xx, overloaded, timeouts, connection resets)
-  of THIS call, with exponential backoff and jitter, inside a `RetryBudget` shared by the
-  case; only when the budget is spent does `ModelTransientError` reach the attempt-level
-  retry (a fresh workspace). litellm's own retry path (which needs tenacity) is never used;
+  of THIS call, with exponential backoff and jitter, inside the `RetryBudget` the caller
+  shares across its case; only when the budget is spent does `ModelTransientError` reach
+  the attempt-level retry (a fresh workspace). `ask_json` (the evaluator calls) always has a
+  budget. litellm's own retry path (which needs tenacity) is never used;
 - gives up at once on a permanent failure (missing or invalid key, unknown model, context
   window exceeded, bad request): one attempt, one line saying which;
 - bounds the model calls in flight across threads (`AEVAL_MODEL_CONCURRENCY`);
@@ -183,14 +184,14 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
     """One model call, transient failures retried inside ``budget``.
 
     Raises ModelPermanentError at once (one attempt), ModelTransientError when the budget is
-    spent. Without a budget the call gets a fresh default one; ``retries`` (older callers)
-    caps that default's number of retries.
+    spent. Without a budget, ``retries`` per-call retries are allowed (none by default: a
+    caller that wants per-call retries passes its case's budget).
     """
     import litellm
 
     litellm.suppress_debug_info = True
     if budget is None:
-        budget = RetryBudget() if retries is None else RetryBudget(max_retries=retries)
+        budget = RetryBudget(max_retries=retries or 0)
     kwargs: dict[str, Any] = dict(model=model, messages=messages, timeout=timeout,
                                   num_retries=0, max_retries=0, max_tokens=max_tokens,
                                   **extra)
