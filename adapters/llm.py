@@ -272,21 +272,55 @@ def extract_json(text: str) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def response_format(model: str, answer: type[BaseModel]) -> dict[str, Any] | None:
+    """The provider's structured output for ``answer`` (a JSON schema generated from the
+    pydantic model), or None when litellm does not know the model to support it."""
+    try:
+        import litellm
+
+        if not litellm.supports_response_schema(model=model):
+            return None
+    except Exception:  # an unknown model simply gets text JSON
+        return None
+    return {"type": "json_schema",
+            "json_schema": {"name": answer.__name__, "schema": answer.model_json_schema(),
+                            "strict": False}}
+
+
+def _refused_format(error: ModelPermanentError) -> bool:
+    """A 400 / 422 to a structured request: the endpoint may not take ``response_format``."""
+    return _status(error.__cause__) in (400, 422) if error.__cause__ else False
+
+
 def ask_json(model: str, system: str, user: str, answer: type[M], *, api_base: str | None = None,
              attempts: int = 3, check: Any = None, timeout: float = 600,
-             retries: int | None = None, budget: RetryBudget | None = None) -> JsonAnswer:
+             retries: int | None = None, budget: RetryBudget | None = None,
+             structured: bool = True) -> JsonAnswer:
     """Ask for a JSON answer validated by ``answer`` (and ``check(value)``, which raises
     ValueError). An invalid answer is re-asked with the error, at most ``attempts`` times.
-    Transient API failures are retried per call inside ``budget`` (one for all the calls
-    of this question when None); when it is spent, the ModelTransientError propagates."""
+
+    Where the model supports it (and ``structured``), the answer is requested through the
+    provider's structured output with ``answer``'s JSON schema; a 400 / 422 to that request
+    falls back to text JSON once. Transient API failures are retried per call inside
+    ``budget`` (one for all the calls of this question when None); when it is spent, the
+    ModelTransientError propagates."""
     if budget is None:
         budget = RetryBudget() if retries is None else RetryBudget(max_retries=retries)
+    fmt = response_format(model, answer) if structured else None
     start = time.monotonic()
     messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                       {"role": "user", "content": user}]
     usage, texts, error = Usage(), [], None
     for n in range(1, attempts + 1):
-        comp = complete(model, messages, api_base=api_base, timeout=timeout, budget=budget)
+        extra = {"response_format": fmt} if fmt else {}
+        try:
+            comp = complete(model, messages, api_base=api_base, timeout=timeout, budget=budget,
+                            **extra)
+        except ModelPermanentError as exc:
+            if not (fmt and _refused_format(exc)):
+                raise
+            fmt = None
+            comp = complete(model, messages, api_base=api_base, timeout=timeout, budget=budget)
         usage = usage + comp.usage
         texts.append(comp.text)
         try:

@@ -106,3 +106,42 @@ def test_ask_json_rides_out_faults_without_litellm_retries(monkeypatch):
                        api_base=srv.base_url_openai, budget=RetryBudget(**FAST))
         assert ans.value == Verdict(ok=True) and ans.attempts == 1
         assert [r.fault for r in srv.requests] == [True, True, False]
+
+
+# ---- structured answers -----------------------------------------------------------------------
+
+
+def test_structured_output_where_the_model_supports_it(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    script = Script(name="grader", match="grade this", turns=[Turn(text='{"ok": false}')])
+    with ScriptedModelServer([script]) as srv:
+        ans = ask_json(MODEL, "You grade.", "grade this", Verdict, api_base=srv.base_url_openai)
+        (req,) = srv.requests
+    assert ans.value == Verdict(ok=False)
+    fmt = req.body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Verdict"
+    assert fmt["json_schema"]["schema"] == Verdict.model_json_schema()
+
+
+def test_text_json_with_re_asks_where_it_does_not(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    script = Script(name="grader", match="grade this", turns=[
+        Turn(text="Looks fine to me."), Turn(text='```json\n{"ok": true}\n```')])
+    with ScriptedModelServer([script]) as srv:
+        ans = ask_json("openai/scripted", "You grade.", "grade this", Verdict,
+                       api_base=srv.base_url_openai)
+        reqs = srv.requests
+    assert ans.value == Verdict(ok=True) and ans.attempts == 2
+    assert all("response_format" not in r.body for r in reqs)
+    assert "Your answer was not valid" in reqs[1].body["messages"][-1]["content"]
+
+
+def test_a_refused_structured_request_falls_back_to_text(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    script = Script(name="grader", match="grade this",
+                    turns=[Turn(text='{"ok": true}', fault=400, fault_times=1)])
+    with ScriptedModelServer([script]) as srv:
+        ans = ask_json(MODEL, "You grade.", "grade this", Verdict, api_base=srv.base_url_openai)
+        reqs = srv.requests
+    assert ans.value == Verdict(ok=True)
+    assert ["response_format" in r.body for r in reqs] == [True, False]
