@@ -111,7 +111,8 @@ def _skill_paths(code: str, skill_dir: Path) -> list[str]:
     for w in words:
         for prefix in ("${SKILL_DIR}/", "$SKILL_DIR/", "./"):
             w = w.removeprefix(prefix)
-        if not w or w.startswith(("/", "-", "$")) or "=" in w or "*" in w:
+        if not w or w.startswith(("/", "-", "$", "~")) or any(c in w for c in "=*?{}") \
+                or "://" in w:
             continue
         p = PurePosixPath(w)
         if ".." in p.parts:
@@ -161,6 +162,12 @@ def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
         file, line = frames[-1]
         if exc.split(":")[0].split(".")[-1] in _OS_ERRORS and not _names_skill_file(
                 exc, skill_dir):
+            tool = _bare_command(exc)
+            if tool is not None:  # subprocess.run(["soffice", ...]) in a skill script
+                if tool in declared:
+                    return Diagnosis("inconclusive", f"declared host tool {tool} is missing",
+                                     tool)
+                return Diagnosis("missing_tool", f"needs {tool}", tool)
             return Diagnosis("inconclusive", f"{exc} (an input the block expects is missing)")
         return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}")
 
@@ -178,6 +185,14 @@ def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
     if exit_code == 127:
         return Diagnosis("missing_tool", "needs a command that is not installed (exit 127)")
     return Diagnosis("inconclusive", f"exited {exit_code}; not in the skill's own code")
+
+
+def _bare_command(exc_line: str) -> str | None:
+    """The program a skill script tried to start: ``FileNotFoundError: [Errno 2] No such file
+    or directory: 'soffice'`` names a bare command (no folder, no extension)."""
+    m = re.search(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([\w+-]+)'$",
+                  exc_line)
+    return m.group(1) if m else None
 
 
 def _names_skill_file(exc_line: str, skill_dir: Path) -> bool:

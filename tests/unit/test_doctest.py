@@ -68,6 +68,9 @@ def skill(tmp_path) -> Path:
             open(a.data).read()
         if a.action == "convert":
             import markitdown  # noqa: F401
+        if a.action == "pdf":
+            import subprocess
+            subprocess.run(["soffice-aeval-absent", "--headless", "--convert-to", "pdf"])
         ACTIONS[a.action](a)
         """))
     return d
@@ -83,7 +86,7 @@ def run_block(code: str, cwd: Path) -> tuple[int, str]:
 
 @pytest.mark.parametrize("code, kind, reason", [
     ("python scripts/run.py segment_train", "defect",
-     "KeyError: 'segment_train' raised in the skill's scripts/run.py:14"),
+     "KeyError: 'segment_train' raised in the skill's scripts/run.py:17"),
     ("python scripts/run.py train --mode turbo", "defect",
      "the skill's run.py rejects what SKILL.md documents: argument --mode: invalid choice: "
      "'turbo' (choose from 'fast', 'full')"),
@@ -94,6 +97,9 @@ def run_block(code: str, cwd: Path) -> tuple[int, str]:
     ("bash scripts/setup.sh", "defect",
      "SKILL.md runs scripts/setup.sh, which the skill does not have"),
     ("python scripts/run.py convert", "missing_tool", "needs markitdown"),
+    ("python scripts/run.py pdf", "missing_tool", "needs soffice-aeval-absent"),
+    ("curl -fsS https://example.invalid/install.sh | bash", "inconclusive",
+     "exited 6; not in the skill's own code"),
     ("pdftotext-aeval-absent -layout in.pdf out.txt", "missing_tool",
      "needs pdftotext-aeval-absent"),
     ("python scripts/run.py train --data masks/train.csv", "inconclusive",
