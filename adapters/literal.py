@@ -98,7 +98,7 @@ class LiteralRuntime:
         start = time.monotonic()
         recorder.message("user", request.prompt)
         if not request.steps:
-            final = "untested: no self-contained block (SKILL.md has no shell block)"
+            final = "no self-contained block: SKILL.md has no shell block"
             recorder.end("untested", final)
             return RunResult(status="untested", final_text=final)
         deadline = start + request.limits.timeout_s

@@ -264,7 +264,8 @@ def test_illustrative_marketplace_has_no_failure(market, tmp_path):
         "report-builder": "completed", "writing-style": "untested"}
     assert statuses["pdf-tools"].final_text == "needs pdftotext"
     assert statuses["docx-to-markdown"].final_text == "needs markitdown"
-    assert statuses["writing-style"].final_text.startswith("untested: no self-contained block")
+    assert statuses["writing-style"].final_text == ("no self-contained block: SKILL.md has no "
+                                                    "shell block")
 
 
 def test_placeholder_block_is_skipped_with_its_reason(market, tmp_path):
@@ -320,3 +321,26 @@ def test_a_declared_host_tool_that_is_missing_is_an_environment_error(market, tm
     with pytest.raises(RuntimeUnavailable, match=r"SKILL\.md line 15: host tool pdftotext is "
                                                  r"missing although the case declares it"):
         doc_test(market, tmp_path, "pdf-tools", host_tools=("pdftotext",))
+
+
+class _DocTestRequest(RunRequest):
+    """RunRequest as it will be once the case's doc_test / host_tools are wired into it."""
+
+    doc_test: bool = True
+    host_tools: tuple[str, ...] = ()
+
+
+def test_run_dispatches_on_the_request_doc_test_flag(market, tmp_path):
+    ex = examine(market / "skills" / "segmentation")
+    ws = prepare_workspace(tmp_path / "attempt", ex.skill.path, ex.skill.name,
+                           ".agents/skills", [])
+    req = _DocTestRequest(prompt="p", case_id="smoke", workspace=ws.path, home=ws.home,
+                          skill_name=ex.skill.name, skill_description="d",
+                          skill_dir=ws.skill_dir, steps=ex.cases[0].steps,
+                          env=base_env(ws.home), limits=Limits(timeout_s=60),
+                          raw_log=tmp_path / "raw.jsonl")
+    rec = EventRecorder(tmp_path / "events.jsonl", Redactor({}))
+    result = LiteralRuntime().run(req, rec)
+    rec.close()
+    # From the workspace root `python scripts/run.py` would not even be found.
+    assert result.status == "failed" and "KeyError: 'segment_train'" in result.final_text
