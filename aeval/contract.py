@@ -24,6 +24,7 @@ CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.con
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
+MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones overflow timers
 # Secrets of the harness itself: a contract (written by whoever opens the MR) must not be able
 # to hand them to the executor.
 RESERVED_CREDENTIALS = re.compile(
@@ -87,7 +88,8 @@ class CommandCheck(_Check):
     run: str = Field(description="Shell command (bash), run with the workspace root as cwd.")
     exit_code: int = Field(0, description="Expected exit code.")
     stdout: str | None = Field(None, description="Regular expression stdout must match.")
-    timeout_s: float = Field(120, gt=0, description="Seconds before the command is killed.")
+    timeout_s: float = Field(120, gt=0, le=MAX_TIMEOUT_S,
+                             description="Seconds before the command is killed.")
 
 
 class JsonPath(_Check):
@@ -184,8 +186,10 @@ class EvalCase(_Strict):
     pass_threshold: float = Field(
         1.0, ge=0.0, le=1.0, description="Least first-attempt pass rate for `pass`."
     )
-    timeout_s: float = Field(1800, gt=0, description="Seconds the execution may take.")
-    max_turns: int = Field(60, ge=1, description="Most model turns the executor may take.")
+    timeout_s: float = Field(1800, gt=0, le=MAX_TIMEOUT_S,
+                             description="Seconds the execution may take (at most a week).")
+    max_turns: int = Field(60, ge=1, le=100_000,
+                           description="Most model turns the executor may take.")
     doc_test: bool = Field(
         False,
         description="Run `steps` as a doc test of SKILL.md's shell blocks (the generic tier under "
@@ -312,12 +316,12 @@ def parse_config(path: Path) -> EvalConfig:
     try:
         data = load_json(text)
     except UnsafeData as exc:
-        raise ContractError([Problem(where, "", str(exc))]) from None
+        raise ContractError([Problem(where, exc.field, exc.message)]) from None
     except json.JSONDecodeError as json_exc:
         try:
             data = load_yaml(text)
         except UnsafeData as exc:
-            raise ContractError([Problem(where, "", str(exc))]) from None
+            raise ContractError([Problem(where, exc.field, exc.message)]) from None
         except yaml.YAMLError:
             raise ContractError([Problem(where, "", f"neither JSON nor YAML: line "
                                          f"{json_exc.lineno}: {json_exc.msg}")]) from None

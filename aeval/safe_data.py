@@ -23,7 +23,15 @@ MAX_DEPTH = 64
 
 
 class UnsafeData(ValueError):
-    """The text is too big, too deep, uses YAML aliases, or holds a value aeval cannot run."""
+    """The text is too big, too deep, uses YAML aliases, or holds a value aeval cannot run.
+
+    ``field`` is where (``evals[0].steps[1]``), empty when the whole text is at fault.
+    """
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -92,6 +100,12 @@ def load_json(text: str) -> Any:
         data = json.loads(text, parse_constant=_no_constant)
     except RecursionError:  # pragma: no cover - the depth scan comes first
         raise UnsafeData(f"nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        raise
+    except UnsafeData:
+        raise
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise UnsafeData(f"a value cannot be read: {str(exc)[:120]}") from None
     check_values(data)
     return data
 
@@ -109,6 +123,10 @@ def load_yaml(text: str, line_offset: int = 0) -> Any:
         data = loader.get_single_data()
     except RecursionError:
         raise UnsafeData(f"nested deeper than {MAX_DEPTH} levels") from None
+    except (UnsafeData, yaml.YAMLError):
+        raise
+    except (ValueError, OverflowError) as exc:  # an integer of more than 4300 digits
+        raise UnsafeData(f"a value cannot be read: {str(exc)[:120]}") from None
     finally:
         loader.dispose()
     check_values(data)
@@ -126,14 +144,14 @@ def check_values(data: Any) -> None:
         if depth > MAX_DEPTH:
             raise UnsafeData(f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(value, float) and not math.isfinite(value):
-            raise UnsafeData(f"{where or 'value'}: {value} is not a finite number")
+            raise UnsafeData(f"{value} is not a finite number", where)
         if isinstance(value, str) and "\0" in value:
-            raise UnsafeData(f"{where or 'value'}: contains a NUL byte")
+            raise UnsafeData("contains a NUL byte", where)
         if isinstance(value, dict):
             for k, v in value.items():
                 key = str(k)
                 if "\0" in key:
-                    raise UnsafeData(f"{where or 'value'}: a key contains a NUL byte")
+                    raise UnsafeData("a key contains a NUL byte", where)
                 stack.append((f"{where}.{key}" if where else key, v, depth + 1))
         elif isinstance(value, list):
             for i, v in enumerate(value):

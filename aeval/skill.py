@@ -22,6 +22,7 @@ from aeval.safe_data import UnsafeData, load_yaml
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_MAX = 64
+SKILL_MD_MAX_BYTES = 5_000_000
 DESCRIPTION_MAX = 1024
 KNOWN_KEYS = frozenset(
     {"name", "description", "license", "allowed-tools", "metadata", "compatibility"}
@@ -69,6 +70,10 @@ def load_skill(skill_dir: Path) -> Skill:
     if not skill_md.is_file():
         raise ContractError([Problem(str(skill_dir), "", f"no {SKILL_FILE} in this folder")])
     try:
+        size = skill_md.stat().st_size
+        if size > SKILL_MD_MAX_BYTES:
+            raise ContractError([Problem(where, "", f"{size} bytes, at most "
+                                                    f"{SKILL_MD_MAX_BYTES}")])
         text = skill_md.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from exc
@@ -80,7 +85,8 @@ def load_skill(skill_dir: Path) -> Skill:
     try:
         front = load_yaml(m.group(1), line_offset=1) or {}
     except UnsafeData as exc:
-        raise ContractError([Problem(where, "frontmatter", str(exc))]) from None
+        field = f"frontmatter.{exc.field}" if exc.field else "frontmatter"
+        raise ContractError([Problem(where, field, exc.message)]) from None
     except yaml.YAMLError as exc:
         raise ContractError([Problem(where, "frontmatter", f"not valid YAML: {exc}")]) from exc
     if not isinstance(front, dict):

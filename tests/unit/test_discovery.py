@@ -73,6 +73,25 @@ def test_deep_block_yaml_config_is_invalid(tmp_path):
     assert "eval.config.yaml" in line and "nested deeper than 64 levels" in line
 
 
+def test_deep_flow_yaml_in_frontmatter_is_invalid(tmp_path):
+    d = tmp_path / "csv-stats"
+    d.mkdir()
+    (d / "SKILL.md").write_text("---\nname: csv-stats\ndescription: d\nmetadata: " +
+                                "[" * 100_000 + "]" * 100_000 + "\n---\n")
+    line = only_problem(examine(d))
+    assert line == f"{d / 'SKILL.md'}:frontmatter: nested deeper than 64 levels"
+
+
+@pytest.mark.parametrize("number, name", [("1" * 5000, "eval.config"),
+                                          ("1" * 5000, "eval.config.yaml")])
+def test_a_number_too_long_to_read_is_invalid(tmp_path, number, name):
+    text = ('{"evals": [{"id": "c", "prompt": "p", "expected_outcome": "o", "max_turns": '
+            f"{number}}}]}}") if name == "eval.config" else \
+        f"evals:\n- id: c\n  prompt: p\n  expected_outcome: o\n  max_turns: {number}\n"
+    d = skill(tmp_path, "csv-stats", config=text, config_name=name)
+    assert "a value cannot be read: Exceeds the limit" in only_problem(examine(d))
+
+
 def test_oversized_config_is_invalid(tmp_path):
     big = json.dumps({"evals": [case(prompt="x" * 2_000_000)]})
     d = skill(tmp_path, "csv-stats", config=big)
@@ -154,7 +173,7 @@ def test_a_symlinked_skill_is_found_once(tmp_path):
     ("..", "'..' is not a usable name"),
     ("/etc/cron.d", "contains a path separator"),
     ("team/csv-stats", "contains a path separator"),
-    ('"csv\\0stats"', "name: contains a NUL byte"),
+    ('"csv\\0stats"', "frontmatter.name: contains a NUL byte"),
     ('"csv\\tstats"', "contains a NUL or control character"),
 ])
 def test_name_that_is_not_a_safe_path_segment_is_invalid(tmp_path, name, expected):
@@ -184,6 +203,10 @@ def test_two_skills_with_one_name_are_both_kept_with_a_warning(tmp_path):
      "eval.config", "Infinity is not a finite number"),
     ('{"evals": [{"id": "c", "prompt": "p", "expected_outcome": "o", "pass_threshold": NaN}]}',
      "eval.config", "NaN is not a finite number"),
+    ('{"evals": [{"id": "c", "prompt": "p", "expected_outcome": "o", "timeout_s": 1e999}]}',
+     "eval.config", "evals[0].timeout_s: inf is not a finite number"),
+    ('{"evals": [{"id": "c", "prompt": "p", "expected_outcome": "o", "timeout_s": 1e300}]}',
+     "eval.config", "evals[0].timeout_s: Input should be less than or equal to 604800"),
     ("evals:\n- {id: c, prompt: p, expected_outcome: o, timeout_s: .inf}\n",
      "eval.config.yaml", "evals[0].timeout_s: inf is not a finite number"),
     (json.dumps({"evals": [case(steps=["python scripts/stats.py\0 data.csv"])]}),
@@ -197,7 +220,8 @@ def test_validate_rejects_values_that_would_crash_run(tmp_path, text, name, expe
     d = skill(tmp_path, "csv-stats", config=text, config_name=name)
     with pytest.raises(ContractError) as exc:
         parse_config(d / name)
-    assert [str(p) for p in exc.value.problems] == [f"{d / name}: {expected}"]
+    assert [str(p) for p in exc.value.problems] == [
+        f"{d / name}:{expected}" if expected.startswith("evals") else f"{d / name}: {expected}"]
 
 
 @pytest.mark.parametrize("bad", [
