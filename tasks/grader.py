@@ -85,6 +85,7 @@ def skill_lines(skill_dir: Path) -> set[str]:
 # `cat -n` and `nl` (`     1\t`), `grep -n` (`12:` / `12-`, after `file:` with several files).
 _NUMBERED = re.compile(r"^\s*(?:[^\s:]+[:-])?\d+(?:\t|→|:|-(?=\S)|\s{2,}|\| ?)")
 _SPACES = re.compile(r"\s+")
+_GRAM = 12
 
 
 def _norm(text: str) -> str:
@@ -96,16 +97,33 @@ def _unnumbered(line: str) -> str:
 
 
 class _SkillText:
-    """The skill's lines, normalized, for exact and fragment lookups."""
+    """The skill's lines, normalized, for exact and fragment lookups.
+
+    A fragment lookup is a substring search in all the skill's text; a set of hashed
+    ``_GRAM``-character windows rules out most transcript lines first, so a long transcript
+    against a large skill stays linear.
+    """
 
     def __init__(self, lines: set[str]):
         self.exact = {_norm(ln) for ln in lines}
         self.joined = "\n".join(sorted(self.exact))
+        j = self.joined
+        self.grams = {hash(j[i:i + _GRAM]) for i in range(max(0, len(j) - _GRAM + 1))}
+
+    def contains(self, piece: str) -> bool:
+        """Whether ``piece`` (no newline) occurs inside one skill line."""
+        n = len(piece)
+        if n < _GRAM:
+            return piece in self.joined
+        for i in (0, n // 2 - _GRAM // 2, n - _GRAM):
+            if hash(piece[i:i + _GRAM]) not in self.grams:
+                return False
+        return piece in self.joined
 
     def shows(self, piece: str) -> bool:
         if len(piece) >= MIN_WITHHELD_LINE and piece in self.exact:
             return True
-        return len(piece) >= MIN_WITHHELD_FRAGMENT and piece in self.joined
+        return len(piece) >= MIN_WITHHELD_FRAGMENT and self.contains(piece)
 
     def line_shows(self, line: str) -> bool:
         """A line shows the skill when it is, or holds, a skill line or a long piece of one:
@@ -134,8 +152,7 @@ def withhold(text: str, lines: set[str]) -> str:
         if not a or not b:
             continue
         for joined in (f"{a}{b}", f"{a} {b}"):
-            if len(joined) >= MIN_WITHHELD_LINE and (joined in skill.exact or (
-                    len(joined) >= MIN_WITHHELD_FRAGMENT and joined in skill.joined)):
+            if skill.shows(joined):
                 hide[i] = hide[i + 1] = True
                 break
     return "\n".join(WITHHELD if h else ln for ln, h in zip(rows, hide, strict=True))
