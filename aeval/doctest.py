@@ -258,3 +258,20 @@ def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:
                                                                         else ""), outcomes)
     text = f"{len(ran)} of {len(outcomes)} documented block(s) ran without a skill defect"
     return DocTestSummary("completed", text + (f"; {notes}" if notes else ""), outcomes)
+
+
+def doc_test_verdict(run_status: str, final_text: str) -> tuple[str, str]:
+    """The case status and reason of a doc-test case under `literal`, from its RunResult.
+
+    ``completed`` -> pass; ``failed`` (a skill defect) -> fail, the evidence as reason;
+    ``untested`` -> untested (never counted as a pass); a timeout or anything else -> error
+    (the environment stopped it; a retry may help). The structural assertion (the skill's own
+    files modified) still turns any of these into fail.
+    """
+    if run_status == "completed":
+        return "pass", f"doc test: {final_text}"
+    if run_status == "failed":
+        return "fail", f"doc test found a skill defect: {final_text}"
+    if run_status == "untested":
+        return "untested", final_text
+    return "error", f"doc test {run_status}: {final_text}"

@@ -13,7 +13,14 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.doctest import BlockOutcome, diagnose, placeholder, plan_blocks, summarize
+from aeval.doctest import (
+    BlockOutcome,
+    diagnose,
+    doc_test_verdict,
+    placeholder,
+    plan_blocks,
+    summarize,
+)
 
 
 @pytest.mark.parametrize("code, expected", [
@@ -144,3 +151,11 @@ def test_summary_priorities():
     s = summarize([skip])
     assert s.status == "untested" and s.final_text.startswith("no self-contained block")
     assert summarize([]).status == "untested"
+
+
+@pytest.mark.parametrize("run_status, expected", [
+    ("completed", "pass"), ("failed", "fail"), ("untested", "untested"), ("timeout", "error"),
+])
+def test_doc_test_verdict(run_status, expected):
+    status, reason = doc_test_verdict(run_status, "needs pdftotext")
+    assert status == expected and "needs pdftotext" in reason
