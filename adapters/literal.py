@@ -115,7 +115,8 @@ class LiteralRuntime:
             if plan.action == "skip":
                 recorder.message("system", f"{where}: block skipped, {plan.reason}:\n{plan.code}")
                 outcomes.append(BlockOutcome(plan.line, "skipped", plan.reason or ""))
-                tainted = tainted or outcomes[-1]
+                if plan.taints:
+                    tainted = tainted or outcomes[-1]
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -49,6 +49,18 @@ class BlockPlan:
     code: str
     action: Literal["run", "skip"]
     reason: str | None = None
+    taints: bool = True  # a skipped block's absence may explain later failures
+
+
+_INSTALL = re.compile(
+    r"^\s*(?:sudo\s+)?(?:(?:python3?\s+-m\s+)?pip3?|uv\s+pip|pipx|npm|pnpm|yarn|apt(?:-get)?|"
+    r"brew|conda|mamba|gem|cargo|go|apk|dnf|yum)\s+(?:-\S+\s+)*(?:install|add|i)\b")
+_CONSOLE = re.compile(r"^\s*\$ \S", re.M)
+
+
+def _commands(code: str) -> list[str]:
+    """The command lines of a block (comments and blank lines dropped)."""
+    return [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
 
 def placeholder(code: str) -> str | None:
@@ -64,9 +76,23 @@ def plan_blocks(blocks: list[tuple[int, str]]) -> list[BlockPlan]:
     """Classify ``(line, code)`` blocks: ``skip`` with the reason, or ``run``."""
     out = []
     for line, code in blocks:
+        commands = _commands(code)
         why = placeholder(code)
-        out.append(BlockPlan(line, code, "skip", f"placeholder: {why}") if why
-                   else BlockPlan(line, code, "run"))
+        if not commands:
+            out.append(BlockPlan(line, code, "skip", "no command (comments only)", taints=False))
+        elif _CONSOLE.search(code):
+            out.append(BlockPlan(line, code, "skip",
+                                 "a console session ('$ ' prompts mixed with output)"))
+        elif why:
+            out.append(BlockPlan(line, code, "skip", f"placeholder: {why}"))
+        elif all(_INSTALL.match(c) for c in commands):
+            # Installing host software is the environment's job (the case's `setup`), and a
+            # doc test must not change the machine it runs on. A later block that lacks what
+            # this installs is diagnosed `needs X` by itself, so the skip taints nothing.
+            out.append(BlockPlan(line, code, "skip", "installs host software (declare it in "
+                                                     "the case's setup)", taints=False))
+        else:
+            out.append(BlockPlan(line, code, "run"))
     return out
 
 

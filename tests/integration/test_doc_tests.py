@@ -58,7 +58,9 @@ SKILLS: dict[str, dict[str, str]] = {
             name: docx-to-markdown
             description: Convert Word documents to Markdown with markitdown.
             ---
-            Needs markitdown (`pip install markitdown`).
+            ```bash
+            pip install markitdown  # once
+            ```
 
             ```bash
             python scripts/convert.py reference/example.docx
@@ -161,9 +163,14 @@ DEFECTS: dict[str, dict[str, str]] = {
             description: Train a small segmentation model on a folder of masks.
             ---
             ```bash
+            pip install -r requirements.txt
+            ```
+
+            ```bash
             python scripts/run.py segment_train --data fixtures --epochs 1
             ```
             """,
+        "requirements.txt": "numpy\n",
         "scripts/run.py": dedent("""\
             import argparse
 
@@ -296,10 +303,15 @@ def test_failure_after_a_skipped_block_is_not_evidence(market, tmp_path):
 
 
 def test_documented_action_the_runner_lacks_is_a_defect(market, tmp_path):
-    result, _ = doc_test(market, tmp_path, "segmentation")
+    result, events = doc_test(market, tmp_path, "segmentation")
     assert result.status == "failed"
+    # The install block before it is not run (the host is not changed) and hides nothing.
+    skipped = [e.text for e in events if isinstance(e, MessageEvent) and "skipped" in e.text]
+    assert len(skipped) == 1 and "installs host software" in skipped[0]
+    assert [e.input["command"] for e in events if isinstance(e, ToolCallEvent)] == [
+        "python scripts/run.py segment_train --data fixtures --epochs 1"]
     first = result.final_text.splitlines()[0]
-    assert first == ("SKILL.md line 5: KeyError: 'segment_train' raised in the skill's "
+    assert first == ("SKILL.md line 9: KeyError: 'segment_train' raised in the skill's "
                      "scripts/run.py:15")
     assert 'ACTIONS[args.action](args)' in result.final_text  # the runner's traceback
 

@@ -42,6 +42,24 @@ def test_placeholders_are_skipped_with_the_reason(code, expected):
     assert (plan.action, plan.line, plan.reason) == ("skip", 12, f"placeholder: {expected}")
 
 
+@pytest.mark.parametrize("code, reason, taints", [
+    ("pip install markitdown", "installs host software", False),
+    ("sudo apt-get install -y poppler-utils\npython3 -m pip install --user pdfplumber",
+     "installs host software", False),
+    ("npm install -g docx  # once", "installs host software", False),
+    ("# Optional: nothing to run here", "no command (comments only)", False),
+    ("$ python scripts/stats.py data.csv\nrows: 5", "a console session", True),
+])
+def test_install_comment_and_console_blocks_are_skipped(code, reason, taints):
+    (plan,) = plan_blocks([(3, code)])
+    assert plan.action == "skip" and plan.reason.startswith(reason) and plan.taints is taints
+
+
+def test_a_block_that_installs_and_runs_is_run():
+    (plan,) = plan_blocks([(3, "pip install -e .\npython scripts/stats.py data.csv")])
+    assert plan.action == "run"
+
+
 @pytest.mark.parametrize("code", [
     "python scripts/stats.py data.csv > out/summary.txt",
     "sort < in.txt > out.txt",
