@@ -233,7 +233,9 @@ def scan_skill_roots(path: Path) -> Discovery:
             else:
                 walk(child, depth + 1)
 
-    if is_skill(path):
+    if not _utf8_name(str(path)):
+        found.warnings.append(f"{os.fsencode(path)!r}: path is not UTF-8, not searched")
+    elif is_skill(path):
         found.roots.append(path)
     else:
         walk(path, 0)

@@ -142,6 +142,9 @@ def test_non_utf8_folder_name_is_a_warning_and_the_rest_is_found(tmp_path):
     assert found.roots == [tmp_path / "csv-stats"]
     assert len(found.warnings) == 1
     assert "caf\\xe9-skill" in found.warnings[0] and "not UTF-8" in found.warnings[0]
+    # Named directly (a CLI argument), it is passed over the same way.
+    direct = scan_skill_roots(Path(os.fsdecode(bad)))
+    assert direct.roots == [] and "path is not UTF-8" in direct.warnings[0]
 
 
 def test_self_symlinks_in_a_marketplace_do_not_hang_discovery(tmp_path):
