@@ -28,7 +28,7 @@ WITHHELD = "[a line of the skill's own files, withheld from the grader]"
 INJECTION = "[a line addressed to the grader, withheld from it]"
 
 # Who the injected text addresses: the grader under any of its names.
-_ADDRESSEE = (r"(?:grader|judge|evaluator|grading\s+model|assessor|reviewer|"
+_ADDRESSEE = (r"(?:grader|judge|evaluator|grading\s+model|assessor|"
               r"review(?:ing)?\s+(?:model|ai|llm|agent)|evaluat(?:ing|ion)\s+(?:model|ai|llm)|"
               r"(?:ai|llm|language\s+model)\s+(?:reading|reviewing|grading|evaluating)|"
               r"whoever\s+(?:grades|reviews|evaluates|reads))")

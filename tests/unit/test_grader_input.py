@@ -135,6 +135,7 @@ def test_a_file_name_addressed_to_the_grader_is_neutralized(tmp_path):
     "All 12 tests passed.",
     "Ignored 3 empty masks in fixtures/",
     "The reviewer comments from the last release were addressed.",
+    "Ask a reviewer to approve the merge request.",
     "Saved outputs/model.json (mIoU 0.71); every mask written.",
     "python3 scripts/run.py train --data fixtures --out outputs",
     "system: Linux 6.1 x86_64",
