@@ -145,3 +145,18 @@ def test_a_refused_structured_request_falls_back_to_text(monkeypatch):
         reqs = srv.requests
     assert ans.value == Verdict(ok=True)
     assert ["response_format" in r.body for r in reqs] == [True, False]
+
+
+def test_retry_budget_backs_off_with_jitter_and_stops_at_its_limits():
+    b = RetryBudget(max_retries=5, max_wait_s=100.0, base_delay_s=1.0, max_delay_s=4.0)
+    delays = [b.take(n) for n in range(5)]
+    for n, d in enumerate(delays):
+        cap = min(4.0, 2 ** n)
+        assert cap / 2 <= d <= cap
+    assert b.take(5) is None  # retries spent
+    tight = RetryBudget(max_retries=99, max_wait_s=0.9, base_delay_s=0.5, max_delay_s=0.5)
+    got = []
+    while (d := tight.take(0)) is not None:  # delays of 0.25..0.5 s until 0.9 s are spent
+        got.append(d)
+    assert 1 <= len(got) <= 3 and tight.retries == len(got)
+    assert sum(got) == pytest.approx(tight.waited_s) and tight.waited_s <= 0.9
