@@ -2,8 +2,13 @@
 
 Every model call of aeval (the builtin executor loop, the grader, the assertion writer, the
 suggester) goes through `complete()`, which:
-- never retries by itself: a transient failure raises `ModelTransientError`, and the case is
-  retried by Prefect from a fresh workspace (grader calls retry in their own task);
+- retries a transient failure (429, 408, 409, 5xx, overloaded, timeouts, connection resets)
+  of THIS call, with exponential backoff and jitter, inside the `RetryBudget` the caller
+  shares across its case; only when the budget is spent does `ModelTransientError` reach
+  the attempt-level retry (a fresh workspace). `ask_json` (the evaluator calls) always has a
+  budget. litellm's own retry path (which needs tenacity) is never used;
+- gives up at once on a permanent failure (missing or invalid key, unknown model, context
+  window exceeded, bad request): one attempt, one line saying which;
 - bounds the model calls in flight across threads (`AEVAL_MODEL_CONCURRENCY`);
 - normalizes usage so that `input_tokens` EXCLUDES cached tokens.
 """
@@ -12,8 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,23 +47,91 @@ def _status(exc: BaseException) -> int | None:
     return None
 
 
-def classify(exc: BaseException) -> EnvironmentFailure:
+_MISSING_KEY = re.compile(
+    r"(?i)missing credentials|missing [\w ]*api[ _-]?key|no api[ _-]?key|api[ _-]?key[^.\n]{0,40}"
+    r"(?:must be set|not set|is missing|required)|invalid[ _-](?:x-)?api[ _-]?key|"
+    r"incorrect api key|invalid authentication|authentication_error|unauthori[sz]ed")
+_CONTEXT = re.compile(r"(?i)context[ _-]?(?:window|length)|maximum context|too many tokens|"
+                      r"prompt is too long")
+_UNKNOWN_MODEL = re.compile(r"(?i)model[^\n]{0,60}(?:not found|does not exist|not_found)|"
+                            r"unknown model|llm provider not provided|invalid model")
+_PERMANENT_CLASSES = {
+    "AuthenticationError": "missing or invalid API key",
+    "PermissionDeniedError": "API key not allowed to use this model",
+    "ContextWindowExceededError": "context window exceeded",
+    "NotFoundError": "unknown model or endpoint",
+    "LiteLLMUnknownProvider": "unknown model provider",
+}
+
+
+def _one_line(text: str, cap: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= cap else line[: cap - 1] + "…"
+
+
+def classify(exc: BaseException, model: str | None = None) -> EnvironmentFailure:
     """Map an SDK exception (litellm, openai, anthropic, httpx) to the error tree.
 
     Transient: 408 / 409 / 429 / 5xx (529 overloaded included), connection errors, timeouts.
-    Permanent: authentication, permission, bad request, context window, not found.
+    Permanent: authentication (a missing key too, whatever status litellm wraps it in),
+    permission, bad request, context window, not found. A permanent error's message is one
+    line: what is wrong, for which model, and the provider's words.
     """
     if isinstance(exc, EnvironmentFailure):
         return exc
     status = _status(exc)
     name = type(exc).__name__
     text = f"{name}: {exc}".strip()[:1000]
+    names = {c.__name__ for c in type(exc).__mro__}
+    what = next((label for cls, label in _PERMANENT_CLASSES.items() if cls in names), None)
+    if what is None and _MISSING_KEY.search(text):
+        what = "missing or invalid API key"
+    if what is None and _CONTEXT.search(text) and status in (None, 400, 413):
+        what = "context window exceeded"
+    if what is None and _UNKNOWN_MODEL.search(text) and status in (None, 400, 404):
+        what = "unknown model"
+    if what is not None:
+        return ModelPermanentError(
+            _one_line(f"{what}{f' for {model}' if model else ''}: {exc}"))
     connection = any(k in name for k in ("Connection", "Timeout", "ConnectError", "ReadError",
                                          "RemoteProtocolError"))
     if connection or status in TRANSIENT_STATUS or (status is not None and status >= 500) \
             or "overloaded" in text.lower():
         return ModelTransientError(text, status)
-    return ModelPermanentError(text)
+    return ModelPermanentError(_one_line(text))
+
+
+@dataclass
+class RetryBudget:
+    """How much retrying of transient model-API failures one case may do, call by call.
+
+    Shared by every model call of a case (thread-safe): each retry takes one of
+    ``max_retries`` and its delay counts against ``max_wait_s``. The delay before retry n is
+    drawn from [d/2, d] with d = min(max_delay_s, base_delay_s * 2**n) (backoff with jitter,
+    so concurrent cases do not retry in lockstep). When the budget is spent, the transient
+    error propagates and the attempt-level retry takes over.
+    """
+
+    max_retries: int = 8
+    max_wait_s: float = 120.0
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+    retries: int = 0
+    waited_s: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def take(self, n: int) -> float | None:
+        """Reserve retry number ``n`` (0-based) of one call: its delay, or None when spent."""
+        with self._lock:
+            if self.retries >= self.max_retries:
+                return None
+            cap = min(self.max_delay_s, self.base_delay_s * 2 ** n)
+            delay = random.uniform(cap / 2, cap)
+            if self.waited_s + delay > self.max_wait_s:
+                return None
+            self.retries += 1
+            self.waited_s += delay
+            return delay
 
 
 def normalize_usage(usage: Any) -> Usage:
@@ -104,17 +179,21 @@ def is_anthropic(model: str) -> bool:
 
 def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
              api_base: str | None = None, api_key: str | None = None, timeout: float = 600,
-             max_tokens: int = 8192, retries: int = 0, **extra: Any) -> Completion:
-    """One model call. Raises ModelTransientError / ModelPermanentError.
+             max_tokens: int = 8192, retries: int | None = None,
+             budget: RetryBudget | None = None, **extra: Any) -> Completion:
+    """One model call, transient failures retried inside ``budget``.
 
-    ``retries`` > 0 lets litellm retry transient failures itself (evaluator calls: nothing to
-    refresh); the executor loop passes 0 so its case is retried from a fresh workspace.
+    Raises ModelPermanentError at once (one attempt), ModelTransientError when the budget is
+    spent. Without a budget, ``retries`` per-call retries are allowed (none by default: a
+    caller that wants per-call retries passes its case's budget).
     """
     import litellm
 
     litellm.suppress_debug_info = True
+    if budget is None:
+        budget = RetryBudget(max_retries=retries or 0)
     kwargs: dict[str, Any] = dict(model=model, messages=messages, timeout=timeout,
-                                  num_retries=retries, max_retries=0, max_tokens=max_tokens,
+                                  num_retries=0, max_retries=0, max_tokens=max_tokens,
                                   **extra)
     if tools:
         kwargs["tools"] = tools
@@ -122,11 +201,24 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
         kwargs["api_base"] = api_base
     if api_key:
         kwargs["api_key"] = api_key
-    with _slots:
-        try:
-            resp = litellm.completion(**kwargs)
-        except Exception as exc:
-            raise classify(exc) from exc
+    n = 0
+    while True:
+        with _slots:
+            try:
+                resp = litellm.completion(**kwargs)
+                break
+            except Exception as exc:
+                error, cause = classify(exc, model), exc
+        if not isinstance(error, ModelTransientError):
+            raise error from cause
+        delay = budget.take(n)
+        if delay is None:
+            raise ModelTransientError(
+                f"{error} (gave up after {n + 1} tries; the case's retry budget is spent: "
+                f"{budget.retries} retries, {budget.waited_s:.1f}s waited)",
+                error.status_code) from cause
+        n += 1
+        time.sleep(delay)
     choice = resp.choices[0]
     msg = choice.message
     calls = []
@@ -180,21 +272,55 @@ def extract_json(text: str) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def response_format(model: str, answer: type[BaseModel]) -> dict[str, Any] | None:
+    """The provider's structured output for ``answer`` (a JSON schema generated from the
+    pydantic model), or None when litellm does not know the model to support it."""
+    try:
+        import litellm
+
+        if not litellm.supports_response_schema(model=model):
+            return None
+    except Exception:  # an unknown model simply gets text JSON
+        return None
+    return {"type": "json_schema",
+            "json_schema": {"name": answer.__name__, "schema": answer.model_json_schema(),
+                            "strict": False}}
+
+
+def _refused_format(error: ModelPermanentError) -> bool:
+    """A 400 / 422 to a structured request: the endpoint may not take ``response_format``."""
+    return _status(error.__cause__) in (400, 422) if error.__cause__ else False
+
+
 def ask_json(model: str, system: str, user: str, answer: type[M], *, api_base: str | None = None,
              attempts: int = 3, check: Any = None, timeout: float = 600,
-             retries: int = 3) -> JsonAnswer:
+             retries: int | None = None, budget: RetryBudget | None = None,
+             structured: bool = True) -> JsonAnswer:
     """Ask for a JSON answer validated by ``answer`` (and ``check(value)``, which raises
     ValueError). An invalid answer is re-asked with the error, at most ``attempts`` times.
-    Transient API failures are retried by litellm (``retries``); when they persist, the
-    ModelTransientError propagates."""
-    import time
 
+    Where the model supports it (and ``structured``), the answer is requested through the
+    provider's structured output with ``answer``'s JSON schema; a 400 / 422 to that request
+    falls back to text JSON once. Transient API failures are retried per call inside
+    ``budget`` (one for all the calls of this question when None); when it is spent, the
+    ModelTransientError propagates."""
+    if budget is None:
+        budget = RetryBudget() if retries is None else RetryBudget(max_retries=retries)
+    fmt = response_format(model, answer) if structured else None
     start = time.monotonic()
     messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                       {"role": "user", "content": user}]
     usage, texts, error = Usage(), [], None
     for n in range(1, attempts + 1):
-        comp = complete(model, messages, api_base=api_base, timeout=timeout, retries=retries)
+        extra = {"response_format": fmt} if fmt else {}
+        try:
+            comp = complete(model, messages, api_base=api_base, timeout=timeout, budget=budget,
+                            **extra)
+        except ModelPermanentError as exc:
+            if not (fmt and _refused_format(exc)):
+                raise
+            fmt = None
+            comp = complete(model, messages, api_base=api_base, timeout=timeout, budget=budget)
         usage = usage + comp.usage
         texts.append(comp.text)
         try:

@@ -17,12 +17,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aeval.errors import ContractError, Problem
+from aeval.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
 from aeval.skill import Skill
 
 CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.config.yml")
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
+MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones overflow timers
 # Secrets of the harness itself: a contract (written by whoever opens the MR) must not be able
 # to hand them to the executor.
 RESERVED_CREDENTIALS = re.compile(
@@ -31,7 +33,19 @@ RESERVED_CREDENTIALS = re.compile(
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Infinity / NaN pass `gt=0` and then crash `run` (a timeout of inf): refused everywhere.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runnable_values(cls, data: Any) -> Any:
+        """NUL bytes (subprocess arguments, paths) and non-finite numbers anywhere, `Any`
+        fields included, would crash the run after `validate` said yes."""
+        try:
+            check_values(data)
+        except UnsafeData as exc:
+            raise ValueError(str(exc)) from None
+        return data
 
 
 def _relative(value: str) -> str:
@@ -74,7 +88,8 @@ class CommandCheck(_Check):
     run: str = Field(description="Shell command (bash), run with the workspace root as cwd.")
     exit_code: int = Field(0, description="Expected exit code.")
     stdout: str | None = Field(None, description="Regular expression stdout must match.")
-    timeout_s: float = Field(120, gt=0, description="Seconds before the command is killed.")
+    timeout_s: float = Field(120, gt=0, le=MAX_TIMEOUT_S,
+                             description="Seconds before the command is killed.")
 
 
 class JsonPath(_Check):
@@ -171,8 +186,23 @@ class EvalCase(_Strict):
     pass_threshold: float = Field(
         1.0, ge=0.0, le=1.0, description="Least first-attempt pass rate for `pass`."
     )
-    timeout_s: float = Field(1800, gt=0, description="Seconds the execution may take.")
-    max_turns: int = Field(60, ge=1, description="Most model turns the executor may take.")
+    timeout_s: float = Field(1800, gt=0, le=MAX_TIMEOUT_S,
+                             description="Seconds the execution may take (at most a week).")
+    max_turns: int = Field(60, ge=1, le=100_000,
+                           description="Most model turns the executor may take.")
+    doc_test: bool = Field(
+        False,
+        description="Run `steps` as a doc test of SKILL.md's shell blocks (the generic tier under "
+                    "`literal`): from the skill folder, placeholders skipped, and only a "
+                    "failure in the skill's own code or interface counts as a failure.",
+    )
+    host_tools: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list,
+        description="Host commands or Python modules the case declares it needs (installed by "
+                    "`setup` or the image). A doc-test block missing an undeclared one leaves "
+                    "the case `untested: needs X`; a declared one missing is an environment "
+                    "error.",
+    )
 
     _files = field_validator("files")(lambda v: [_relative(x) for x in v])
 
@@ -277,14 +307,21 @@ def parse_config(path: Path) -> EvalConfig:
     """Read and validate a contract file (JSON, or YAML). Raises ContractError."""
     where = str(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ContractError([Problem(where, "", f"{size} bytes, at most {MAX_BYTES}")])
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from exc
     try:
-        data = json.loads(text)
+        data = load_json(text)
+    except UnsafeData as exc:
+        raise ContractError([Problem(where, exc.field, exc.message)]) from None
     except json.JSONDecodeError as json_exc:
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
+        except UnsafeData as exc:
+            raise ContractError([Problem(where, exc.field, exc.message)]) from None
         except yaml.YAMLError:
             raise ContractError([Problem(where, "", f"neither JSON nor YAML: line "
                                          f"{json_exc.lineno}: {json_exc.msg}")]) from None
@@ -300,18 +337,18 @@ def parse_config(path: Path) -> EvalConfig:
 
 
 def generic_config(skill: Skill) -> EvalConfig:
-    """The generic smoke case: the description as prompt; SKILL.md's shell blocks as steps."""
-    blocks = skill.shell_blocks()
-    assertions: list = [GENERIC_OUTCOME]
-    if blocks:
-        assertions.append({"type": "commands_succeeded",
-                           "description": "Every documented shell block of SKILL.md exits 0"})
+    """The generic smoke case: the description as prompt; SKILL.md's shell blocks as steps,
+    marked as a doc test. No `commands_succeeded`: under an agent runtime one exploratory
+    command that finds nothing would fail the case, and under `literal` the doc-test rules
+    decide what a failing block means."""
+    blocks = [code.replace("\0", "") for _, code in skill.shell_blocks()]
     return EvalConfig.model_validate({"evals": [{
         "id": "smoke",
         "prompt": f"Use the {skill.name} skill: {skill.description}",
         "expected_outcome": GENERIC_OUTCOME,
-        "steps": [code for _, code in blocks],
-        "assertions": assertions,
+        "steps": blocks,
+        "doc_test": True,
+        "assertions": [GENERIC_OUTCOME],
     }]})
 
 

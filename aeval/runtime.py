@@ -64,9 +64,12 @@ class RunRequest(BaseModel):
 class RunResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["completed", "failed", "timeout", "max_turns"] = Field(
+    status: Literal["completed", "failed", "timeout", "max_turns", "untested"] = Field(
         description="completed: the agent (or every step) finished; failed: a step or the agent "
-                    "gave up; timeout / max_turns: a limit stopped it."
+                    "gave up (for a doc test: a skill defect, final_text is the evidence); "
+                    "timeout / max_turns: a limit stopped it; untested: nothing runnable here "
+                    "(no steps, no self-contained doc block, a host tool missing: final_text "
+                    "says which)."
     )
     final_text: str = ""
     usage: Usage = Field(default_factory=Usage)

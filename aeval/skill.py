@@ -8,17 +8,21 @@ real skills bend it, and aeval must still test them.
 
 from __future__ import annotations
 
+import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.errors import ContractError, Problem
+from aeval.safe_data import UnsafeData, load_yaml
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_MAX = 64
+SKILL_MD_MAX_BYTES = 5_000_000
 DESCRIPTION_MAX = 1024
 KNOWN_KEYS = frozenset(
     {"name", "description", "license", "allowed-tools", "metadata", "compatibility"}
@@ -66,6 +70,10 @@ def load_skill(skill_dir: Path) -> Skill:
     if not skill_md.is_file():
         raise ContractError([Problem(str(skill_dir), "", f"no {SKILL_FILE} in this folder")])
     try:
+        size = skill_md.stat().st_size
+        if size > SKILL_MD_MAX_BYTES:
+            raise ContractError([Problem(where, "", f"{size} bytes, at most "
+                                                    f"{SKILL_MD_MAX_BYTES}")])
         text = skill_md.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from exc
@@ -75,7 +83,10 @@ def load_skill(skill_dir: Path) -> Skill:
             [Problem(where, "frontmatter", "missing: SKILL.md must start with a '---' YAML block")]
         )
     try:
-        front = yaml.safe_load(m.group(1)) or {}
+        front = load_yaml(m.group(1), line_offset=1) or {}
+    except UnsafeData as exc:
+        field = f"frontmatter.{exc.field}" if exc.field else "frontmatter"
+        raise ContractError([Problem(where, field, exc.message)]) from None
     except yaml.YAMLError as exc:
         raise ContractError([Problem(where, "frontmatter", f"not valid YAML: {exc}")]) from exc
     if not isinstance(front, dict):
@@ -86,6 +97,10 @@ def load_skill(skill_dir: Path) -> Skill:
         value = front.get(key)
         if not isinstance(value, str) or not value.strip():
             problems.append(Problem(where, key, "required, must be a non-empty string"))
+    if not problems:
+        unsafe = unsafe_name(front["name"].strip())
+        if unsafe:
+            problems.append(Problem(where, "name", unsafe))
     if problems:
         raise ContractError(problems)
 
@@ -100,6 +115,23 @@ def load_skill(skill_dir: Path) -> Skill:
         body_offset=text[: m.end()].count("\n"),
         warnings=warnings,
     )
+
+
+def unsafe_name(name: str) -> str | None:
+    """Why ``name`` cannot be a path segment of the run store (None when it can).
+
+    The name names folders of every report; ``..``, an absolute path or a ``/`` would place
+    files outside the run store, and a NUL or control character breaks every file API.
+    """
+    if name in {".", ".."}:
+        return f"{name!r} is not a usable name (it names a folder above or at the run store)"
+    if "/" in name or "\\" in name:
+        return f"{name!r} contains a path separator; a name must be one path segment"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"{name!r} contains a NUL or control character"
+    if len(name.encode("utf-8", "surrogatepass")) > 255:
+        return "longer than 255 bytes, too long for a folder name"
+    return None
 
 
 def lint_frontmatter(where: str, front: dict, folder: str) -> list[Problem]:
@@ -122,32 +154,97 @@ def lint_frontmatter(where: str, front: dict, folder: str) -> list[Problem]:
     return out
 
 
-def find_skill_roots(path: Path) -> list[Path]:
-    """Skill roots at or under ``path`` (folders holding SKILL.md), sorted.
+MAX_WALK_DEPTH = 16
 
-    Hidden folders (``.git``, ``.aeval``, ``.agents`` ...) are not searched, and a skill's
-    own sub-folders are not searched for nested skills.
+
+@dataclass
+class Discovery:
+    """Skill roots found under a path, and what was passed over (one warning line each)."""
+
+    roots: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _utf8_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+        return False
+    return True
+
+
+def scan_skill_roots(path: Path) -> Discovery:
+    """Skill roots at or under ``path`` (folders holding SKILL.md), sorted; never raises.
+
+    Hidden folders (``.git``, ``.aeval``, ``.agents`` ...) are not searched, and a skill's own
+    sub-folders are not searched for nested skills. Symlinked folders are followed at most
+    once each (by device and inode), so a link to an ancestor or to itself cannot loop; the
+    walk stops at ``MAX_WALK_DEPTH``. A folder whose name is not UTF-8 cannot name a report,
+    so it is passed over with a warning instead of failing the whole run.
     """
     path = Path(path)
-    if (path / SKILL_FILE).is_file():
-        return [path]
-    roots: list[Path] = []
+    found = Discovery()
+    seen: set[tuple[int, int]] = set()
 
-    def walk(d: Path) -> None:
+    def is_skill(d: Path) -> bool:
         try:
-            children = sorted(c for c in d.iterdir() if c.is_dir())
+            return (d / SKILL_FILE).is_file()
+        except OSError:
+            return False
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            st = d.stat()
         except OSError:
             return
-        for c in children:
-            if c.name.startswith(".") or c.name in {"node_modules", "__pycache__"}:
+        if (st.st_dev, st.st_ino) in seen:
+            return
+        seen.add((st.st_dev, st.st_ino))
+        if depth > MAX_WALK_DEPTH:
+            found.warnings.append(f"{d}: deeper than {MAX_WALK_DEPTH} folders, not searched")
+            return
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            found.warnings.append(f"{d}: cannot be listed: {exc.strerror or exc}")
+            return
+        for e in entries:
+            if e.name.startswith(".") or e.name in {"node_modules", "__pycache__"}:
                 continue
-            if (c / SKILL_FILE).is_file():
-                roots.append(c)
+            try:
+                if not e.is_dir():  # follows symlinks; a looping link is not a dir
+                    continue
+            except OSError:
+                continue
+            child = Path(e.path)
+            if not _utf8_name(e.name):
+                found.warnings.append(
+                    f"{os.fsencode(e.path)!r}: folder name is not UTF-8, not searched")
+                continue
+            if is_skill(child):
+                try:
+                    cst = child.stat()
+                except OSError:
+                    continue
+                if (cst.st_dev, cst.st_ino) not in seen:
+                    seen.add((cst.st_dev, cst.st_ino))
+                    found.roots.append(child)
             else:
-                walk(c)
+                walk(child, depth + 1)
 
-    walk(path)
-    return roots
+    if not _utf8_name(str(path)):
+        found.warnings.append(f"{os.fsencode(path)!r}: path is not UTF-8, not searched")
+    elif is_skill(path):
+        found.roots.append(path)
+    else:
+        walk(path, 0)
+    return found
+
+
+def find_skill_roots(path: Path) -> list[Path]:
+    """The roots of `scan_skill_roots` (its warnings dropped)."""
+    return scan_skill_roots(path).roots
 
 
 def nearest_skill_root(path: Path, stop: Path) -> Path | None:

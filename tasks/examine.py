@@ -3,6 +3,7 @@ back invalid with every problem, so the other skills still run."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 from prefect import task
@@ -13,8 +14,7 @@ from aeval.plan import Examined
 from aeval.skill import load_skill
 
 
-def examine(root: Path, marketplace: Path | None = None) -> Examined:
-    root = Path(root).resolve()
+def _examine(root: Path, marketplace: Path | None) -> Examined:
     try:
         skill = load_skill(root)
     except ContractError as exc:
@@ -26,6 +26,46 @@ def examine(root: Path, marketplace: Path | None = None) -> Examined:
                         problems=[str(p) for p in exc.problems])
     return Examined(root=root, skill=skill, tier=loaded.tier, contract=loaded.source,
                     cases=loaded.config.evals, warnings=skill.warnings)
+
+
+def examine(root: Path, marketplace: Path | None = None) -> Examined:
+    """Load one skill and its cases; any input gives an `Examined`, never an exception.
+
+    An unexpected error (an aeval bug, an unreadable file system) becomes one problem line
+    naming the skill, so one odd skill cannot stop a marketplace sweep.
+    """
+    try:
+        root = Path(root).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop as the root itself
+        return Examined(root=Path(root), problems=[f"{root}: cannot be resolved: {exc}"])
+    try:
+        return _examine(root, marketplace)
+    except RecursionError:
+        return Examined(root=root, problems=[f"{root}: nested too deeply to be examined"])
+    except Exception as exc:
+        return Examined(root=root, problems=[
+            f"{root}: could not be examined (aeval internal error): "
+            f"{type(exc).__name__}: {str(exc)[:300]}"])
+
+
+def duplicate_name_warnings(examined: list[Examined]) -> dict[Path, str]:
+    """One warning per skill root whose frontmatter name another examined skill also uses.
+
+    Skills are identified by their folder, so both are kept and run; the warning names every
+    path that shares the name, because reports that show the name alone are ambiguous.
+    """
+    by_name: dict[str, list[Path]] = defaultdict(list)
+    for ex in examined:
+        if ex.skill is not None:
+            by_name[ex.skill.name].append(ex.root)
+    out: dict[Path, str] = {}
+    for name, roots in by_name.items():
+        if len(roots) > 1:
+            listed = ", ".join(str(r) for r in sorted(roots))
+            for r in roots:
+                out[r] = (f"{r}: name {name!r} is also used by another skill "
+                          f"({listed}); each is identified by its folder")
+    return out
 
 
 @task(name="examine", task_run_name="examine {root.name}")

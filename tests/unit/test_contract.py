@@ -147,8 +147,8 @@ def test_tier_generic_uses_description_and_shell_blocks(tmp_path):
     case = loaded.config.evals[0]
     assert "A demo skill." in case.prompt
     assert case.steps == ["echo one\necho two", "echo three"]
-    assert case.assertions[0] == "The documented workflow completes without error."
-    assert case.assertions[1].type == "commands_succeeded"
+    assert case.assertions == ["The documented workflow completes without error."]
+    assert case.doc_test is True  # no commands_succeeded: the doc-test rules decide
 
 
 def test_generic_tier_without_shell_blocks_has_no_steps(tmp_path):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
 from aeval.adapters import get_runtime
 
-from aeval.errors import RuntimeUnavailable
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
 from aeval.redact import Redactor
 from aeval.runtime import EventRecorder, Limits, RunRequest
@@ -71,9 +69,10 @@ def test_output_is_capped(tmp_path):
     assert r.truncated and len(r.output) < 20_000
 
 
-def test_no_steps_is_an_environment_error_not_a_skill_failure(tmp_path):
-    with pytest.raises(RuntimeUnavailable, match="declares no `steps`"):
-        run(tmp_path, [])
+def test_no_steps_is_untested_not_an_environment_error(tmp_path):
+    result, events = run(tmp_path, [])
+    assert result.status == "untested" and "no steps" in result.final_text
+    assert events[-1].status == "untested"
 
 
 def test_secret_values_are_redacted_from_events(tmp_path):

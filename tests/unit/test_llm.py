@@ -46,6 +46,9 @@ def test_transient(exc):
     anthropic.AuthenticationError("bad key", response=response(401), body=None),
     litellm.ContextWindowExceededError("too long", model="x", llm_provider="openai"),
     litellm.AuthenticationError("bad key", llm_provider="openai", model="x"),
+    # litellm wraps the OpenAI client's missing-key error as a 500
+    litellm.InternalServerError("OpenAIException - Missing credentials. Please pass an "
+                                "`api_key`", llm_provider="openai", model="x"),
 ])
 def test_permanent(exc):
     out = classify(exc)
