@@ -17,7 +17,7 @@ import time
 from typing import Any, ClassVar
 
 from aeval.adapters.agent_tools import TOOL_SPECS, Toolbox
-from aeval.adapters.llm import complete, is_anthropic
+from aeval.adapters.llm import case_retry_budget, complete, is_anthropic
 
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
@@ -97,6 +97,7 @@ class BuiltinRuntime:
         anthropic = is_anthropic(request.model)
         usage = None
         status, final, turns = "completed", "", 0
+        budget = case_retry_budget()  # transient API faults are retried per call first
         raw = request.raw_log.open("a", encoding="utf-8")
         try:
             while True:
@@ -111,7 +112,7 @@ class BuiltinRuntime:
                                else (messages, TOOL_SPECS))
                 try:
                     comp = complete(request.model, msgs, specs, api_base=request.api_base,
-                                    api_key=api_key, timeout=min(600.0, left))
+                                    api_key=api_key, timeout=min(600.0, left), budget=budget)
                 except EnvironmentFailure as exc:
                     recorder.error(str(exc), transient=isinstance(exc, ModelTransientError),
                                    error_type=type(exc).__name__)

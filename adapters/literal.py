@@ -49,11 +49,8 @@ class LiteralRuntime:
         return run_command(command, cwd, env, timeout_s, cap=cap)
 
     def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
-        # `doc_test` / `host_tools` come from the case (EvalCase.doc_test / .host_tools)
-        # once RunRequest carries them; read defensively until then.
-        if getattr(request, "doc_test", False):
-            return self.run_doc_test(request, recorder,
-                                     host_tools=tuple(getattr(request, "host_tools", ()) or ()))
+        if request.doc_test:  # the generic tier: SKILL.md's blocks, from the skill folder
+            return self.run_doc_test(request, recorder, host_tools=tuple(request.host_tools))
         return self.run_steps(request, recorder)
 
     def run_steps(self, request: RunRequest, recorder: EventRecorder) -> RunResult:

@@ -177,6 +177,15 @@ def is_anthropic(model: str) -> bool:
     return model.startswith(("anthropic/", "claude", "bedrock/anthropic", "vertex_ai/claude"))
 
 
+def case_retry_budget() -> RetryBudget:
+    """The per-call retry budget of one case, from the settings (AEVAL_MODEL_RETRIES,
+    AEVAL_MODEL_RETRY_WAIT_S; the first delay is a quarter of AEVAL_RETRY_DELAY_S, at most
+    0.5 s). When it is spent, the attempt-level retry (a fresh workspace) takes over."""
+    s = Settings()
+    return RetryBudget(max_retries=s.model_retries, max_wait_s=s.model_retry_wait_s,
+                       base_delay_s=min(0.5, s.retry_delay_s / 4))
+
+
 def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
              api_base: str | None = None, api_key: str | None = None, timeout: float = 600,
              max_tokens: int = 8192, retries: int | None = None,

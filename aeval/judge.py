@@ -20,6 +20,10 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
   could be graded); first-attempt pass rate >= threshold -> pass, else fail.
 - a broken grader (its answer stayed invalid, or the call failed) never hides a deterministic
   `fail`; it only turns what would have been `pass` into `error`.
+- the runtime found nothing runnable (`untested`: no steps under literal, no self-contained
+  doc block, a host tool the skill needs is missing) -> untested, with the reason; never pass.
+- a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
+  only on a block that broke in the skill's own code, untested, or error; Δ still fails it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from aeval.artifacts import (
 )
 from aeval.artifacts.case import AssertionSpec
 from aeval.checks import CheckOutcome
+from aeval.doctest import doc_test_verdict
 from aeval.verdict import case_status
 
 NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"
@@ -133,17 +138,28 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           checks: dict[str, CheckOutcome], verdicts: dict[str, GraderVerdict],
           threshold: float, grader_error: str | None = None,
           errors: list[FirstAttemptError] | None = None,
-          probe: ProbeResult | None = None) -> Judgement:
+          probe: ProbeResult | None = None, run_status: str = "completed",
+          run_text: str = "", doc_test: bool = False) -> Judgement:
     """Expectations and status of one case.
 
     ``checks``: outcome per deterministic assertion id; ``verdicts``: the grader's verdict per
     assertion id (empty without a grader); ``grader_error``: why the grader gave no usable
     answer (a failed call, or an answer that stayed invalid), None when it answered or none
     was asked; ``errors``: the run's failed tool calls (those that ran a documented command
-    carry ``documented``); ``probe``: the documented-workflow probe, when one ran."""
+    carry ``documented``); ``probe``: the documented-workflow probe, when one ran;
+    ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason);
+    ``doc_test``: the case is a doc test of SKILL.md's blocks."""
     expectations = [judge_assertion(a, changes, checks.get(a.id), verdicts.get(a.id),
                                     grader_error, errors, probe) for a in assertions]
     status, reason = case_status(expectations, threshold)
+    if status != "fail" or not any(e.kind == "structural" and e.passed is False
+                                   for e in expectations):
+        if run_status == "untested":
+            return Judgement(expectations=expectations, status="untested",
+                             reason=run_text or "nothing runnable for this runtime")
+        if doc_test:
+            status, reason = doc_test_verdict(run_status, run_text)
+            return Judgement(expectations=expectations, status=status, reason=reason)
     if grader_error and status == "pass":
         status, reason = "error", f"{grader_error} (the case would otherwise pass: {reason})"
     elif grader_error and status == "error":

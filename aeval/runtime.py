@@ -54,6 +54,10 @@ class RunRequest(BaseModel):
                     "declared credentials. Model API keys of the runtime itself are not here."
     )
     steps: list[str] = Field(default_factory=list, description="For `literal`: the commands.")
+    doc_test: bool = Field(False, description="For `literal`: the steps are SKILL.md's blocks, "
+                                              "run as a doc test from the skill folder.")
+    host_tools: list[str] = Field(default_factory=list,
+                                  description="Host tools the case declares it needs.")
     limits: Limits = Field(default_factory=Limits)
     model: str | None = Field(None, description="Model identifier, for runtimes that use one.")
     api_base: str | None = Field(None, description="Model API base URL override.")

@@ -19,6 +19,12 @@ class Settings(BaseSettings):
     concurrency: int = Field(4, ge=1, description="Case chains run at once.")
     model_concurrency: int = Field(4, ge=1, description="Model calls in flight at once.")
     retries: int = Field(2, ge=0, description="Retries of a case after a transient error.")
+    model_retries: int = Field(6, ge=0, description="Per-call retries of transient model-API "
+                                                    "errors within one case, before the case "
+                                                    "is retried.")
+    model_retry_wait_s: float = Field(120.0, ge=0, description="Most seconds one case spends "
+                                                               "waiting between per-call "
+                                                               "retries.")
     retry_delay_s: float = Field(2.0, ge=0, description="First retry delay; doubles each time "
                                                         "(with jitter).")
     keep_workspaces: bool = Field(False, description="Keep attempt workspaces for debugging.")

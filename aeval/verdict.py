@@ -47,12 +47,16 @@ def case_status(expectations: list[Expectation], threshold: float) -> tuple[str,
                      f"({rate:.0%} vs threshold {threshold:.0%}){ungraded}{why}")
 
 
+SEVERITY = ("fail", "internal", "error", "untested", "pass")
+
+
 def skill_status(cases: list[CaseResult]) -> str:
+    """The worst case status of a skill: fail, internal, error, untested, then pass."""
     statuses = {c.status for c in cases}
-    for s in ("fail", "error"):
+    for s in SEVERITY:
         if s in statuses:
             return s
-    return "pass" if cases else "error"
+    return "untested"  # no case ran
 
 
 def gate(skills: list[SkillResult], usage_error: str | None = None) -> Gate:

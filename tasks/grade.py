@@ -237,7 +237,12 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
 
     events = read_events(case_dir / "events.jsonl")
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
-    changes = attribute_changes(execution.changes, events, skill_rel)
+    own = execution.changes
+    if plan.case.doc_test and plan.runtime == "literal":
+        # doc blocks run from the skill folder: the files they create are their outputs;
+        # Δ is about the skill's own files (changed or deleted)
+        own = [c for c in own if c.change != "added"]
+    changes = attribute_changes(own, events, skill_rel)
     env = base_env(execution.home, {"SKILL_DIR": str(execution.skill_copy),
                                     **_credentials(plan)})
     ctx = CheckContext(workspace=execution.workspace, events=events, env=env)
@@ -248,8 +253,10 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     verdicts = {k: v.model_copy(update={"evidence": redactor.text(v.evidence)})
                 for k, v in graded.verdicts.items()}
     errors = mark_documented(first_attempt_errors(events), events, plan, execution)
+    doc_test = plan.case.doc_test and plan.runtime == "literal"
     j = judge(assertions.assertions, changes, checks, verdicts, plan.case.pass_threshold,
-              graded.error, errors, probe)
+              graded.error, errors, probe, run_status=execution.result.status,
+              run_text=execution.result.final_text, doc_test=doc_test)
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(

@@ -129,7 +129,8 @@ class MultiEvalReport(Artifact):
     skill: str
     runtime: str
     cases: list[CaseResult]
-    verdict: CaseStatus = Field(description="fail if any case failed, else error if any errored.")
+    verdict: CaseStatus = Field(description="The worst case status: fail, internal, error, "
+                                            "untested, then pass.")
     protocol_fidelity: bool
 
 
@@ -160,7 +161,7 @@ class SkillResult(_M):
     key: str | None = Field(None, description="The skill's folder in the run (its name, made "
                                               "unique when two skills share one).")
     path: str
-    status: Literal["pass", "fail", "error", "invalid", "skipped"]
+    status: Literal["pass", "fail", "error", "untested", "internal", "invalid", "skipped"]
     tier: Tier | None = None
     problems: list[str] = Field(default_factory=list, description="Why invalid.")
     warnings: list[str] = Field(default_factory=list, description="Lint warnings.")

@@ -22,7 +22,10 @@ class Artifact(BaseModel):
     schema_version: int = Field(SCHEMA_VERSION, description="Version of this file's format.")
 
 
-CaseStatus = Literal["pass", "fail", "error"]
+# pass: the first attempt met the threshold; fail: a skill defect on the first attempt;
+# error: the environment stopped it (after retries: worth retrying); untested: nothing
+# runnable for this runtime (the reason says what), never a pass; internal: aeval itself failed.
+CaseStatus = Literal["pass", "fail", "error", "untested", "internal"]
 AssertionKind = Literal["natural_language", "deterministic", "structural"]
 AssertionSource = Literal["author", "writer", "generic", "structural"]
 

@@ -146,7 +146,8 @@ def test_usage_wall_time_events_and_transcript_are_recorded(skill_copy, tmp_path
 
 
 @pytest.mark.parametrize("fault", [429, 500])
-def test_transient_model_errors_retry_from_a_fresh_workspace(skill_copy, tmp_path, keys, fault):
+def test_a_transient_fault_is_retried_per_call_and_the_attempt_goes_on(skill_copy, tmp_path,
+                                                                       keys, fault):
     script = Script(name="flaky", match="Train a segmentation model", turns=[
         READ, Turn(fault=fault, fault_times=1, tool_calls=DOCUMENTED.tool_calls),
         *EDITS_SKILL.turns[2:]])
@@ -154,15 +155,30 @@ def test_transient_model_errors_retry_from_a_fresh_workspace(skill_copy, tmp_pat
         code, case = run(skill_copy, srv, tmp_path / "s")
         assert [r.fault for r in srv.requests].count(True) == 1
     meta = load(case / "eval_metadata.json")
-    outcomes = [a["outcome"] for a in meta["attempts"]]
-    assert outcomes == ["transient_error", "completed"]
-    assert str(fault) in meta["attempts"][0]["error"]
-    # the second attempt started from scratch: its events hold the whole conversation again
-    first = (case / "attempts" / "1" / "events.jsonl").read_text()
-    second = load(case / "grading.json")
-    assert "KeyError" not in first  # attempt 1 died on the model call before running it
-    assert second["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
-    assert second["status"] == "fail" and code == 1  # a skill verdict, never `error`
+    assert [a["outcome"] for a in meta["attempts"]] == ["completed"]
+    g = load(case / "grading.json")
+    assert g["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
+    assert g["status"] == "fail" and code == 1  # a skill verdict, never `error`
+
+
+def test_faults_beyond_the_per_call_budget_retry_the_case_from_a_fresh_workspace(
+        skill_copy, tmp_path, keys, monkeypatch):
+    monkeypatch.setenv("AEVAL_MODEL_RETRIES", "1")
+    script = Script(name="flaky", match="Train a segmentation model", turns=[
+        READ, Turn(fault=500, fault_times=2, tool_calls=DOCUMENTED.tool_calls),
+        *EDITS_SKILL.turns[2:]])
+    with ScriptedModelServer([script]) as srv:
+        code, case = run(skill_copy, srv, tmp_path / "s")
+        assert [r.fault for r in srv.requests].count(True) == 2
+    meta = load(case / "eval_metadata.json")
+    assert [a["outcome"] for a in meta["attempts"]] == ["transient_error", "completed"]
+    assert "500" in meta["attempts"][0]["error"]
+    # the second attempt started from scratch: attempt 1 died on the model call before it ran
+    # the documented command; the graded attempt holds the whole conversation again
+    assert "KeyError" not in (case / "attempts" / "1" / "events.jsonl").read_text()
+    g = load(case / "grading.json")
+    assert g["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
+    assert g["status"] == "fail" and code == 1
 
 
 def test_persistent_transient_errors_end_as_error_not_fail(skill_copy, tmp_path, keys):
