@@ -45,6 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--out", metavar="DIR", help="run store folder (default .aeval, or AEVAL_HOME)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would be posted; post and write nothing")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show the traceback of an internal error")
     p.set_defaults(func=cmd_post)
     return p
 
