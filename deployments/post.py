@@ -10,7 +10,8 @@ rest. Rerunning edits aeval's own notes instead of adding new ones.
 
 The token comes from ``AEVAL_GITLAB_TOKEN`` only (never a flag, never printed). Exit codes:
 0 posted; 2 a usage error (no such run, unfinished run, MR or token unknown, GitLab refused
-the token or the MR); 3 GitLab unreachable or failing (after python-gitlab's retries).
+the token or the MR); 3 GitLab unreachable or failing (after python-gitlab's retries); 4 an
+internal error (aeval itself failed).
 """
 
 from __future__ import annotations
