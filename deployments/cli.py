@@ -152,14 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _add_verbose(p: argparse.ArgumentParser) -> None:
+def _add_verbose(p: argparse.ArgumentParser, prefect: bool = False) -> None:
+    """-v: the traceback of an internal error (exit 4); for the commands that run flows, also
+    Prefect's own logs, which are kept off the console otherwise."""
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="show Prefect's own logs, and the traceback of an internal error")
+                   help=("show Prefect's own logs, and " if prefect else "show ")
+                   + "the traceback of an internal error")
 
 
 def _add_quiet_verbose(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    _add_verbose(p)
+    _add_verbose(p, prefect=True)
 
 
 def _add_grader_options(p: argparse.ArgumentParser) -> None:
