@@ -70,7 +70,11 @@ def resolve_base(repo: Path, base: str) -> str:
     (``--changed-since HEAD~1`` in a repository's first commit): then every file is new."""
     try:
         return rev(repo, base)
-    except GitError:
+    except GitError as exc:
+        if git(repo, "rev-parse", "--is-shallow-repository").strip() == "true":
+            # The history is cut, not over: the empty tree would select every skill.
+            raise GitError(f"{exc}\n(this clone is shallow: fetch the history, e.g. GitLab "
+                           f"CI `GIT_DEPTH: 0` or `git fetch --unshallow`)") from exc
         if _past_root(repo, base):
             return empty_tree(repo)
         raise

@@ -100,3 +100,15 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     return env
+
+
+def test_a_shallow_clone_is_not_mistaken_for_a_first_commit(first_commit, tmp_path):
+    """CI clones shallowly: there HEAD~1 is missing because the history is cut, and the
+    empty tree would select every skill. That stays an error, saying what to do."""
+    (first_commit / "skills" / "beta" / "scripts" / "run.sh").write_text("echo changed\n")
+    commit(first_commit, "touch beta")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{first_commit}",
+                    str(clone)], check=True, capture_output=True)
+    with pytest.raises(GitError, match=r"shallow.*GIT_DEPTH: 0"):
+        changed_skills(clone, "HEAD~1")
