@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,46 @@ def rev(repo: Path, ref: str) -> str:
     return git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
 
 
+_PARENT_STEPS = re.compile(r"^(?P<start>.+?)(?P<steps>(?:~\d*|\^1?)+)$")
+
+
+def empty_tree(repo: Path) -> str:
+    """The id of the empty tree in this repository's hash (sha1 or sha256)."""
+    return git(repo, "hash-object", "-t", "tree", os.devnull).strip()
+
+
+def _past_root(repo: Path, ref: str) -> bool:
+    """True when ``ref`` walks first parents (``X~N``, ``X^``) beyond a root commit: ``X``
+    resolves, but it has fewer than N ancestors. Any other unresolvable ref is not."""
+    m = _PARENT_STEPS.match(ref)
+    if not m:
+        return False
+    steps = 0
+    for tok in re.findall(r"~\d*|\^1?", m["steps"]):
+        steps += int(tok[1:]) if tok.startswith("~") and tok[1:] else 1
+    try:
+        start = rev(repo, m["start"])
+    except GitError:
+        return False
+    depth = int(git(repo, "rev-list", "--first-parent", "--count", start).strip())
+    return steps >= depth  # depth counts start itself: N steps need N+1 commits
+
+
+def resolve_base(repo: Path, base: str) -> str:
+    """The commit ``base`` names, or the empty tree when it names the parent of a root commit
+    (``--changed-since HEAD~1`` in a repository's first commit): then every file is new."""
+    try:
+        return rev(repo, base)
+    except GitError as exc:
+        if git(repo, "rev-parse", "--is-shallow-repository").strip() == "true":
+            # The history is cut, not over: the empty tree would select every skill.
+            raise GitError(f"{exc}\n(this clone is shallow: fetch the history, e.g. GitLab "
+                           f"CI `GIT_DEPTH: 0` or `git fetch --unshallow`)") from exc
+        if _past_root(repo, base):
+            return empty_tree(repo)
+        raise
+
+
 @dataclass
 class ChangeSet:
     """The skills a diff touched, and what was set aside, with why."""
@@ -47,9 +89,12 @@ class ChangeSet:
     skills: list[Path] = field(default_factory=list)  # skill roots to evaluate, sorted
     deleted: list[str] = field(default_factory=list)  # skill folders removed by the change
     ignored: list[str] = field(default_factory=list)  # changed paths outside any skill
+    from_empty_tree: bool = False  # base was before the first commit: everything is new
 
     def notes(self) -> list[str]:
-        out = [f"skipped deleted skill {d}" for d in self.deleted]
+        out = ["the base is before the repository's first commit: compared with the empty "
+               "tree, so every file counts as changed"] if self.from_empty_tree else []
+        out += [f"skipped deleted skill {d}" for d in self.deleted]
         if self.ignored:
             out.append(f"{len(self.ignored)} changed file(s) outside any skill ignored")
         return out
@@ -86,13 +131,18 @@ def changed_skills(repo: Path, base: str, head: str = "HEAD") -> ChangeSet:
     A change anywhere under a skill maps to its root (nearest folder with SKILL.md); renamed
     files follow their new path; a skill whose SKILL.md is gone at head is reported deleted;
     changes outside skills are ignored. Skills are taken from the working tree, which must be
-    at ``head``.
+    at ``head``. A ``base`` before the first commit (``HEAD~1`` at a root commit) compares
+    with the empty tree: every skill at ``head`` is changed.
     """
     repo = git_toplevel(Path(repo))
-    b, h = rev(repo, base), rev(repo, head)
-    out = git(repo, "diff", "--name-status", "-M", "-z", f"{b}...{h}")
+    b, h = resolve_base(repo, base), rev(repo, head)
+    # From the empty tree (base before a root commit) a plain two-tree diff: there is no
+    # merge base, and every file at head is added.
+    from_empty = b == empty_tree(repo)
+    span = [b, h] if from_empty else [f"{b}...{h}"]
+    out = git(repo, "diff", "--name-status", "-M", "-z", *span)
     fields = out.split("\0")
-    changes = ChangeSet(base=b, head=h)
+    changes = ChangeSet(base=b, head=h, from_empty_tree=from_empty)
     roots: set[Path] = set()
     i = 0
     while i < len(fields) and fields[i]:

@@ -61,17 +61,24 @@ def skill_status(cases: list[CaseResult]) -> str:
 
 def gate(skills: list[SkillResult], usage_error: str | None = None) -> Gate:
     """Exit code of `aeval run`, first match wins: 1 fail; 2 usage error or invalid skill;
-    3 environment error; 0 everything passed."""
+    3 environment error; 0 everything passed. A reason names at most five cases or skills and
+    says how many more there are."""
     fails = [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == "fail"]
     if fails:
-        return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {', '.join(fails[:5])}")
+        return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {_some(fails)}")
     invalid = [s.name for s in skills if s.status == "invalid"]
     if usage_error or invalid:
-        return Gate(exit_code=2, reason=usage_error or f"invalid skill(s): {', '.join(invalid)}")
+        return Gate(exit_code=2, reason=usage_error or f"invalid skill(s): {_some(invalid)}")
     errors = [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == "error"]
     if errors:
         return Gate(exit_code=3, reason=f"{len(errors)} case(s) hit an environment error: "
-                                        f"{', '.join(errors[:5])}")
+                                        f"{_some(errors)}")
     if not any(s.cases for s in skills):
         return Gate(exit_code=0, reason="no skill to evaluate")
     return Gate(exit_code=0, reason="every case passed")
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    """``a, b, c, d, e and 2 more``: a list cut for a one-line reason, saying what was cut."""
+    rest = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")

@@ -3,17 +3,20 @@
 runtimes, show) and ``post.py`` (post); what they print, in ``console.py``.
 
 Exit codes of `run` (first match wins): 1 a case failed (a skill defect); 2 a usage error or
-an invalid skill; 3 an environment error (and no skill failure); 0 everything passed.
+an invalid skill; 3 an environment error (and no skill failure); 0 everything passed; 4 an
+internal error in any command (aeval itself failed: one line, the traceback with -v).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
-from aeval.deployments.cli_common import EPILOG, EXIT_USAGE
+from aeval.deployments.cli_common import EPILOG, EXIT_INTERNAL, EXIT_USAGE
 from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
 from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
+from aeval.deployments.console import QuietPipe, prefect_env
 
 from aeval.hardening import harden_process
 
@@ -47,11 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runtime to use (repeatable); default: builtin with a model, else "
                         "literal")
     r.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
-    r.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
-                                          "executor model)")
-    r.add_argument("--no-grader", action="store_true",
-                   help="no grader model: natural-language assertions stay ungraded")
-    r.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    _add_grader_options(r)
     r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     r.add_argument("--dask", metavar="ADDRESS|local",
@@ -65,20 +64,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "last-known-good baselines, refreshed by `aeval sweep`)")
     r.add_argument("--keep-workspaces", action="store_true",
                    help="keep each attempt's workspace for debugging")
-    r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    r.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own logs")
+    _add_quiet_verbose(r)
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check SKILL.md and eval.config files",
                        description="Load every skill at or under PATH; print problems as "
                        "path:field: problem. Exit 2 if any skill is invalid.")
-    v.add_argument("paths", nargs="+", metavar="PATH")
+    v.add_argument("paths", nargs="+", metavar="PATH",
+                   help="skill folders or marketplace roots")
+    _add_verbose(v)
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("schema", help="print an artifact's JSON Schema",
                        description="Print the JSON Schema generated from the pydantic model.")
     s.add_argument("name", nargs="?", help="eval-config, run, grading, ... (omit with --write)")
     s.add_argument("--write", metavar="DIR", help="write every schema into DIR")
+    _add_verbose(s)
     s.set_defaults(func=cmd_schema)
 
     sw = sub.add_parser("sweep", help="evaluate a whole marketplace and refresh baselines",
@@ -86,36 +87,34 @@ def build_parser() -> argparse.ArgumentParser:
                         description="The nightly sweep: every skill, --epochs runs of each "
                         "case; passing cases become the last-known-good baselines that "
                         "regression.json compares against.")
-    sw.add_argument("marketplace", nargs="?", default=".", metavar="MARKETPLACE")
+    sw.add_argument("marketplace", nargs="?", default=".", metavar="MARKETPLACE",
+                    help="marketplace root (default: .)")
     sw.add_argument("--epochs", type=int, default=3, help="runs of each case (default 3)")
-    sw.add_argument("--runtime", action="append", metavar="NAME")
-    sw.add_argument("--model")
-    sw.add_argument("--grader-model")
-    sw.add_argument("--no-grader", action="store_true")
-    sw.add_argument("--api-base")
-    sw.add_argument("--concurrency", type=int)
-    sw.add_argument("--out", help="run store folder (default .aeval)")
-    sw.add_argument("-q", "--quiet", action="store_true")
-    sw.add_argument("-v", "--verbose", action="store_true")
+    sw.add_argument("--runtime", action="append", metavar="NAME",
+                    help="runtime to use (repeatable); default: builtin with a model, else "
+                         "literal")
+    sw.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    _add_grader_options(sw)
+    sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    _add_quiet_verbose(sw)
     sw.set_defaults(func=cmd_sweep)
 
     c = sub.add_parser("compare", help="run the same skills through several runtimes/models",
                        description="One evaluate run per runtime (x model), then one table: "
                        "wall minutes, assertions passed/total, causal share, self-corrections, "
                        "protocol fidelity, tokens in and cached (compare.json, compare.md).")
-    c.add_argument("paths", nargs="+", metavar="PATH")
+    c.add_argument("paths", nargs="+", metavar="PATH",
+                   help="skill folders or marketplace roots")
     c.add_argument("--runtime", action="append", metavar="NAME[=MODEL]",
                    help="repeatable (default: builtin); NAME=MODEL gives that runtime its own "
                         "model string, e.g. claude-code=claude-sonnet-4-5")
     c.add_argument("--model", action="append", help="repeatable: one row per model")
-    c.add_argument("--grader-model")
-    c.add_argument("--no-grader", action="store_true")
-    c.add_argument("--api-base")
-    c.add_argument("--epochs", type=int, default=1)
-    c.add_argument("--concurrency", type=int)
-    c.add_argument("--out", help="run store folder (default .aeval)")
-    c.add_argument("-q", "--quiet", action="store_true")
-    c.add_argument("-v", "--verbose", action="store_true")
+    _add_grader_options(c)
+    c.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
+    c.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    c.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    _add_quiet_verbose(c)
     c.set_defaults(func=cmd_compare)
 
     rg = sub.add_parser("regrade", help="re-grade a run's transcripts with another grader",
@@ -123,26 +122,55 @@ def build_parser() -> argparse.ArgumentParser:
                         "with its recorded assertions, grade with --grader-model, and report "
                         "per-assertion disagreement with the original grader.")
     rg.add_argument("run", metavar="RUN", help="run id, run folder, or latest")
-    rg.add_argument("--grader-model", required=True)
-    rg.add_argument("--api-base")
-    rg.add_argument("--out", help="run store folder (default .aeval)")
-    rg.add_argument("-q", "--quiet", action="store_true")
-    rg.add_argument("-v", "--verbose", action="store_true")
+    rg.add_argument("--grader-model", required=True,
+                    help="the grader model to re-grade with (litellm string)")
+    rg.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    rg.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    _add_quiet_verbose(rg)
     rg.set_defaults(func=cmd_regrade)
 
     rt = sub.add_parser("runtimes", help="list the agent runtimes: installed, version, how to "
                                          "install")
+    _add_verbose(rt)
     rt.set_defaults(func=cmd_runtimes)
 
     from aeval.deployments.post import add_parser as add_post_parser
 
     add_post_parser(sub)
 
-    sh = sub.add_parser("show", help="summarize a finished run")
-    sh.add_argument("run", nargs="?", default="latest", help="run id, run folder, or latest")
-    sh.add_argument("--out", help="run store folder (default .aeval)")
+    sh = sub.add_parser("show", help="summarize a finished run; exit with its gate code",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Print a finished run's summary table, what failed with "
+                        "evidence, and its gate.\n\nExit code: the run's own gate code (below), "
+                        "so `aeval show` can stand in\nfor the run in a script; 2 if RUN is "
+                        "unknown or did not finish.")
+    sh.add_argument("run", nargs="?", default="latest",
+                    help="run id, run folder, or latest (default)")
+    sh.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    _add_verbose(sh)
     sh.set_defaults(func=cmd_show)
     return p
+
+
+def _add_verbose(p: argparse.ArgumentParser, prefect: bool = False) -> None:
+    """-v: the traceback of an internal error (exit 4); for the commands that run flows, also
+    Prefect's own logs, which are kept off the console otherwise."""
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help=("show Prefect's own logs, and " if prefect else "show ")
+                   + "the traceback of an internal error")
+
+
+def _add_quiet_verbose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    _add_verbose(p, prefect=True)
+
+
+def _add_grader_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
+                                          "executor model)")
+    p.add_argument("--no-grader", action="store_true",
+                   help="no grader model: natural-language assertions stay ungraded")
+    p.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
 
 
 def _version() -> str:
@@ -152,15 +180,33 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse, dispatch, return the exit code. Output to a closed pipe ends quietly; an
+    unexpected exception prints one line (the traceback with -v) and exits 4."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    verbose = bool(getattr(args, "verbose", False))
+    prefect_env(verbose)  # before any command imports Prefect
     harden_process()
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
-    return args.func(args)
-
-
+    saved, sys.stdout = sys.stdout, QuietPipe(sys.stdout)
+    try:
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("aeval: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last line of defence: one line, exit 4
+        if verbose:
+            traceback.print_exc()
+        detail = str(exc).strip().splitlines()
+        print(f"aeval: internal error: {type(exc).__name__}"
+              f"{': ' + detail[0][:300] if detail else ''}"
+              f"{'' if verbose else '; rerun with -v for the traceback'}", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        sys.stdout.flush()
+        sys.stdout = saved
 
 
 if __name__ == "__main__":

@@ -54,8 +54,13 @@ def cmd_schema(args: argparse.Namespace) -> int:
                                                      + "\n")
         print(f"wrote {len(SCHEMA_NAMES)} schemas to {out}")
         return 0
-    if not args.name or args.name not in SCHEMA_NAMES:
-        print(f"schema name required, one of: {', '.join(SCHEMA_NAMES)}", file=sys.stderr)
+    if not args.name:
+        print(f"aeval schema: a schema name is required (or --write DIR); valid names: "
+              f"{', '.join(SCHEMA_NAMES)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.name not in SCHEMA_NAMES:
+        print(f"aeval schema: unknown schema name {args.name!r}; valid names: "
+              f"{', '.join(SCHEMA_NAMES)}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(json_schema(args.name), indent=2))
     return 0

@@ -1,10 +1,20 @@
-"""What `aeval` prints: quiet embedded-Prefect defaults, progress lines, the summary table."""
+"""What `aeval` prints: quiet embedded-Prefect defaults, progress lines, the summary table.
+
+Width: on a terminal, tables fold their cells to the terminal's width; piped or captured
+(CI logs, `| grep`, tests), nothing wraps: every line is printed whole at a fixed wide width,
+whatever ``COLUMNS`` says, so a line of evidence stays one greppable line.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 from pathlib import Path
+
+# Piped output is never wrapped: wide enough for any row of the summary table.
+PIPE_WIDTH = 4096
 
 
 def prefect_env(verbose: bool) -> None:
@@ -12,31 +22,57 @@ def prefect_env(verbose: bool) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose:
-        # The embedded server logs its own shutdown races at ERROR; nothing a user can act on.
+        # Without -v the console shows aeval's own lines only: one progress line per case,
+        # the summary, the gate. A failed task is already a case status with its reason, so
+        # Prefect's `ERROR | Task run ... failed` lines and their tracebacks (a missing model
+        # key printed ~200 lines of them) stay in the Prefect UI and the artifacts. Prefect's
+        # console handler (its root logger's only handler) is silenced below CRITICAL, and
+        # the embedded server logs its own shutdown races at ERROR: nothing a user can act on.
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", "WARNING")
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", "WARNING")
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 
 def make_console():
+    """A rich console on stdout: folds to the terminal, or never wraps when piped."""
     from rich.console import Console
 
     console = Console(highlight=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=max(console.width, 120))
+        console = Console(highlight=False, width=PIPE_WIDTH, soft_wrap=True)
     return console
 
 
-def progress_logging(quiet: bool) -> None:
-    from rich.logging import RichHandler
+class _StdoutHandler(logging.Handler):
+    """Plain progress lines (``HH:MM:SS message``) on whatever ``sys.stdout`` is at the time:
+    unpadded and unwrapped, for pipes and CI logs."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stdout.write(self.format(record) + "\n")
+            sys.stdout.flush()
+        except Exception:  # logging must never break the run
+            self.handleError(record)
+
+
+def progress_logging(quiet: bool) -> None:
+    """Route the ``aeval.progress`` logger to the console: rich on a terminal, plain lines
+    when piped. Idempotent (one handler per process)."""
     logger = logging.getLogger("aeval.progress")
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     logger.propagate = False
-    if not logger.handlers:
+    if logger.handlers:
+        return
+    if make_console().is_terminal:
+        from rich.logging import RichHandler
+
         logger.addHandler(RichHandler(show_path=False, show_level=False, markup=False,
                                       log_time_format="%H:%M:%S"))
+    else:
+        logger.addHandler(_StdoutHandler())
 
 
 def evidence_line(text: str, cap: int = 160) -> str:
@@ -58,7 +94,7 @@ def print_summary(manifest, run_dir: Path) -> None:
     console = make_console()
     table = Table(title=f"aeval run {manifest.run_id}", title_justify="left")
     for col in ("skill", "case", "runtime", "status", "first-attempt", "terminal", "tier"):
-        table.add_column(col, no_wrap=True)
+        table.add_column(col, overflow="fold")
     style = {"pass": "green", "fail": "red", "error": "yellow", "invalid": "magenta"}
 
     def pct(x):
@@ -78,7 +114,7 @@ def print_summary(manifest, run_dir: Path) -> None:
                           pct(c.terminal_pass_rate), str(s.tier or "–"))
             if c.status == "pass":
                 continue
-            head = f"[{style[c.status]}]{escape(s.name)}/{escape(name)} [{c.runtime}][/]"
+            head = f"[{style[c.status]}]{escape(f'{s.name}/{name} [{c.runtime}]')}[/]"
             grading = run_dir / c.dir / "grading.json"
             if c.status == "error" or not grading.is_file():
                 details.append(f"{head}: {escape(c.reason)}")
@@ -99,3 +135,42 @@ def print_summary(manifest, run_dir: Path) -> None:
     g = manifest.gate
     console.print(f"\nartifacts: {run_dir}")
     console.print(f"exit {g.exit_code}: {escape(g.reason)}")
+
+
+class QuietPipe:
+    """``sys.stdout`` for the length of a command: a reader that goes away (``aeval schema
+    eval-config | head -1``) ends the output, not the command. On the first broken pipe the
+    stream's descriptor is pointed at /dev/null, so every later write (progress lines, the
+    summary, the interpreter's final flush) succeeds silently and ``aeval run`` still
+    finishes and exits with its gate code. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def _silence(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a real descriptor
+            pass
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._silence()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._silence()
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.flush()  # the buffered rest now goes to /dev/null
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

@@ -10,7 +10,8 @@ rest. Rerunning edits aeval's own notes instead of adding new ones.
 
 The token comes from ``AEVAL_GITLAB_TOKEN`` only (never a flag, never printed). Exit codes:
 0 posted; 2 a usage error (no such run, unfinished run, MR or token unknown, GitLab refused
-the token or the MR); 3 GitLab unreachable or failing (after python-gitlab's retries).
+the token or the MR); 3 GitLab unreachable or failing (after python-gitlab's retries); 4 an
+internal error (aeval itself failed).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--out", metavar="DIR", help="run store folder (default .aeval, or AEVAL_HOME)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would be posted; post and write nothing")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show the traceback of an internal error")
     p.set_defaults(func=cmd_post)
     return p
 
