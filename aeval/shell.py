@@ -160,15 +160,14 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                     caps[key.fd].add(chunk)
                 else:
                     sel.unregister(key.fd)
-    _kill_group(proc.pid)
     proc.stdout.close()
     proc.stderr.close()
-    try:
-        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    try:  # the command itself first (its exit code), then whatever it left in its group
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc.pid)
-        proc.wait()
+    _kill_group(proc.pid)
+    proc.wait()
     duration = time.monotonic() - start
     stdout, t1 = out.text(cap, redactor)
     stderr, t2 = err.text(cap, redactor)
