@@ -45,7 +45,8 @@ class LiteralRuntime:
             call_id = f"step-{i}"
             recorder.tool_call(call_id, "bash", {"command": step})
             r = run_command(step, request.workspace, request.env, remaining,
-                            cap=request.limits.output_cap)
+                            cap=request.limits.output_cap, redactor=recorder.redactor,
+                            sandbox=request.sandbox)
             recorder.tool_result(call_id, "bash", r.ok, exit_code=r.exit_code,
                                  output=r.combined(), duration_s=round(r.duration_s, 3),
                                  truncated=r.truncated)

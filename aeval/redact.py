@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import TypeVar
 from urllib.parse import quote, quote_plus
 
@@ -41,16 +42,31 @@ def _b64_fragments(data: bytes) -> set[str]:
     return out
 
 
+def _wrappable(value: str) -> set[str]:
+    """The forms tools print wrapped over lines (``base64`` at 76 columns, ``xxd -p`` at 60):
+    hex and base64."""
+    raw = value.encode()
+    b64 = _b64_fragments(raw)
+    return {raw.hex(), raw.hex().upper()} | b64 | {
+        f.translate(str.maketrans("+/", "-_")) for f in b64}
+
+
 def encodings(value: str) -> set[str]:
     """Every form of ``value`` that is redacted: literal, JSON-escaped, reversed, hex (lower
     and upper), URL-encoded, base64 and base64url (padded, unpadded, the 3 alignments)."""
-    raw = value.encode()
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-             value[::-1], raw.hex(), raw.hex().upper(), quote(value, safe=""), quote(value),
-             quote_plus(value)}
-    b64 = _b64_fragments(raw)
-    forms |= b64 | {f.translate(str.maketrans("+/", "-_")) for f in b64}
+             value[::-1], quote(value, safe=""), quote(value), quote_plus(value)}
+    forms |= _wrappable(value)
     return {f for f in forms if len(f) >= MIN_SECRET_LEN}
+
+
+# A line break inside a wrapped form: raw, or as JSON escapes it (backslash n) in events.
+_WRAP = r"(?:\r?\n|(?:\\r)?\\n)?"
+
+
+def _wrapped_pattern(forms: list[str]) -> str:
+    return "|".join(_WRAP.join(re.escape(c) for c in f) for f in sorted(forms, key=len,
+                                                                          reverse=True))
 
 
 class Redactor:
@@ -58,11 +74,17 @@ class Redactor:
 
     def __init__(self, secrets: dict[str, str] | None = None):
         needles: dict[str, str] = {}
+        self._wrapped: list[tuple[re.Pattern[str], re.Pattern[bytes], str]] = []
         for name, value in sorted((secrets or {}).items()):
             if not value or len(value) < MIN_SECRET_LEN:
                 continue
+            mark = f"[REDACTED:{name}]"
             for form in encodings(value):
-                needles.setdefault(form, f"[REDACTED:{name}]")
+                needles.setdefault(form, mark)
+            wrapped = [f for f in _wrappable(value) if len(f) >= MIN_FRAGMENT_LEN]
+            if wrapped:
+                pattern = _wrapped_pattern(wrapped)
+                self._wrapped.append((re.compile(pattern), re.compile(pattern.encode()), mark))
         # Longest first: where two forms start at the same place the longer one wins.
         self._needles = sorted(needles.items(), key=lambda p: -len(p[0]))
         self._bneedles = [(v.encode(), m.encode()) for v, m in self._needles]
@@ -72,9 +94,9 @@ class Redactor:
 
     @property
     def longest(self) -> int:
-        """Length of the longest form searched for (0 without secrets): how far a match can
-        reach across a cut point."""
-        return len(self._needles[0][0]) if self._needles else 0
+        """How far a match can reach across a cut point (0 without secrets): the longest form,
+        doubled for the line breaks a wrapped form may hold."""
+        return 2 * len(self._needles[0][0]) if self._needles else 0
 
     def spans(self, data: T) -> list[tuple[int, int, T]]:
         """(start, end, mark) of every region to replace: the union of all matches."""
@@ -85,6 +107,10 @@ class Redactor:
             while i >= 0:
                 hits.append((i, i + len(needle), mark))
                 i = data.find(needle, i + 1)
+        text = isinstance(data, str)
+        for rx, brx, mark in self._wrapped:
+            for m in (rx if text else brx).finditer(data):
+                hits.append((m.start(), m.end(), mark if text else mark.encode()))
         hits.sort(key=lambda h: (h[0], -h[1]))
         merged: list[tuple[int, int, T]] = []
         for start, end, mark in hits:

@@ -112,3 +112,15 @@ def test_tail_cut_through_a_secret_drops_it_whole(overlap):
     tail = r.tail(text, keep)
     assert len(tail) <= keep
     assert CANARY[-min(overlap, 4):] not in tail.replace("b", "")
+
+
+@pytest.mark.parametrize("width", [8, 20, 60, 76])
+def test_wrapped_base64_and_hex_are_redacted_raw_and_in_json(width):
+    r = Redactor({"HF_TOKEN": CANARY})
+    for enc in (base64.b64encode(CANARY.encode()).decode(), CANARY.encode().hex()):
+        wrapped = "\n".join(enc[i:i + width] for i in range(0, len(enc), width)) + "\n"
+        out = r.text(f"$ dump\n{wrapped}$ done\n")
+        joined = out.replace("\n", "")
+        assert enc[:12] not in joined and enc[-12:].rstrip("=") not in joined, out
+        event = json.dumps({"output": wrapped})
+        assert enc[:12] not in r.text(event).replace("\\n", "")
