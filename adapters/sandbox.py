@@ -9,9 +9,12 @@ every descendant, ``setsid`` ones included), ``--die-with-parent`` so nothing ou
 and ``--unshare-net`` when the policy forbids the network.
 
 Python inside: aeval's venv is read-only and last on PATH. First on PATH is a per-attempt
-environment made under the attempt root: its ``python`` sees its own site-packages, the user
-base under the private HOME (``PIP_USER=1``, ``PYTHONUSERBASE=$HOME/.local``), then aeval's
-packages read-only. A setup ``pip install`` therefore lands in the attempt and dies with it.
+environment made under the attempt root: its ``python`` sees the user base under the private
+HOME (``PYTHONUSERBASE=$HOME/.local``), its own site-packages, then aeval's packages
+read-only. A setup ``pip install`` lands in that environment (``--user``: in the private
+HOME), so in the attempt, and dies with it. ``PIP_USER=1`` is deliberately not set: pip
+refuses it together with ``--target`` or ``--prefix``, which setup steps use. A global
+``npm install -g`` lands in ``$HOME/.npm-global`` (on PATH).
 
 Limits: ``prlimit`` sets RLIMIT_AS and RLIMIT_NPROC on the sandboxed command (the machines
 run cgroup v1 here, so no cgroup bound). Root is exempt from RLIMIT_NPROC by the kernel.
@@ -80,10 +83,11 @@ def attempt_python(root: Path) -> Path:
 
 
 def sandbox_path(path: str, home: str, pybin: Path) -> str:
-    """PATH inside: the attempt's Python and user bin first, aeval's venv moved last."""
+    """PATH inside: the attempt's Python, user and npm bins first, aeval's venv moved last."""
     own = str(_aeval_bin())
     parts = [p for p in path.split(os.pathsep) if p and p != own]
-    return os.pathsep.join([str(pybin), f"{home}/.local/bin", *parts, own])
+    return os.pathsep.join([str(pybin), f"{home}/.local/bin", f"{home}/.npm-global/bin",
+                            *parts, own])
 
 
 class NoSandbox:
@@ -143,7 +147,8 @@ class BwrapSandbox:
         out += ["--chdir", str(Path(cwd).resolve()),
                 "--setenv", "PATH", sandbox_path(env.get("PATH", os.defpath), home, pybin),
                 "--setenv", "VIRTUAL_ENV", str(pybin.parent),
-                "--setenv", "PIP_USER", "1", "--setenv", "PYTHONUSERBASE", f"{home}/.local",
+                "--setenv", "PYTHONUSERBASE", f"{home}/.local",
+                "--setenv", "NPM_CONFIG_PREFIX", f"{home}/.npm-global",
                 "--setenv", "TMPDIR", "/tmp", "--unsetenv", "PYTHONHOME"]
         limits = []
         if p.memory_bytes:

@@ -53,7 +53,11 @@ def attempt(tmp_path):
     root = store / "run-1" / "segmentation" / "builtin" / "train" / "attempt-1"
     ws = prepare_workspace(root, original, "segmentation", ".agents/skills", ["fixtures/"])
     (store / "run-1" / "run.json").write_text('{"secret": "other cases live here"}')
-    policy = SandboxPolicy(root=ws.root, hidden=[original, store / "run-1" / "run.json"])
+    other = store / "run-1" / "segmentation" / "builtin" / "evaluate" / "attempt-1"
+    (other / "workspace").mkdir(parents=True)
+    (other / "workspace" / "answer.txt").write_text("another case's output\n")
+    # the whole run store is hidden; this attempt, inside it, is bound back writable
+    policy = SandboxPolicy(root=ws.root, hidden=[original, store])
     sb = make_sandbox("require", policy)
     env = base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)})
     return sb, ws, env, original, store
@@ -82,11 +86,15 @@ def test_host_is_read_only_and_the_original_skill_cannot_be_found_or_written(att
     attack = (f"set +e; echo pwned >> {original}/SKILL.md; echo pwned > {original}/new.py; "
               f"sed -i s/segment_train/train/ {original}/SKILL.md; "
               f"cat {store}/run-1/run.json; ls -A {original}; touch /etc/aeval-pwned; "
+              f"cat {store}/run-1/segmentation/builtin/evaluate/attempt-1/workspace/answer.txt; "
+              f"ls -R {store}; touch {store}/planted; "
               f"touch {Path(sys.executable).parent}/pwned; "
               "grep -l segment_train -r /tmp 2>/dev/null | grep -v .agents/skills; true")
     r = run(sb, ws, env, attack)
     assert r.ok, r.combined()
     assert "other cases live here" not in r.combined() and "SKILL.md" not in r.stdout
+    assert "another case's output" not in r.stdout and "evaluate" not in r.stdout
+    assert not (store / "planted").exists()
     assert "Read-only file system" in r.stderr
     assert {p: p.read_bytes() for p in original.rglob("*") if p.is_file()} == before
     assert not Path("/etc/aeval-pwned").exists()
@@ -167,7 +175,9 @@ def test_a_setup_pip_install_lands_in_the_attempt_not_in_aevals_venv(attempt, tm
     whl = _wheel(ws.path)
     site = Path(sysconfig.get_paths()["purelib"])
     before = sorted(p.name for p in site.iterdir())
-    r = run(sb, ws, env, f"pip install --no-index --no-deps {whl.name} && "
+    r = run(sb, ws, env, f"pip install -q --no-index --target vendored {whl.name} && "
+                         "test -f vendored/aeval_canary_pkg/__init__.py && "
+                         f"pip install --no-index --no-deps {whl.name} && "
                          "python -c 'import aeval_canary_pkg as m; print(m.VALUE, m.__file__)'",
             timeout=180)
     assert r.ok, r.combined()
