@@ -16,18 +16,25 @@ HOME), so in the attempt, and dies with it. ``PIP_USER=1`` is deliberately not s
 refuses it together with ``--target`` or ``--prefix``, which setup steps use. A global
 ``npm install -g`` lands in ``$HOME/.npm-global`` (on PATH).
 
-Limits: ``prlimit`` sets RLIMIT_AS and RLIMIT_NPROC on the sandboxed command (the machines
-run cgroup v1 here, so no cgroup bound). Root is exempt from RLIMIT_NPROC by the kernel.
+Limits: ``prlimit`` sets RLIMIT_AS and RLIMIT_NPROC on the sandboxed command. The kernel
+exempts root from RLIMIT_NPROC, so where a pids cgroup can be made (cgroup v1 ``pids``
+hierarchy, or v2 with the pids controller) every command of the attempt also runs in one
+cgroup whose ``pids.max`` is the policy's ``max_processes``: a fork bomb stops there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
+import uuid
+import weakref
 from pathlib import Path
 from typing import ClassVar
 
@@ -109,6 +116,45 @@ class NoSandbox:
         return list(argv)
 
 
+PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+
+
+def pids_cgroup(limit: int, roots: tuple[Path, ...] = PIDS_CGROUP_ROOTS) -> Path | None:
+    """A fresh pids cgroup with ``pids.max = limit``, or None where none can be made."""
+    for base in roots:
+        if not (base / "cgroup.procs").is_file() or not os.access(base, os.W_OK):
+            continue
+        cg = base / f"aeval-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        try:
+            cg.mkdir()
+            (cg / "pids.max").write_text(str(limit))
+            return cg
+        except OSError:
+            with contextlib.suppress(OSError):
+                cg.rmdir()
+    return None
+
+
+def _remove_cgroup(cg: Path, wait_s: float = 2.0) -> None:
+    """Kill what is left in the attempt's cgroup (a namespace init still dying), then remove
+    it; a cgroup stays busy until its last process is gone."""
+    deadline = time.monotonic() + wait_s
+    while cg.exists():
+        with contextlib.suppress(OSError):
+            for pid in (cg / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGKILL)
+        try:
+            cg.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+
 class BwrapSandbox:
     """bubblewrap around every command (see the module docstring for what it guarantees)."""
 
@@ -119,6 +165,14 @@ class BwrapSandbox:
         self.policy = policy
         self.bwrap = bwrap
         self.status = status or SandboxStatus(requested="require", used="bwrap")
+        self.cgroup = pids_cgroup(policy.max_processes) if policy.max_processes else None
+        if self.cgroup is not None:
+            weakref.finalize(self, _remove_cgroup, self.cgroup)
+
+    def close(self) -> None:
+        """Remove the attempt's cgroup (also done when the sandbox is garbage-collected)."""
+        if self.cgroup is not None:
+            _remove_cgroup(self.cgroup)
 
     def argv(self, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
         p = self.policy
@@ -160,6 +214,9 @@ class BwrapSandbox:
             out += ["--", prlimit, *limits, "--"]
         else:
             out.append("--")
+        if self.cgroup is not None:  # join the cgroup, then become bwrap: all descendants follow
+            out = ["/bin/sh", "-c", '{ echo $$ > "$0"; } 2>/dev/null; exec "$@"',
+                   str(self.cgroup / "cgroup.procs"), *out]
         return out + list(argv)
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,

@@ -248,3 +248,20 @@ def test_the_skill_manifest_is_unchanged_by_reads(attempt):
     before = manifest(ws.skill_dir)
     assert run(sb, ws, env, "cat $SKILL_DIR/SKILL.md >/dev/null").ok
     assert manifest(ws.skill_dir) == before
+
+
+def test_a_fork_bomb_stops_at_max_processes(attempt):
+    sb, ws, env, _, _ = attempt
+    small = BwrapSandbox(sb.policy.model_copy(update={"max_processes": 40}), sb.bwrap)
+    if small.cgroup is None:
+        pytest.skip("no writable pids cgroup here (RLIMIT_NPROC does not bind root)")
+    bomb = ("python3 -c '\nimport os, time\nn = 0\ntry:\n    for _ in range(200):\n"
+            "        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n"
+            "        n += 1\nexcept OSError as e:\n    print(\"refused after\", n)\n'")
+    start = time.monotonic()
+    r = run_command(bomb, ws.path, env, 60, sandbox=small)
+    assert r.ok and r.stdout.startswith("refused after"), r.combined()
+    assert int(r.stdout.split()[-1]) < 40 and time.monotonic() - start < 20
+    cgroup = small.cgroup
+    small.close()
+    assert not cgroup.exists()
