@@ -16,7 +16,10 @@ HOME), so in the attempt, and dies with it. ``PIP_USER=1`` is deliberately not s
 refuses it together with ``--target`` or ``--prefix``, which setup steps use. A global
 ``npm install -g`` lands in ``$HOME/.npm-global`` (on PATH).
 
-Limits: ``prlimit`` sets RLIMIT_AS and RLIMIT_NPROC on the sandboxed command. The kernel
+Limits: ``prlimit`` sets RLIMIT_DATA and RLIMIT_NPROC on the sandboxed command. RLIMIT_DATA,
+not RLIMIT_AS: it bounds the private writable memory a process allocates, while address
+space merely reserved (V8 reserves ~10 GB for one WebAssembly memory; the node-based runtime
+CLIs use wasm) is not counted. The kernel
 exempts root from RLIMIT_NPROC, so where a pids cgroup can be made (cgroup v1 ``pids``
 hierarchy, or v2 with the pids controller) every command of the attempt also runs in one
 cgroup whose ``pids.max`` is the policy's ``max_processes``: a fork bomb stops there.
@@ -206,7 +209,7 @@ class BwrapSandbox:
                 "--setenv", "TMPDIR", "/tmp", "--unsetenv", "PYTHONHOME"]
         limits = []
         if p.memory_bytes:
-            limits.append(f"--as={p.memory_bytes}")
+            limits.append(f"--data={p.memory_bytes}")
         if p.max_processes:
             limits.append(f"--nproc={p.max_processes}")
         prlimit = shutil.which("prlimit")

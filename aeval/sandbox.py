@@ -45,7 +45,8 @@ class SandboxPolicy(BaseModel):
         True, description="Share the host network. False: only a private loopback.")
     memory_bytes: int | None = Field(
         8 * GIB, gt=0,
-        description="Address-space limit (RLIMIT_AS) of every sandboxed process; None: none.")
+        description="Private writable memory (RLIMIT_DATA) each sandboxed process may "
+                    "allocate; None: no limit. Reserved address space is not counted.")
     max_processes: int | None = Field(
         1024, gt=0,
         description="RLIMIT_NPROC of sandboxed processes. The kernel does not enforce it for "

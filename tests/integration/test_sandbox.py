@@ -265,3 +265,13 @@ def test_a_fork_bomb_stops_at_max_processes(attempt):
     cgroup = small.cgroup
     small.close()
     assert not cgroup.exists()
+
+
+def test_memory_limit_leaves_reserved_address_space_alone(attempt):
+    """The runtime CLIs run on node, which reserves ~10 GB of address space for wasm."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    sb, ws, env, _, _ = attempt
+    r = run_command("node -e 'new WebAssembly.Memory({initial: 1}); console.log(\"wasm ok\")'",
+                    ws.path, env, 60, sandbox=sb)
+    assert r.ok and r.stdout == "wasm ok\n", r.combined()
