@@ -78,6 +78,7 @@ class Sandbox(Protocol):
 
     name: ClassVar[str]
     policy: SandboxPolicy
+    status: SandboxStatus  # what to record: used, requested, and why not bwrap
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
