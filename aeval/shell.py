@@ -118,6 +118,15 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, WITHOUT reaping it: while it is a zombie its pid (and so
+    its process group id) cannot be reused, and killing the group stays safe."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
              cap: int = 16_000, *, redactor: Redactor | None = None,
              label: str | None = None) -> CommandResult:
@@ -146,7 +155,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                 timed_out = True
                 _kill_group(proc.pid)
                 drain_until = now + 2
-            if drain_until is None and proc.poll() is not None:
+            if drain_until is None and _exited(proc.pid):
                 drain_until = now + 2  # returned: give buffered output a moment, no more
             if drain_until is not None and now >= drain_until:
                 break
@@ -162,10 +171,13 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                     sel.unregister(key.fd)
     proc.stdout.close()
     proc.stderr.close()
-    try:  # the command itself first (its exit code), then whatever it left in its group
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    # The command itself first (its exit code), then whatever it left in its group, killed
+    # while the command is still an unreaped zombie holding the group's id.
+    while not _exited(proc.pid):
+        if time.monotonic() >= deadline:
+            timed_out = True
+            break
+        time.sleep(0.01)
     _kill_group(proc.pid)
     proc.wait()
     duration = time.monotonic() - start
