@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -226,6 +227,20 @@ class BwrapSandbox:
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
         return run_argv(self.argv([*BASH, command], cwd, env), cwd, env, timeout_s, cap,
                         redactor=redactor, label=command)
+
+
+def wrapper_script(sandbox: Sandbox, program: str, cwd: Path, env: dict[str, str],
+                   dest: Path) -> Path:
+    """An executable at ``dest`` that runs ``program`` (with the arguments it is given) inside
+    ``sandbox``: for an SDK that starts its CLI itself and only takes the CLI's path (e.g.
+    claude-agent-sdk's ``cli_path``). Start it with ``env`` as its environment."""
+    argv = sandbox.argv([program], cwd, env)
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text("#!/bin/sh\n# written by aeval: run the CLI inside the attempt's sandbox\n"
+                    f"exec {shlex.join(argv)} \"$@\"\n")
+    dest.chmod(0o755)
+    return dest
 
 
 @functools.lru_cache(maxsize=8)

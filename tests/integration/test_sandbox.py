@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import BwrapSandbox, bwrap_problem, make_sandbox
+from aeval.adapters.sandbox import BwrapSandbox, bwrap_problem, make_sandbox, wrapper_script
 
 from aeval.sandbox import Sandbox, SandboxPolicy
 from aeval.shell import base_env, run_command
@@ -268,3 +268,17 @@ def test_no_other_process_environment_is_readable(attempt):
     finally:
         other.kill()
     assert r.ok and r.stdout.strip() == "0" and canary not in r.combined()
+
+
+def test_wrapper_script_runs_a_cli_inside_with_its_arguments(attempt):
+    sb, ws, env, original, _ = attempt
+    cli = ws.root / "bin" / "fake-cli"
+    cli.parent.mkdir()
+    cli.write_text("#!/bin/bash\necho \"pid=$$ args=$*\"; ls -A \"$1\" | wc -l\n")
+    cli.chmod(0o755)
+    wrapper = wrapper_script(sb, str(cli), ws.path, env, ws.root / "bin" / "cli-in-sandbox")
+    out = subprocess.run([str(wrapper), str(original), "two words"], env=env, cwd=ws.path,
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    first, count = out.splitlines()
+    pid = int(first.split()[0].removeprefix("pid="))
+    assert pid < 10 and first.endswith(f"args={original} two words") and count == "0"
