@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from aeval.adapters.gitlab import disarm_quick_actions
 from aeval.tasks.deliver_run import (
     _ICON,
     _LEVEL_MEANING,
@@ -42,12 +43,7 @@ def fenced(text: str, info: str = "text") -> str:
 # starts a line with "/", never opens a fence of its own and never carries raw HTML (no forged
 # `<!-- aeval:... -->` marker, no `</details>` closing aeval's markup).
 _QUICK_ACTION_LINE = re.compile(r"^/", re.M)
-
-
-def disarm(body: str) -> str:
-    """The final pass over every body aeval posts: a line starting with "/" gets one leading
-    space, which GitLab's extractor does not accept and markdown does not show."""
-    return _QUICK_ACTION_LINE.sub(" /", body.replace("\r", ""))  # GitLab drops \r first
+disarm = disarm_quick_actions  # the final pass over every body built here
 
 
 def untrusted(text: str) -> str:

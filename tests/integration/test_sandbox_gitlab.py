@@ -75,3 +75,20 @@ def test_hostile_rationale_and_replacement_cannot_run_quick_actions(gitlab, run_
     blocks = [m.group(2) for b in posted
               for m in re.finditer(r"^(`{3,})suggestion:[^\n]*\n(.*?)\n\1$", b, re.M | re.S)]
     assert blocks == [TRAIN_ROW_REPLACEMENT] * len(blocks) and blocks  # offered, unaltered
+
+
+def test_the_adapter_disarms_any_body_it_posts(gitlab):  # noqa: F811
+    from aeval.adapters.gitlab import GitLabMR, GitLabTarget
+
+    from tests.integration.test_gitlab import TOKEN
+
+    mr = GitLabMR(GitLabTarget(url=gitlab.url, project_id=str(gitlab.project_id),
+                               mr_iid=gitlab.mr_iid), TOKEN)
+    nid = mr.create_note(f"summary\n/merge\r\n\r/approve\ntoken {TOKEN}\n")
+    d = mr.create_discussion("/close\nplain")
+    mr.update_note(nid, "edited\n/assign @attacker")
+    mr.update_discussion_note(d.id, d.notes[0].id, "/reopen")
+    posted = bodies(gitlab)
+    assert len(posted) >= 4 and TOKEN not in "".join(posted)
+    for body in posted:
+        assert not QUICK.search(body.replace("\r", "")), body
