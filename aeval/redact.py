@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 from typing import TypeVar
 from urllib.parse import quote, quote_plus
@@ -159,3 +160,27 @@ class Redactor:
                 cut = end
         return self._apply(data[cut:], [(s - cut, e - cut, m) for s, e, m in spans if s >= cut])
 
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts every record it passes: message, arguments and the text
+    of an attached exception. Attach it to the handlers (the console's, Prefect's API log
+    handler): a filter on a logger does not see what its child loggers log. Then nothing
+    logged carries a secret, in any of its encodings, to the console or Prefect's database."""
+
+    def __init__(self, redactor: Redactor):
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.redactor:
+            return True
+        record.msg = self.redactor.text(record.getMessage())
+        record.args = None
+        if record.exc_info:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = self.redactor.text(text)
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = self.redactor.text(record.stack_info)
+        return True

@@ -124,3 +124,27 @@ def test_wrapped_base64_and_hex_are_redacted_raw_and_in_json(width):
         assert enc[:12] not in joined and enc[-12:].rstrip("=") not in joined, out
         event = json.dumps({"output": wrapped})
         assert enc[:12] not in r.text(event).replace("\\n", "")
+
+
+def test_logging_filter_redacts_message_args_and_exception(tmp_path):
+    import logging
+
+    from aeval.redact import RedactingFilter
+
+    log_file = tmp_path / "aeval.log"
+    logger = logging.getLogger("aeval.test.redact")
+    handler = logging.FileHandler(log_file)
+    handler.addFilter(RedactingFilter(Redactor({"HF_TOKEN": CANARY})))
+    logger.addHandler(handler)
+    try:
+        logger.warning("preflight failed: %s", f"curl -H 'Authorization: {CANARY}'")
+        try:
+            raise RuntimeError(f"setup printed {base64.b64encode(CANARY.encode()).decode()}")
+        except RuntimeError:
+            logger.exception("case failed")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    text = log_file.read_text()
+    assert CANARY not in text and base64.b64encode(CANARY.encode()).decode()[:12] not in text
+    assert text.count("[REDACTED:HF_TOKEN]") == 2 and "RuntimeError" in text
