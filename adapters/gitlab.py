@@ -8,6 +8,10 @@ pure functions of ``tasks/deliver.py``.
 - The token comes from ``AEVAL_GITLAB_TOKEN`` (a project access token with scope ``api``:
   ``CI_JOB_TOKEN`` cannot post notes). It is read here, at posting time, and nowhere else: it is
   never a flow or task parameter, never stored, and scrubbed from every body that is posted.
+- No line of a posted body starts a quick action: GitLab runs ``/merge``, ``/approve``,
+  ``/close`` ... from any line that starts with "/" in a note posted with a token allowed to
+  (``disarm_quick_actions``, applied to every body as it leaves; the bodies are built so that
+  it changes nothing, see ``tasks/deliver_format.py``).
 - python-gitlab retries transient errors (5xx, 429, connection) itself
   (``retry_transient_errors=True``); what still fails is raised as ``GitLabError``.
 - MR diffs come from ``/merge_requests/:iid/diffs`` (the ``/changes`` endpoint is
@@ -17,6 +21,7 @@ pure functions of ``tasks/deliver.py``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -29,6 +34,15 @@ from aeval.redact import Redactor
 
 TOKEN_ENV = "AEVAL_GITLAB_TOKEN"
 TIMEOUT_S = 30.0
+# Gitlab::QuickActions::Extractor matches `^\/cmd` at column 0 after deleting every "\r".
+_QUICK_ACTION_LINE = re.compile(r"^/", re.M)
+
+
+def disarm_quick_actions(body: str) -> str:
+    """``body`` with one leading space before every line that starts with "/" (carriage
+    returns dropped first, as GitLab does): the extractor does not match it, markdown does not
+    show it."""
+    return _QUICK_ACTION_LINE.sub(" /", body.replace("\r", ""))
 
 
 class GitLabError(AevalError):
@@ -254,23 +268,26 @@ class GitLabMR:
                     "individual_note")), notes=[_note(n) for n in d.attributes.get("notes", [])])
                 for d in rows]
 
-    # ---- writes (bodies are scrubbed of the token) ------------------------------------------
+    # ---- writes (bodies are scrubbed of the token and disarmed) ------------------------------
+
+    def _body(self, body: str) -> str:
+        return disarm_quick_actions(self._redactor.text(body))
 
     def create_note(self, body: str) -> int:
         """Post a general MR note; its id."""
         note = self._call("create note", self.mr.notes.create,
-                          {"body": self._redactor.text(body)})
+                          {"body": self._body(body)})
         return int(note.id)
 
     def update_note(self, note_id: int, body: str) -> None:
         """Replace the body of a note."""
         self._call("update note", self.mr.notes.update, note_id,
-                   {"body": self._redactor.text(body)})
+                   {"body": self._body(body)})
 
     def create_discussion(self, body: str, position: InlinePosition | None = None
                           ) -> RemoteDiscussion:
         """Start a discussion; inline when ``position`` is given."""
-        data: dict[str, Any] = {"body": self._redactor.text(body)}
+        data: dict[str, Any] = {"body": self._body(body)}
         if position is not None:
             data["position"] = position.model_dump(exclude_none=True)
         d = self._call("create discussion", self.mr.discussions.create, data)
@@ -281,7 +298,7 @@ class GitLabMR:
         """Replace the body of a note inside a discussion."""
         disc = self.mr.discussions.get(discussion_id, lazy=True)
         self._call("update discussion note", disc.notes.update, note_id,
-                   {"body": self._redactor.text(body)})
+                   {"body": self._body(body)})
 
     def resolve_discussion(self, discussion_id: str, resolved: bool = True) -> None:
         """Resolve (or reopen) a discussion."""

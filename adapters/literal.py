@@ -44,9 +44,11 @@ class LiteralRuntime:
         return None
 
     def _run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
-             cap: int) -> CommandResult:
-        """The one place a command is started (the sandbox routes it here)."""
-        return run_command(command, cwd, env, timeout_s, cap=cap)
+             cap: int, request: RunRequest, recorder: EventRecorder) -> CommandResult:
+        """The one place a command is started: in the attempt's sandbox, its output redacted
+        before it is capped."""
+        return run_command(command, cwd, env, timeout_s, cap=cap, redactor=recorder.redactor,
+                           sandbox=request.sandbox)
 
     def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
         if request.doc_test:  # the generic tier: SKILL.md's blocks, from the skill folder
@@ -70,7 +72,7 @@ class LiteralRuntime:
             call_id = f"step-{i}"
             recorder.tool_call(call_id, "bash", {"command": step})
             r = self._run(step, request.workspace, request.env, remaining,
-                          request.limits.output_cap)
+                          request.limits.output_cap, request, recorder)
             recorder.tool_result(call_id, "bash", r.ok, exit_code=r.exit_code,
                                  output=r.combined(), duration_s=round(r.duration_s, 3),
                                  truncated=r.truncated)
@@ -122,7 +124,7 @@ class LiteralRuntime:
             call_id = f"block-{i}"
             recorder.tool_call(call_id, "bash", {"command": plan.code})
             r = self._run(plan.code, skill_dir, env, min(remaining, self.block_timeout_s),
-                          request.limits.output_cap)
+                          request.limits.output_cap, request, recorder)
             output = r.combined()
             recorder.tool_result(call_id, "bash", r.ok, exit_code=r.exit_code, output=output,
                                  duration_s=round(r.duration_s, 3), truncated=r.truncated)

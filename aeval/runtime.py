@@ -27,6 +27,7 @@ from aeval.events import (
     UsageEvent,
 )
 from aeval.redact import Redactor
+from aeval.sandbox import Sandbox
 
 
 class Limits(BaseModel):
@@ -40,7 +41,7 @@ class Limits(BaseModel):
 class RunRequest(BaseModel):
     """Everything a runtime may use. Nothing else from the parent process reaches the agent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     prompt: str
     case_id: str
@@ -63,6 +64,11 @@ class RunRequest(BaseModel):
     api_base: str | None = Field(None, description="Model API base URL override.")
     system_prompt: str = Field("", description="Executor rules: eval_skill/agents/executor.md.")
     raw_log: Path = Field(description="Where the runtime writes its native output, as is.")
+    sandbox: Sandbox | None = Field(
+        None, exclude=True,
+        description="Where the run's commands go (steps, the bash tool; a CLI runtime wraps its "
+                    "whole process with ``sandbox.argv``). None: unsandboxed. A live object, "
+                    "never serialized.")
 
 
 class RunResult(BaseModel):

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aeval.redact import Redactor
+
+if TYPE_CHECKING:
+    from aeval.sandbox import Sandbox
 
 BASH = ("bash", "-o", "pipefail", "-e", "-c")
 # What every command gets even though nothing is inherited. PATH keeps the interpreter that
@@ -66,24 +73,127 @@ def cap_text(text: str, cap: int) -> tuple[str, bool]:
     return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}", True
 
 
-def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
-                cap: int = 16_000) -> CommandResult:
-    """Run ``command`` with bash (-e -o pipefail). Never raises for the command's own failure."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [*BASH, command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )
-    timed_out = False
+class _Capture:
+    """One output stream, kept as head + tail while it is read: never more than about
+    ``cap`` plus two redaction margins in memory, however much the command prints."""
+
+    def __init__(self, cap: int, margin: int):
+        self.head_keep = cap // 3
+        self.tail_keep = cap - self.head_keep
+        self.head_limit = self.head_keep + margin
+        self.tail_limit = self.tail_keep + margin
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.trimmed = False
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > 2 * self.tail_limit + (1 << 16):
+                del self.tail[:-self.tail_limit]
+                self.trimmed = True
+
+    def text(self, cap: int, redactor: Redactor) -> tuple[str, bool]:
+        """Redacted, then cut: the redactor sees every byte that is kept, and a secret that
+        crosses a cut point is dropped whole."""
+        if not self.trimmed:
+            whole = (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
+            return cap_text(redactor.text(whole), cap)
+        if len(self.tail) > self.tail_limit:
+            del self.tail[:-self.tail_limit]
+        head = redactor.head(self.head.decode("utf-8", "replace"), self.head_keep)
+        tail = redactor.tail(self.tail.decode("utf-8", "replace"), self.tail_keep)
+        cut = self.total - self.head_keep - self.tail_keep
+        return f"{head}\n[... about {cut} bytes cut ...]\n{tail}", True
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, WITHOUT reaping it: while it is a zombie its pid (and so
+    its process group id) cannot be reused, and killing the group stays safe."""
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
+             cap: int = 16_000, *, redactor: Redactor | None = None,
+             label: str | None = None) -> CommandResult:
+    """Run ``argv`` in its own session with stdin from /dev/null, reading stdout and stderr as
+    they come (capped while read, redacted before cut). At the timeout, and again when the
+    command has returned, its whole process group is killed (a sandbox's PID namespace also
+    takes the descendants that left the group). Never raises for the command's own failure."""
+    redactor = redactor or Redactor()
+    margin = redactor.longest + 8
+    start = time.monotonic()
+    deadline = start + timeout_s
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    out, err = _Capture(cap, margin), _Capture(cap, margin)
+    caps = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    timed_out = False
+    drain_until: float | None = None  # after a kill: stop reading from survivors by then
+    with selectors.DefaultSelector() as sel:
+        for fd in caps:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            now = time.monotonic()
+            if not timed_out and now >= deadline:
+                timed_out = True
+                _kill_group(proc.pid)
+                drain_until = now + 2
+            if drain_until is None and _exited(proc.pid):
+                drain_until = now + 2  # returned: give buffered output a moment, no more
+            if drain_until is not None and now >= drain_until:
+                break
+            limit = drain_until if drain_until is not None else deadline
+            for key, _ in sel.select(timeout=max(0.0, min(limit - now, 0.2))):
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    caps[key.fd].add(chunk)
+                else:
+                    sel.unregister(key.fd)
+    proc.stdout.close()
+    proc.stderr.close()
+    # The command itself first (its exit code), then whatever it left in its group, killed
+    # while the command is still an unreaped zombie holding the group's id.
+    while not _exited(proc.pid):
+        if time.monotonic() >= deadline:
+            timed_out = True
+            break
+        time.sleep(0.01)
+    _kill_group(proc.pid)
+    proc.wait()
     duration = time.monotonic() - start
-    stdout, t1 = cap_text(out.decode("utf-8", "replace"), cap)
-    stderr, t2 = cap_text(err.decode("utf-8", "replace"), cap)
-    return CommandResult(command, None if timed_out else proc.returncode, stdout, stderr,
-                         duration, timed_out, t1 or t2)
+    stdout, t1 = out.text(cap, redactor)
+    stderr, t2 = err.text(cap, redactor)
+    return CommandResult(label if label is not None else " ".join(argv),
+                         None if timed_out else proc.returncode, stdout, stderr, duration,
+                         timed_out, t1 or t2)
+
+
+def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
+                cap: int = 16_000, *, redactor: Redactor | None = None,
+                sandbox: Sandbox | None = None) -> CommandResult:
+    """Run ``command`` with bash (-e -o pipefail), inside ``sandbox`` when one is given (None:
+    unsandboxed, as before). Never raises for the command's own failure."""
+    if sandbox is not None:
+        return sandbox.run(command, cwd, env, timeout_s, cap, redactor=redactor)
+    return run_argv([*BASH, command], cwd, env, timeout_s, cap, redactor=redactor,
+                    label=command)

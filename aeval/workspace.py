@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,14 +26,20 @@ IGNORED_NAMES = frozenset({"__pycache__", ".git", ".DS_Store"})
 
 
 class FileChange(BaseModel):
-    """One skill file added, modified or deleted during execution."""
+    """One entry of the skill copy added, modified or deleted during execution."""
 
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(description="Path relative to the skill root.")
     change: str = Field(description="added | modified | deleted")
-    diff: str = Field("", description="Unified diff, original -> after execution (text files).")
+    diff: str = Field("", description="Unified diff, original -> after execution (text files); "
+                                      "git-style mode and symlink lines for those changes.")
     after: str | None = Field(None, description="Full text after execution (text files).")
+    detail: str = Field("", description="What changed, readable: 'content', 'mode 0644 -> "
+                                        "0755', 'symlink -> ../../x (was y)', 'file -> "
+                                        "symlink', 'added directory' ...")
+    kind: str = Field("file", description="Type of the entry after the change (before it, for "
+                                          "a deletion): file | dir | symlink | other.")
 
 
 class OutputFile(BaseModel):
@@ -54,6 +62,8 @@ def sha256_file(path: Path) -> str:
 
 
 def _files(root: Path) -> list[Path]:
+    """Regular files under ``root`` (ignored names and symlinks skipped): for outputs and the
+    text walkers. The skill manifest uses `_entries`, which skips nothing."""
     out = []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
@@ -75,14 +85,45 @@ def text_files(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
+def _describe(path: Path) -> str:
+    """One manifest value: ``file <mode> <sha256>``, ``dir <mode>``, ``symlink <target>`` or
+    ``other <mode>``. Never follows a symlink and never opens anything but a regular file
+    (a planted FIFO must not hang aeval)."""
+    st = path.lstat()
+    mode = f"{stat.S_IMODE(st.st_mode):04o}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"symlink {os.readlink(path)}"
+    if stat.S_ISDIR(st.st_mode):
+        return f"dir {mode}"
+    if stat.S_ISREG(st.st_mode):
+        return f"file {mode} {sha256_file(path)}"
+    return f"other {mode}"
+
+
+def _entries(root: Path) -> list[Path]:
+    """Every entry under ``root`` (files, folders, symlinks, others), nothing ignored, symlinks
+    not followed."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        out += [base / n for n in dirnames + filenames]
+    return sorted(out)
+
+
 def manifest(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root``, by POSIX relative path."""
+    """Type, mode, symlink target and content hash of every entry under ``root`` (nothing
+    ignored: a planted ``__pycache__`` or ``.git`` is an entry like any other), by POSIX
+    relative path. Values are `_describe` strings: equal values, equal entries."""
     root = Path(root)
-    return {p.relative_to(root).as_posix(): sha256_file(p) for p in _files(root)}
+    return {p.relative_to(root).as_posix(): _describe(p) for p in _entries(root)}
 
 
-def _text(path: Path) -> str | None:
+def _text(path: Path, limit: int = 2_000_000) -> str | None:
+    """The text of a regular file (never through a symlink; None for binary or huge files)."""
     try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
         data = path.read_bytes()
     except OSError:
         return None
@@ -94,31 +135,79 @@ def _text(path: Path) -> str | None:
         return None
 
 
+def _parse(value: str | None) -> tuple[str, str, str]:
+    """(kind, mode or target, sha256) of a manifest value; a bare hash is an old-style file."""
+    if value is None:
+        return "", "", ""
+    kind, _, rest = value.partition(" ")
+    if kind == "symlink":
+        return kind, rest, ""
+    if kind in ("file", "dir", "other"):
+        mode, _, digest = rest.partition(" ")
+        return kind, mode, digest
+    return "file", "", value
+
+
+def _detail(old: tuple[str, str, str], new: tuple[str, str, str]) -> str:
+    (k0, m0, h0), (k1, m1, h1) = old, new
+    if not k0:
+        return f"added {k1}" + (f" -> {m1}" if k1 == "symlink" else "")
+    if not k1:
+        return f"deleted {k0}"
+    if k0 != k1:
+        return f"{k0} -> {k1}" + (f" ({m1})" if k1 == "symlink" else "")
+    if k0 == "symlink":
+        return f"symlink -> {m1} (was {m0})"
+    parts = []
+    if h0 != h1:
+        parts.append("content")
+    if m0 and m1 and m0 != m1:
+        parts.append(f"mode {m0} -> {m1}")
+    return ", ".join(parts) or "modified"
+
+
+def _git_lines(rel: str, old: tuple[str, str, str], new: tuple[str, str, str]) -> str:
+    """git-style lines for what a unified text diff cannot show: modes and symlink targets."""
+    (k0, m0, _), (k1, m1, _) = old, new
+    out = []
+    if k0 == k1 == "file" and m0 and m1 and m0 != m1:
+        out += [f"diff --git a/{rel} b/{rel}", f"old mode 10{m0}", f"new mode 10{m1}"]
+    if "symlink" in (k0, k1):
+        out += [f"diff --git a/{rel} b/{rel}", f"--- a/{rel}", f"+++ b/{rel}"]
+        out += [f"-{'symlink -> ' + m0 if k0 == 'symlink' else k0 or '(absent)'}",
+                f"+{'symlink -> ' + m1 if k1 == 'symlink' else k1 or '(absent)'}"]
+    return "".join(line + "\n" for line in out)
+
+
 def diff_skill(original: Path, copy: Path, before: dict[str, str]) -> list[FileChange]:
-    """Δ: what changed in the copy since the manifest ``before`` was taken."""
+    """Δ: what changed in the copy since the manifest ``before`` was taken: content, mode,
+    type, symlink target, added and deleted entries (folders included)."""
     after = manifest(copy)
     changes = []
     for rel in sorted(set(before) | set(after)):
-        if rel in before and rel in after and before[rel] == after[rel]:
+        if before.get(rel) == after.get(rel):
             continue
+        old, new = _parse(before.get(rel)), _parse(after.get(rel))
         kind = "added" if rel not in before else "deleted" if rel not in after else "modified"
-        old = _text(original / rel) if kind != "added" else ""
-        new = _text(copy / rel) if kind != "deleted" else ""
-        diff = ""
-        if old is not None and new is not None:
-            diff = "".join(difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True),
-                fromfile=f"a/{rel}", tofile=f"b/{rel}"))
-        changes.append(FileChange(path=rel, change=kind, diff=diff,
-                                  after=new if kind != "deleted" else None))
+        diff, text_after = _git_lines(rel, old, new), None
+        if "file" in (old[0], new[0]) and old[2] != new[2]:
+            old_text = _text(original / rel) if old[0] == "file" else ""
+            new_text = _text(copy / rel) if new[0] == "file" else ""
+            if old_text is not None and new_text is not None:
+                diff += "".join(difflib.unified_diff(
+                    old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                    fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+            text_after = new_text if new[0] == "file" else None
+        changes.append(FileChange(path=rel, change=kind, diff=diff, after=text_after,
+                                  detail=_detail(old, new), kind=new[0] or old[0]))
     return changes
 
 
 def render_diff(changes: list[FileChange]) -> str:
-    """skill.diff: every change as one patch (binary files named)."""
+    """skill.diff: every change as one patch (binary files and other entries named)."""
     parts = []
     for c in changes:
-        parts.append(c.diff if c.diff else f"Binary or unreadable file {c.change}: {c.path}\n")
+        parts.append(c.diff if c.diff else f"{c.kind} {c.change}: {c.path} ({c.detail})\n")
     return "".join(p if p.endswith("\n") else p + "\n" for p in parts)
 
 

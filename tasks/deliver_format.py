@@ -4,10 +4,12 @@ note with patches and an agent prompt, and the GitLab Code Quality report."""
 from __future__ import annotations
 
 import difflib
+import html
 import re
 from pathlib import Path
 from typing import Literal
 
+from aeval.adapters.gitlab import disarm_quick_actions
 from aeval.tasks.deliver_run import (
     _ICON,
     _LEVEL_MEANING,
@@ -35,6 +37,23 @@ def fenced(text: str, info: str = "text") -> str:
     return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
 
 
+# GitLab runs a quick action (/merge, /approve, /close ...) from any line of a note that starts
+# with "/" (Gitlab::QuickActions::Extractor: `^\/cmd`, column 0, its code-block exemption only
+# for exactly-three-backtick fences). Text from a model, a skill or a transcript therefore never
+# starts a line with "/", never opens a fence of its own and never carries raw HTML (no forged
+# `<!-- aeval:... -->` marker, no `</details>` closing aeval's markup).
+_QUICK_ACTION_LINE = re.compile(r"^/", re.M)
+disarm = disarm_quick_actions  # the final pass over every body built here
+
+
+def untrusted(text: str) -> str:
+    """Inline text from a model, a skill or a transcript, made inert: HTML escaped, fences
+    (``` or ~~~ runs) escaped, no line starting with "/". Single backticks (code spans) stay."""
+    text = html.escape(text, quote=False)
+    text = re.sub(r"`{3,}|~{3,}", lambda m: "".join("\\" + c for c in m.group()), text)
+    return disarm(text)
+
+
 def tail(text: str, lines: int = 12, chars: int = 1200) -> str:
     """The end of a text, where errors are, capped."""
     kept = text.strip().splitlines()[-lines:]
@@ -42,8 +61,13 @@ def tail(text: str, lines: int = 12, chars: int = 1200) -> str:
     return out if len(out) <= chars else "…" + out[-chars:]
 
 
+def _code(text: str) -> str:
+    """A value shown inside a code span: one line, no backtick to end the span early."""
+    return text.replace("`", "'").replace("\r", " ").replace("\n", " ")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return untrusted(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _pct(x: float | None) -> str:
@@ -57,7 +81,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
     sk = report.result
     link = f" · [full report]({report_url})" if report_url else ""
     out = [skill_marker(sk.name),
-           f"## aeval · `{sk.name}`: {_ICON.get(sk.status, '')} {sk.status}", "",
+           f"## aeval · `{_code(sk.name)}`: {_ICON.get(sk.status, '')} {sk.status}", "",
            f"Run `{manifest.run_id}`{link}", ""]
     if sk.status == "invalid":
         out += ["The skill could not be loaded:", ""] + [f"- {_cell(p)}" for p in sk.problems]
@@ -84,7 +108,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
                              ""]
         for ch in (g.self_correction.changes_made if g else []):
             where = f", event {ch.event_seq}" if ch.event_seq is not None else ""
-            corrections.append(f"- {head} {ch.id}: {ch.change} `{ch.path}` "
+            corrections.append(f"- {head} {ch.id}: {ch.change} `{_code(ch.path)}` "
                                f"({ch.attribution}{where})")
     if evidence:
         out += ["", "### What failed, with evidence", "", *evidence[:-1]]
@@ -100,11 +124,11 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
                 *[f"- {_cell(w)}" for w in sk.warnings], "", "</details>"]
     out += ["", "<sub>Verdicts use the first-attempt pass rate; the terminal rate also counts "
                 "assertions that passed only after the agent corrected something.</sub>"]
-    return "\n".join(out).strip() + "\n"
+    return disarm("\n".join(out).strip() + "\n")
 
 
 def _grounding_lines(s: LocatedSuggestion) -> list[str]:
-    out = [f"**Grounded in** `{s.suggestion.grounded_in}`: {_cell(s.grounded_text)}"]
+    out = [f"**Grounded in** `{_code(s.suggestion.grounded_in)}`: {_cell(s.grounded_text)}"]
     if s.grounded_evidence:
         out.append(fenced(tail(s.grounded_evidence, lines=8, chars=800)))
     return out
@@ -117,14 +141,19 @@ def suggestion_body(s: LocatedSuggestion) -> str:
     n = sg.end_line - sg.start_line
     block = fenced(sg.replacement.removesuffix("\n"), f"suggestion:-0+{n}") \
         if sg.replacement.strip("\n") else "```suggestion:-0+" + f"{n}\n```"
+    if _QUICK_ACTION_LINE.search(sg.replacement):
+        # Applied as is, a line starting with "/" could not be disarmed: show, do not offer.
+        block = ("Not offered as a one-click suggestion: a line of it starts with `/`, which "
+                 "GitLab would read as a quick action. The replacement (each line indented by "
+                 "one space):\n\n" + fenced(disarm(sg.replacement.removesuffix("\n"))))
     out = [suggestion_marker(s.fingerprint, s.skill),
-           f"**aeval {sg.level}** for `{s.skill}`: {_LEVEL_MEANING[sg.level]}.", "", block, "",
-           f"**Why:** {sg.rationale}", "", *_grounding_lines(s)]
+           f"**aeval {sg.level}** for `{_code(s.skill)}`: {_LEVEL_MEANING[sg.level]}.", "",
+           block, "", f"**Why:** {untrusted(sg.rationale)}", "", *_grounding_lines(s)]
     if sg.validated:
         out += ["", "Validated by the run: the agent made this same edit to get the case "
                     "through."]
-    out += ["", f"<sub>runtime(s): {', '.join(s.runtimes)}</sub>"]
-    return "\n".join(out) + "\n"
+    out += ["", f"<sub>runtime(s): {_cell(', '.join(s.runtimes))}</sub>"]
+    return disarm("\n".join(out) + "\n")
 
 
 def outdated_body(body: str, reason: str) -> str:
@@ -132,7 +161,8 @@ def outdated_body(body: str, reason: str) -> str:
     lines = body.splitlines()
     rest = [ln for ln in lines[1:] if ln != OUTDATED_MARKER]
     rest = [re.sub(r"^(`{3,})suggestion:-\d+\+\d+$", r"\1text", ln) for ln in rest]
-    return "\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {reason}", "", *rest]) + "\n"
+    return disarm("\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {untrusted(reason)}",
+                              "", *rest]) + "\n")
 
 
 def file_patch(repo_path: str, items: list[FixSuggestion], current: str | None) -> str:
@@ -183,17 +213,18 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
     copy-paste prompt for an agent. Empty ``items``: a short 'nothing left' body."""
     out = [FALLBACK_MARKER, "## aeval · suggestions outside this merge request's diff", ""]
     if not items:
-        return "\n".join([*out, f"None as of run `{manifest.run_id}`: every earlier one was "
-                                 "applied or no longer applies."]) + "\n"
+        return disarm("\n".join([*out, f"None as of run `{manifest.run_id}`: every earlier one "
+                                        "was applied or no longer applies."]) + "\n")
     out += [f"Run `{manifest.run_id}`. These fixes touch lines the merge request does not "
             "change, so GitLab cannot offer them as one-click suggestions. Apply a patch "
             "(`git apply`), or give the prompt below to an agent.", ""]
     if notice:
-        out += [f"> {notice}", ""]
+        out += [f"> {untrusted(notice)}", ""]
     for i, s in enumerate(items, 1):
         sg = s.suggestion
-        out += [f"### {i}. {sg.level} · `{s.repo_path}` lines {sg.start_line}-{sg.end_line} "
-                f"· `{s.skill}`", "", f"**Why:** {sg.rationale}", "", *_grounding_lines(s), ""]
+        out += [f"### {i}. {sg.level} · `{_code(s.repo_path)}` lines {sg.start_line}-"
+                f"{sg.end_line} · `{_code(s.skill)}`", "", f"**Why:** {untrusted(sg.rationale)}",
+                "", *_grounding_lines(s), ""]
     out += ["### Patches", ""]
     by_file: dict[str, list[FixSuggestion]] = {}
     for s in items:
@@ -202,10 +233,10 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
         file = repo_root / path if repo_root else None
         current = file.read_text(encoding="utf-8") if file and file.is_file() else None
         hint = "" if current is not None else " (zero context: `git apply --unidiff-zero`)"
-        out += [f"<details><summary><code>{path}</code>{hint}</summary>", "",
+        out += [f"<details><summary><code>{html.escape(path)}</code>{hint}</summary>", "",
                 fenced(file_patch(path, group, current), "diff"), "", "</details>", ""]
     out += ["### Prompt for an agent", "", fenced(agent_prompt(items))]
-    return "\n".join(out).strip() + "\n"
+    return disarm("\n".join(out).strip() + "\n")
 
 
 # ---- GitLab Code Quality ----------------------------------------------------------------------

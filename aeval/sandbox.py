@@ -1,0 +1,90 @@
+"""The sandbox: one place that decides how every process a case starts is isolated.
+
+Setup, preflight, steps, the agent's bash tool, ``command`` checks and the third-party
+runtime CLIs all run through a `Sandbox`. Implementations live in ``adapters/sandbox.py``:
+``bwrap`` (bubblewrap: host read-only, only the attempt root writable, the original skill and
+the run store hidden, its own PID namespace so that ending the command ends every
+descendant) and ``none`` (the unsandboxed behaviour: a process group, killed at the end).
+
+The domain only states the policy and the interface; it starts nothing itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from aeval.redact import Redactor
+    from aeval.shell import CommandResult
+
+SandboxMode = Literal["auto", "require", "none"]
+GIB = 1 << 30
+
+
+class SandboxPolicy(BaseModel):
+    """What a sandboxed process may see, write and use. One policy per attempt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    root: Path = Field(
+        description="The attempt root (holding workspace/, home/, tmp/): the only host folder "
+                    "a sandboxed process can write. Also where the per-attempt Python "
+                    "environment is made, so an install lands in the attempt and dies with it.")
+    writable: list[Path] = Field(
+        default_factory=list,
+        description="Further host folders bound writable (e.g. a runtime's private config "
+                    "home outside the attempt root). Bound after the hidden paths.")
+    hidden: list[Path] = Field(
+        default_factory=list,
+        description="Host paths made invisible (an empty tmpfs over a folder, /dev/null over "
+                    "a file): the original skill folder, the run store, anything else.")
+    network: bool = Field(
+        True, description="Share the host network. False: only a private loopback.")
+    memory_bytes: int | None = Field(
+        8 * GIB, gt=0,
+        description="Private writable memory (RLIMIT_DATA) each sandboxed process may "
+                    "allocate; None: no limit. Reserved address space is not counted.")
+    max_processes: int | None = Field(
+        1024, gt=0,
+        description="RLIMIT_NPROC of sandboxed processes. The kernel does not enforce it for "
+                    "root; the PID namespace still ends them all with the command.")
+    output_cap: int = Field(
+        16_000, gt=0, description="Characters of each output stream kept (head and tail).")
+
+
+class SandboxStatus(BaseModel):
+    """Which sandbox a run uses and why: recorded in eval_metadata.json and reports."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requested: SandboxMode = Field(description="--sandbox as given: auto, require or none.")
+    used: Literal["bwrap", "none"] = Field(description="The sandbox actually in force.")
+    reason: str | None = Field(
+        None, description="Why the sandbox is `none` when more was asked for (or 'requested').")
+
+
+class SandboxUnavailable(Exception):
+    """``--sandbox require`` was given and bubblewrap cannot run here (a usage error)."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """How a command of a case runs. ``run`` for a shell command with captured output,
+    ``argv`` to wrap a long-running program (codex, opencode, claude) whose process the
+    caller starts itself, so that its whole process tree runs inside."""
+
+    name: ClassVar[str]
+    policy: SandboxPolicy
+    status: SandboxStatus  # what to record: used, requested, and why not bwrap
+
+    def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
+            cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
+        """Run ``command`` with bash -e -o pipefail; kill every descendant at the timeout and
+        when it returns; output capped while read and redacted before it is cut."""
+
+    def argv(self, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
+        """The command line that runs ``argv`` inside the sandbox, in ``cwd``, with ``env``
+        (start it with ``env`` as its environment too)."""
