@@ -87,7 +87,8 @@ class BuiltinRuntime:
         start = time.monotonic()
         deadline = start + request.limits.timeout_s
         tools = Toolbox(request.workspace, request.skill_dir, request.env,
-                        request.limits.output_cap)
+                        request.limits.output_cap, sandbox=request.sandbox,
+                        redactor=recorder.redactor)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt(request)},
             {"role": "user", "content": request.prompt},

@@ -12,6 +12,8 @@ from typing import Any
 
 from aeval import contract as c
 from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id, transcript_text
+from aeval.redact import Redactor
+from aeval.sandbox import Sandbox
 from aeval.shell import run_command
 
 EVIDENCE_CAP = 600
@@ -22,6 +24,8 @@ class CheckContext:
     workspace: Path
     events: list[Event]
     env: dict[str, str]
+    sandbox: Sandbox | None = None  # `command` checks run in the attempt's sandbox
+    redactor: Redactor | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,8 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
             return CheckOutcome(False, f"/{check.pattern}/ not found in {check.path} "
                                        f"({len(text)} chars): {_short(text, 200)!r}")
         case c.CommandCheck():
-            r = run_command(check.run, ws, ctx.env, check.timeout_s, cap=4000)
+            r = run_command(check.run, ws, ctx.env, check.timeout_s, cap=4000,
+                            redactor=ctx.redactor, sandbox=ctx.sandbox)
             if r.timed_out:
                 return CheckOutcome(False, f"timed out after {check.timeout_s}s")
             if r.exit_code != check.exit_code:

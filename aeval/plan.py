@@ -11,6 +11,7 @@ from aeval.artifacts.case import AttemptRecord
 from aeval.contract import EvalCase, Tier
 from aeval.layout import RunLayout, case_rel, safe
 from aeval.runtime import RunResult
+from aeval.sandbox import SandboxMode
 from aeval.skill import Skill
 from aeval.workspace import FileChange, OutputFile
 
@@ -61,6 +62,7 @@ class CasePlan(BaseModel):
     api_base: str | None = None
     output_cap: int = 16_000
     keep_workspace: bool = False
+    sandbox: SandboxMode = Field("auto", description="auto | require | none (--sandbox).")
     workspace_root: Path = Field(description="Parent of the attempt folders (a temp dir).")
     assertions_from: Path | None = Field(
         None, description="A recorded assertions.json to reuse verbatim (regrade).")

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from aeval.sandbox import SandboxMode
+
 RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
                 "replay.")
 
@@ -48,6 +50,9 @@ class EvalRequest(ModelChoice):
     retry_delay_s: float = Field(2.0, ge=0, le=600, description="First retry delay in seconds; "
                                                                 "doubles, with jitter.")
     keep_workspaces: bool = Field(False, description="Keep each attempt's workspace.")
+    sandbox: SandboxMode = Field(
+        "auto", description="bubblewrap around every process a case starts: auto (fall back "
+                            "to no sandbox with a warning), require (refuse without), none.")
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")
     runtime_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Constructor options per runtime name.")
@@ -60,6 +65,8 @@ class EvalRequest(ModelChoice):
     recordings: dict[str, str] | None = Field(
         None, description="`skill/case` -> recorded case folder whose assertions are reused "
                           "(regrade).")
+    require_tested: bool = Field(False, description="An untested case (nothing runnable for "
+                                                    "its runtime) is a usage error, exit 2.")
     post: bool = Field(False, description="Post the results on the GitLab merge request.")
     mr_iid: int | None = Field(None, description="Merge request IID for `post`.")
     project_id: str | None = Field(None, description="GitLab project id or path for `post`.")

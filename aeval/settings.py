@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -28,4 +29,7 @@ class Settings(BaseSettings):
     retry_delay_s: float = Field(2.0, ge=0, description="First retry delay; doubles each time "
                                                         "(with jitter).")
     keep_workspaces: bool = Field(False, description="Keep attempt workspaces for debugging.")
+    sandbox: Literal["auto", "require", "none"] = Field(
+        "auto", description="bubblewrap around every command of a case: auto (fall back to "
+                            "none with a warning), require (refuse to run without), none.")
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")

@@ -59,22 +59,36 @@ def skill_status(cases: list[CaseResult]) -> str:
     return "untested"  # no case ran
 
 
-def gate(skills: list[SkillResult], usage_error: str | None = None) -> Gate:
-    """Exit code of `aeval run`, first match wins: 1 fail; 2 usage error or invalid skill;
-    3 environment error; 0 everything passed. A reason names at most five cases or skills and
-    says how many more there are."""
-    fails = [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == "fail"]
-    if fails:
+def gate(skills: list[SkillResult], usage_error: str | None = None,
+         require_tested: bool = False) -> Gate:
+    """Exit code of `aeval run`, first match wins: 1 a case failed (a skill defect); 2 a usage
+    error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
+    failed on a case (internal); 3 an environment error; 0 otherwise: untested cases are
+    listed as a warning, never counted as passed. A reason names at most five cases or skills
+    and says how many more there are."""
+    def cases(status: str) -> list[str]:
+        return [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == status]
+
+    if fails := cases("fail"):
         return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {_some(fails)}")
     invalid = [s.name for s in skills if s.status == "invalid"]
+    untested = cases("untested")
     if usage_error or invalid:
         return Gate(exit_code=2, reason=usage_error or f"invalid skill(s): {_some(invalid)}")
-    errors = [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == "error"]
-    if errors:
+    if require_tested and untested:
+        return Gate(exit_code=2, reason=f"{len(untested)} case(s) untested (--require-tested):"
+                                        f" {_some(untested)}")
+    if internal := cases("internal"):
+        return Gate(exit_code=4, reason=f"aeval failed on {len(internal)} case(s) (a bug to "
+                                        f"report, not the skill's): {_some(internal)}")
+    if errors := cases("error"):
         return Gate(exit_code=3, reason=f"{len(errors)} case(s) hit an environment error: "
                                         f"{_some(errors)}")
     if not any(s.cases for s in skills):
         return Gate(exit_code=0, reason="no skill to evaluate")
+    if untested:
+        return Gate(exit_code=0, reason=f"every tested case passed; {len(untested)} untested: "
+                                        f"{_some(untested)}")
     return Gate(exit_code=0, reason="every case passed")
 
 

@@ -64,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "last-known-good baselines, refreshed by `aeval sweep`)")
     r.add_argument("--keep-workspaces", action="store_true",
                    help="keep each attempt's workspace for debugging")
+    r.add_argument("--require-tested", action="store_true",
+                   help="exit 2 when a case is untested (nothing runnable for its runtime: no "
+                        "steps under literal, no self-contained doc block, a missing host "
+                        "tool); by default untested cases are a warning, never a pass")
+    r.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a case starts: auto (default; "
+                        "without bubblewrap, warn and run unsandboxed), require (exit 2 "
+                        "without it), none [AEVAL_SANDBOX]")
     _add_quiet_verbose(r)
     r.set_defaults(func=cmd_run)
 

@@ -10,6 +10,23 @@ from aeval.deployments.cli_common import EXIT_USAGE
 from aeval.deployments.console import prefect_env, print_summary, progress_logging
 
 
+def check_sandbox(mode: str) -> str | None:
+    """The sandbox mode to run with, after saying what it gives here; None: refuse (require
+    without bubblewrap, a usage error)."""
+    from aeval.tasks.sandboxing import run_sandbox_status
+
+    status = run_sandbox_status(mode)
+    if status.used == "bwrap":
+        return mode
+    if mode == "require":
+        print(f"aeval: --sandbox require: {status.reason}", file=sys.stderr)
+        return None
+    if mode == "auto":
+        print(f"warning: no sandbox: {status.reason}; the cases' commands run as this user, "
+              "unsandboxed (--sandbox require refuses this)", file=sys.stderr)
+    return mode
+
+
 def resume_run(args: argparse.Namespace) -> int:
     """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
     from aeval.artifacts import RunManifest
@@ -28,21 +45,26 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate
-    from aeval.flows.runners import task_runner
+    from aeval.flows.runners import start_embedded_server, task_runner
 
     try:
         runner = task_runner(args.concurrency or settings.concurrency, args.dask)
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    if sandbox is None:
+        return EXIT_USAGE
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
+    start_embedded_server()  # before any flow: with a scrubbed environment
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(
         paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
         store=str(RunLayout(run_dir).store), model=old.model, grader_model=old.grader_model,
         api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
         output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
-        head=old.head, resume=True, baseline=args.baseline))
+        head=old.head, resume=True, baseline=args.baseline, sandbox=sandbox,
+        require_tested=args.require_tested))
     print_summary(manifest, run_dir)
     return manifest.gate.exit_code
 
@@ -69,6 +91,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from aeval.store import RunStore, new_run_id
 
     settings = Settings()
+    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    if sandbox is None:
+        return EXIT_USAGE
     model = args.model or settings.model
     runtimes = args.runtime or (["builtin"] if model else ["literal"])
     if not args.runtime:
@@ -104,13 +129,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate
-    from aeval.flows.runners import task_runner
+    from aeval.flows.runners import start_embedded_server, task_runner
 
     try:
         runner = task_runner(args.concurrency or settings.concurrency, args.dask)
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    start_embedded_server()  # before any flow: with a scrubbed environment
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
@@ -119,7 +145,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.grader_model or settings.grader_model or model),
         api_base=args.api_base or settings.api_base, retries=settings.retries,
         retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces or settings.keep_workspaces,
+        keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
+        require_tested=args.require_tested,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
         gitlab_url=args.gitlab_url, baseline=args.baseline))
@@ -138,6 +165,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     prefect_env(args.verbose)
     progress_logging(args.quiet)
 
+    from aeval.flows.runners import start_embedded_server
     from aeval.flows.sweep import sweep
     from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -149,6 +177,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     model = args.model or settings.model
     store = Path(args.out or settings.home)
     run_id = new_run_id()
+    start_embedded_server()
     flow = sweep.with_options(
         task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
     manifest = flow(SweepRequest(
@@ -188,6 +217,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     from aeval.flows.compare import compare
+    from aeval.flows.runners import start_embedded_server
     from aeval.tasks.compare import render_compare
     from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -195,6 +225,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     store = Path(args.out or settings.home)
     compare_id = new_run_id()
+    start_embedded_server()
     flow = compare.with_options(
         task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
     report = flow(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
@@ -221,7 +252,9 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     from aeval.flows.regrade import regrade
+    from aeval.flows.runners import start_embedded_server
 
+    start_embedded_server()
     report = regrade(run=str(source), grader_model=args.grader_model, store=str(store),
                      api_base=args.api_base or settings.api_base)
     rate = "–" if report.agreement_rate is None else f"{report.agreement_rate:.0%}"

@@ -95,7 +95,8 @@ def print_summary(manifest, run_dir: Path) -> None:
     table = Table(title=f"aeval run {manifest.run_id}", title_justify="left")
     for col in ("skill", "case", "runtime", "status", "first-attempt", "terminal", "tier"):
         table.add_column(col, overflow="fold")
-    style = {"pass": "green", "fail": "red", "error": "yellow", "invalid": "magenta"}
+    style = {"pass": "green", "fail": "red", "error": "yellow", "invalid": "magenta",
+             "untested": "cyan", "internal": "bold red"}
 
     def pct(x):
         return "–" if x is None else f"{x:.0%}"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 from typing import Any
 
@@ -116,3 +117,45 @@ def dask_setup(worker: object) -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+
+
+_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+
+
+def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``environ`` without secrets: model-provider keys, aeval's and CI's tokens, anything
+    named like a key, token, secret, password or credential. What the processes aeval starts
+    for itself (the embedded Prefect server) inherit."""
+    from aeval.contract import RESERVED_CREDENTIALS
+
+    environ = dict(os.environ if environ is None else environ)
+    return {k: v for k, v in environ.items() if not _SECRETISH.search(k) and (
+        k.startswith("PREFECT_") or not RESERVED_CREDENTIALS.match(k))}
+
+
+def start_embedded_server() -> str | None:
+    """Start Prefect's embedded (ephemeral) server now, with a scrubbed environment: Prefect
+    starts it with a copy of this process's environment, where the model keys live, and a
+    tool running as the same user could read it from ``/proc/<pid>/environ``. Nothing to do
+    when a server is configured (PREFECT_API_URL). Returns the embedded API URL, or None.
+
+    Call it from the command line before any flow runs, while the process has one thread
+    (the environment is swapped for the moment of the start)."""
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    if server.running:
+        return server.api_url
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(scrubbed_environ(saved))
+        server.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return server.api_url

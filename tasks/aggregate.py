@@ -169,7 +169,8 @@ def render_summary(report: MultiEvalReport) -> str:
         f"{_pct(c.first_attempt_pass_rate)} | {_pct(c.terminal_pass_rate)} | {c.ungraded} | "
         f"{c.self_corrections} | {c.attempts} |" for c in report.cases)
     reasons = "\n".join(f"- **{c.case_id}**: {c.reason}" for c in report.cases)
-    callout = {"pass": "TIP", "fail": "CAUTION", "error": "WARNING"}[report.verdict]
+    callout = {"pass": "TIP", "fail": "CAUTION", "error": "WARNING", "untested": "NOTE",
+               "internal": "WARNING"}[report.verdict]
     n = len(report.cases)
     passed = sum(1 for c in report.cases if c.status == "pass")
     return SUMMARY_TEMPLATE.format(skill=report.skill, runtime=report.runtime,
@@ -228,7 +229,7 @@ def template_problems(summary: str) -> list[str]:
     problems = []
     lines = summary.splitlines()
     if not lines or not lines[0].startswith("# ") or not lines[0].rstrip().endswith(
-            ("PASS", "FAIL", "ERROR")):
+            ("PASS", "FAIL", "ERROR", "UNTESTED", "INTERNAL")):
         problems.append("first line is not the verdict heading")
     if not any(ln.startswith("> [!") for ln in lines):
         problems.append("no callout block")

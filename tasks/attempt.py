@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aeval.adapters import get_runtime
 from aeval.tasks.install import install, resolve_credentials, tool_env
+from aeval.tasks.sandboxing import attempt_sandbox
 
 from aeval.artifacts import AttemptRecord
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
@@ -28,6 +29,7 @@ from aeval.plan import CasePlan, ExecutionRecord
 from aeval.prompts import load_prompt
 from aeval.redact import Redactor
 from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
+from aeval.sandbox import Sandbox
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.workspace import (
     FileChange,
@@ -72,7 +74,8 @@ class Attempt:
                                     dir=str(self.dir.relative_to(plan.run_dir)))
         self.redactor = Redactor()
         self.ws: Workspace | None = None
-        self.baseline: dict[str, str] | None = None
+        self.baseline: dict | None = None
+        self.sandbox: Sandbox | None = None
         self.changes: list[FileChange] = []
 
     # ---- the lifecycle -------------------------------------------------------------------
@@ -87,8 +90,9 @@ class Attempt:
             if runtime.needs_model and not self.plan.model:
                 raise RuntimeUnavailable(f"runtime {self.plan.runtime!r} needs a model: pass "
                                          "--model or set AEVAL_MODEL")
+            self.sandbox = attempt_sandbox(self.plan, self.root)
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
-                              credentials, self.dir / "install.log")
+                              credentials, self.dir / "install.log", self.sandbox)
             self.baseline = manifest(self.ws.skill_dir)  # after setup and preflight
             before = self.ws.snapshot()
             try:
@@ -121,7 +125,7 @@ class Attempt:
             model=plan.model, api_base=plan.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
                           output_cap=plan.output_cap),
-            system_prompt=load_prompt("executor"), raw_log=raw)
+            system_prompt=load_prompt("executor"), raw_log=raw, sandbox=self.sandbox)
         try:
             result = runtime.run(request, recorder)
         finally:
@@ -180,6 +184,9 @@ class Attempt:
         write_model(self.dir / "attempt.json", self.record, self.redactor)
 
     def cleanup(self) -> None:
+        close = getattr(self.sandbox, "close", None)
+        if close is not None:
+            close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

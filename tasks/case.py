@@ -16,6 +16,7 @@ from aeval.tasks.assertions import needs_probe, write_assertions
 from aeval.tasks.execute import execute_case
 from aeval.tasks.grade import grade_case
 from aeval.tasks.probe import run_probe
+from aeval.tasks.progress import progress
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
@@ -36,7 +37,7 @@ def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
     """The case result when aeval itself failed on this case (never blamed on the skill)."""
     first = (str(exc).strip().splitlines() or [""])[0]
     return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
-                      status="error", dir=plan.rel_dir,
+                      status="internal", dir=plan.rel_dir,
                       reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
 
 
@@ -64,4 +65,6 @@ def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseR
 @task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE)
 def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
     """One case chain: assertions, execute (with retries), grade."""
-    return chain(plan, retries, retry_delay_s)
+    result = chain(plan, retries, retry_delay_s)
+    progress("%s: %s", plan.label, result.status.upper())
+    return result

@@ -28,7 +28,8 @@ FALLBACK_MARKER = "<!-- aeval:fallback -->"
 OUTDATED_MARKER = "<!-- aeval:outdated -->"
 _SUGGESTION_RE = re.compile(r"^<!-- aeval:suggestion=([0-9a-f]+)(?: skill=(\S+))? -->")
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "invalid": "🚫", "skipped": "⏭️"}
+_ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "invalid": "🚫", "skipped": "⏭️",
+         "untested": "⏸️", "internal": "🐞"}
 _SEVERITY = {"LV1": "major", "LV2": "minor"}
 _LEVEL_MEANING = {"LV1": "causally implicated in a first-attempt failure (gates the merge)",
                   "LV2": "an advisory improvement"}

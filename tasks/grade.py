@@ -25,6 +25,7 @@ from aeval.tasks.grader import (
 )
 from aeval.tasks.install import resolve_credentials
 from aeval.tasks.prefect_artifacts import artifact_key, case_markdown
+from aeval.tasks.sandboxing import attempt_sandbox
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -245,7 +246,9 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     changes = attribute_changes(own, events, skill_rel)
     env = base_env(execution.home, {"SKILL_DIR": str(execution.skill_copy),
                                     **_credentials(plan)})
-    ctx = CheckContext(workspace=execution.workspace, events=events, env=env)
+    sandbox = attempt_sandbox(plan, execution.attempt_root)
+    ctx = CheckContext(workspace=execution.workspace, events=events, env=env, sandbox=sandbox,
+                       redactor=redactor)
     checks = {a.id: run_check(a.check, ctx) for a in assertions.assertions
               if a.check is not None}
     checks = {k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()}
@@ -279,6 +282,7 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     meta.wall_s = round(result.wall_s, 3)
     meta.runtime_version = execution.runtime_version
     meta.outputs = execution.outputs
+    meta.sandbox = sandbox.status
     write_model(case_dir / "eval_metadata.json", meta, redactor)
     s = grading.summary
     return CaseResult(

@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from aeval.errors import EnvironmentFailure, MissingCredential, PreflightFailed
 from aeval.plan import CasePlan
 from aeval.redact import Redactor
+from aeval.sandbox import Sandbox
 from aeval.shell import base_env, run_command
 from aeval.store import atomic_write_text
 from aeval.workspace import Workspace, prepare_workspace
@@ -39,7 +40,7 @@ def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str]) -> dict
 
 def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
             config_dirs: tuple[str, ...], credentials: dict[str, str],
-            log_path: Path) -> Workspace:
+            log_path: Path, sandbox: Sandbox | None = None) -> Workspace:
     """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
                            plan.case.files, config_dirs)
@@ -50,11 +51,12 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
         for phase, commands, error in (("setup", plan.case.setup, SetupFailed),
                                        ("preflight", plan.case.preflight, PreflightFailed)):
             for cmd in commands:
-                r = run_command(cmd, ws.path, env, plan.case.timeout_s, plan.output_cap)
+                r = run_command(cmd, ws.path, env, plan.case.timeout_s, plan.output_cap,
+                                redactor=redactor, sandbox=sandbox)
                 log.append(f"$ {cmd}  # {phase}, exit {r.exit_code}, {r.duration_s:.1f}s\n"
                            f"{r.combined()}\n")
                 if not r.ok:
-                    tail = r.combined().strip()[-500:]
+                    tail = redactor.text(r.combined().strip())[-500:]
                     raise error(f"{phase} command failed (exit {r.exit_code}): {cmd}\n{tail}")
     finally:
         atomic_write_text(log_path, "".join(log), redactor)

@@ -13,7 +13,8 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                grader_model: str | None = None, api_base: str | None = None,
                output_cap: int = 16_000, keep_workspace: bool = False,
                runtime_options: dict[str, dict[str, Any]] | None = None,
-               recordings: dict[str, str] | None = None) -> list[CasePlan]:
+               recordings: dict[str, str] | None = None, sandbox: str = "auto"
+               ) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
     case folder) makes each plan reuse that case's assertions (regrade)."""
     plans = []
@@ -29,7 +30,7 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                         contract=ex.contract, warnings=ex.warnings, case=case, runtime=rt,
                         runtime_options=(runtime_options or {}).get(rt, {}), epoch=epoch,
                         model=model, grader_model=grader_model, api_base=api_base,
-                        output_cap=output_cap, keep_workspace=keep_workspace,
+                        output_cap=output_cap, keep_workspace=keep_workspace, sandbox=sandbox,
                         workspace_root=workspace_root,
                         assertions_from=_recorded(recordings, ex.skill.name, case.id)))
     return plans

@@ -12,6 +12,8 @@ import prefect
 from aeval.tasks.examine import examine
 from aeval.tasks.grade import finished_result
 from aeval.tasks.plan import plan_cases
+from aeval.tasks.progress import progress
+from aeval.tasks.sandboxing import run_sandbox_status
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +23,7 @@ from aeval.artifacts import CaseResult, RunManifest
 from aeval.layout import RunLayout, skill_keys
 from aeval.plan import CasePlan, Examined
 from aeval.requests import EvalRequest
+from aeval.sandbox import SandboxUnavailable
 from aeval.skill import find_skill_roots
 from aeval.store import new_run_id, read_model, write_model
 
@@ -88,6 +91,9 @@ def prepare(request: EvalRequest) -> PreparedRun:
     layout = RunLayout.of(request.store, run_id)
     if request.resume and not layout.manifest.is_file():
         raise FileNotFoundError(f"cannot resume {run_id}: no {layout.manifest}")
+    status = run_sandbox_status(request.sandbox)
+    if request.sandbox == "require" and status.used != "bwrap":
+        raise SandboxUnavailable(f"--sandbox require: {status.reason}")
     roots = skill_roots(request)
     examined = [examine(r) for r in roots]
     keys = skill_keys([(ex.name, ex.root) for ex in examined])
@@ -97,7 +103,7 @@ def prepare(request: EvalRequest) -> PreparedRun:
         prefect_version=prefect.__version__, paths=[str(p) for p in request.paths],
         base=request.base, head=request.head, runtimes=request.runtimes, model=request.model,
         grader_model=request.grader_model, epochs=request.epochs, api_base=request.api_base,
-        skill_roots=[str(r) for r in roots])
+        skill_roots=[str(r) for r in roots], sandbox=status)
     if request.resume:
         manifest.created_at = read_model(layout.manifest, RunManifest).created_at
     write_model(layout.manifest, manifest)
@@ -105,7 +111,7 @@ def prepare(request: EvalRequest) -> PreparedRun:
     plans = plan_cases(examined, run_id, layout.run_dir, request.runtimes, request.epochs,
                        ws_root, request.model, request.grader_model, request.api_base,
                        request.output_cap, request.keep_workspaces, request.runtime_options,
-                       request.recordings)
+                       request.recordings, request.sandbox)
     todo, finished = plans, []
     if request.resume:
         todo = []
@@ -119,4 +125,13 @@ def prepare(request: EvalRequest) -> PreparedRun:
 @task(name="prepare", task_run_name="prepare {request.run_id}", cache_policy=NO_CACHE)
 def prepare_run(request: EvalRequest) -> PreparedRun:
     """Find, examine and plan the skills of a run (and what a resumed run already did)."""
-    return prepare(request)
+    run = prepare(request)
+    progress("%d skill(s), %d case run(s), runtime(s): %s", len(run.examined),
+             len(run.todo) + len(run.finished), ", ".join(request.runtimes))
+    if request.resume:
+        progress("resuming %s: %d case run(s) finished, %d to run", run.manifest.run_id,
+                 len(run.finished), len(run.todo))
+    for ex in run.examined:
+        if not ex.valid:
+            progress("%s is invalid:\n  %s", ex.root, "\n  ".join(ex.problems), warning=True)
+    return run

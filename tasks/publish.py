@@ -8,6 +8,7 @@ from pathlib import Path
 
 from aeval.tasks.prefect_artifacts import artifact_key
 from aeval.tasks.prepare import PreparedRun
+from aeval.tasks.progress import progress
 from aeval.tasks.report import render_report
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -21,7 +22,7 @@ from aeval.verdict import gate, skill_status
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
     """A testsuite per skill x runtime, a testcase per case; failures carry the evidence."""
     root = ET.Element("testsuites", name=f"aeval {manifest.run_id}")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     for s in manifest.skills:
         by_rt: dict[str, list[CaseResult]] = {}
         for c in s.cases:
@@ -38,7 +39,8 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
             suite = ET.SubElement(
                 root, "testsuite", name=f"{s.name} [{rt}]", tests=str(len(cases)),
                 failures=str(sum(c.status == "fail" for c in cases)),
-                errors=str(sum(c.status == "error" for c in cases)))
+                errors=str(sum(c.status in ("error", "internal") for c in cases)),
+                skipped=str(sum(c.status == "untested" for c in cases)))
             suite_time = 0.0
             for c in cases:
                 name = c.case_id if c.epoch is None else f"{c.case_id} epoch {c.epoch}"
@@ -57,12 +59,16 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
                     detail = "\n".join(
                         [c.reason] + [f"{e.id} {e.status.upper()}: {e.text}\n    {e.evidence}"
                                       for e in g.expectations if e.status != "passed"])
+                if c.status == "untested":  # nothing runnable: skipped, never passed
+                    ET.SubElement(tc, "skipped", message=f"untested: {c.reason}"[:300])
+                    continue
                 tag = "failure" if c.status == "fail" else "error"
                 ET.SubElement(tc, tag, message=c.reason[:300]).text = detail
             suite.set("time", f"{suite_time:.3f}")
             totals["tests"] += len(cases)
             totals["failures"] += sum(c.status == "fail" for c in cases)
-            totals["errors"] += sum(c.status == "error" for c in cases)
+            totals["errors"] += sum(c.status in ("error", "internal") for c in cases)
+            totals["skipped"] += sum(c.status == "untested" for c in cases)
             totals["time"] += suite_time
     for k, v in totals.items():
         root.set(k, f"{v:.3f}" if k == "time" else str(v))
@@ -70,8 +76,9 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def finish_run(run_dir: Path, manifest: RunManifest) -> RunManifest:
-    g = gate(manifest.skills)
+def finish_run(run_dir: Path, manifest: RunManifest,
+               require_tested: bool = False) -> RunManifest:
+    g = gate(manifest.skills, require_tested=require_tested)
     totals: dict[str, int] = {}
     for s in manifest.skills:
         for c in s.cases:
@@ -108,7 +115,8 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest
     """Write run.json (with the gate), junit.xml and report.html; attach Prefect artifacts
     (a table per skill, a link to the run)."""
     run_dir = prepared.run_dir
-    done = finish_run(run_dir, assemble(prepared, results))
+    done = finish_run(run_dir, assemble(prepared, results), prepared.request.require_tested)
+    progress("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)
     for s in done.skills:
         rows = [{"case": c.case_id, "runtime": c.runtime, "epoch": c.epoch, "status": c.status,
                  "first_attempt": c.first_attempt_pass_rate, "terminal": c.terminal_pass_rate,

@@ -35,6 +35,13 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
                f"{escape(manifest.model or '–')}; grader: {escape(manifest.grader_model or '–')}"
                + (f"; changes {escape(manifest.base[:10])}…{escape(manifest.head[:10])}"
                   if manifest.base and manifest.head else "") + "</p>")
+    sb = manifest.sandbox
+    if sb is not None and sb.used != "bwrap":
+        out.append(f"<p class='gate'>warning: no sandbox ({escape(sb.reason or sb.requested)}): "
+                   "the cases' commands ran as this user, unsandboxed</p>")
+    elif sb is not None:
+        out.append("<p>sandbox: bubblewrap (host read-only, the attempt's own workspace, "
+                   "PID namespace)</p>")
     out.append("<table><tr><th>skill</th><th>case</th><th>runtime</th><th>status</th>"
                "<th>first-attempt</th><th>terminal</th><th>ungraded</th>"
                "<th>self-corrections</th><th>reason</th></tr>")

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.artifacts.case import Artifact, CaseStatus
 from aeval.contract import Tier
 from aeval.events import Usage
+from aeval.sandbox import SandboxStatus
 
 
 class _M(BaseModel):
@@ -169,7 +170,7 @@ class SkillResult(_M):
 
 
 class Gate(_M):
-    exit_code: Literal[0, 1, 2, 3]
+    exit_code: Literal[0, 1, 2, 3, 4]
     reason: str
 
 
@@ -196,6 +197,8 @@ class RunManifest(Artifact):
     api_base: str | None = Field(None, description="Model API base URL, if overridden.")
     skill_roots: list[str] = Field(default_factory=list,
                                    description="The skill folders the run planned.")
+    sandbox: SandboxStatus | None = Field(
+        None, description="The sandbox of the run's commands: bwrap, or none and why.")
 
 
 class SuggesterItem(_M):

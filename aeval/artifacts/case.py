@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.contract import DeterministicCheck, Tier
 from aeval.events import Usage
+from aeval.sandbox import SandboxStatus
 from aeval.workspace import OutputFile
 
 SCHEMA_VERSION = 1
@@ -109,3 +110,6 @@ class EvalMetadata(Artifact):
     ended_at: datetime | None = None
     outputs: list[OutputFile] = Field(default_factory=list,
                                       description="Files the run created or changed.")
+    sandbox: SandboxStatus | None = Field(
+        None, description="The sandbox the case's commands ran in (`none` and why, when "
+                          "bubblewrap could not be used).")
