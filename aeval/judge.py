@@ -69,6 +69,7 @@ def change_evidence(changes: list[ChangeMade]) -> str:
         return "no skill file changed (manifest diff empty)"
     return "; ".join(
         f"{c.id} {c.change} {c.path}"
+        + (f" ({c.detail})" if c.detail and c.detail != "content" else "")
         + (f" by event {c.event_seq} ({c.tool})" if c.event_seq is not None else "")
         for c in changes)
 

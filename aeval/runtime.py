@@ -99,6 +99,7 @@ class EventRecorder:
         self.redactor = redactor
         self.events: list[Event] = []
         self._start = time.monotonic()
+        self.clock_start = self._start  # `t` of an event = time.monotonic() - clock_start
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("w", encoding="utf-8")

@@ -40,6 +40,26 @@ class FileChange(BaseModel):
                                         "symlink', 'added directory' ...")
     kind: str = Field("file", description="Type of the entry after the change (before it, for "
                                           "a deletion): file | dir | symlink | other.")
+    at_s: float | None = Field(None, description="Seconds after the run started when the "
+                                                 "watch saw it (an edit later reverted).")
+
+
+def restored_changes(baseline: dict[str, str], final: dict[str, str],
+                     touches: list[tuple[str, str, float]]) -> list[FileChange]:
+    """Entries the watch saw changed during the run that Δ does not show: they were put back.
+    ``touches``: (path, what, seconds after the run started) in the order seen; only entries
+    of the shipped copy (not folders) count."""
+    seen: dict[str, list[tuple[str, float]]] = {}
+    for path, what, at in touches:
+        was = baseline.get(path)
+        if was is None or was.startswith("dir ") or baseline.get(path) != final.get(path):
+            continue  # not a shipped entry, a folder, or already in Δ
+        seen.setdefault(path, []).append((what, at))
+    return [FileChange(path=p, change="modified", kind=baseline[p].split(" ", 1)[0],
+                       detail="modified and restored: " + ", ".join(
+                           dict.fromkeys(w for w, _ in ev)) + " while the runtime ran",
+                       at_s=round(ev[0][1], 3))
+            for p, ev in sorted(seen.items(), key=lambda kv: kv[1][0][1])]
 
 
 class OutputFile(BaseModel):

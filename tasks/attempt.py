@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aeval.adapters import get_runtime
+from aeval.adapters.watch import SkillWatch
 from aeval.tasks.install import install, resolve_credentials, tool_env
 from aeval.tasks.sandboxing import attempt_sandbox
 
@@ -38,6 +39,7 @@ from aeval.workspace import (
     diff_skill,
     manifest,
     render_diff,
+    restored_changes,
 )
 
 
@@ -76,6 +78,8 @@ class Attempt:
         self.ws: Workspace | None = None
         self.baseline: dict | None = None
         self.sandbox: Sandbox | None = None
+        self.watch: SkillWatch | None = None
+        self.clock_start: float | None = None
         self.changes: list[FileChange] = []
 
     # ---- the lifecycle -------------------------------------------------------------------
@@ -95,6 +99,7 @@ class Attempt:
                               credentials, self.dir / "install.log", self.sandbox)
             self.baseline = manifest(self.ws.skill_dir)  # after setup and preflight
             before = self.ws.snapshot()
+            self.watch = SkillWatch(self.ws.skill_dir).start()
             try:
                 result = self._run(runtime, credentials)
             finally:
@@ -116,6 +121,7 @@ class Attempt:
         plan, ws = self.plan, self.ws
         assert ws is not None
         recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
+        self.clock_start = recorder.clock_start
         raw = self.dir / "raw.jsonl"
         request = RunRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, workspace=ws.path, home=ws.home,
@@ -137,10 +143,16 @@ class Attempt:
         return result
 
     def _delta(self) -> list[FileChange]:
-        """Δ against the manifest taken after install; [] when the install did not finish."""
+        """Δ against the manifest taken after install ([] when the install did not finish),
+        plus what the watch saw changed and put back during the run."""
         if self.ws is None or self.baseline is None:
             return []
-        return diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
+        delta = diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
+        touches = self.watch.stop() if self.watch is not None else []
+        t0 = self.clock_start if self.clock_start is not None else 0.0
+        restored = restored_changes(self.baseline, manifest(self.ws.skill_dir),
+                                    [(t.path, t.what, t.at - t0) for t in touches])
+        return delta + restored
 
     def _publish(self, before: dict) -> list:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""

@@ -67,6 +67,8 @@ class ChangeMade(_M):
     diff: str = Field(description="Unified diff, shipped -> after execution.")
     event_seq: int | None = Field(None, description="The tool_call that made it, when known.")
     tool: str | None = None
+    detail: str = Field("", description="What changed, readable ('content', 'mode 0644 -> "
+                                        "0755', 'modified and restored: written ...').")
     attribution: Literal["direct", "after_bash", "unknown"] = Field(
         "unknown", description="direct: a write/edit call named the file; after_bash: found "
                                "after a bash call; unknown: not tied to an event."
