@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from aeval.deployments.cli import main
+
 from aeval.workspace import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
