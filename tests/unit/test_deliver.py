@@ -421,7 +421,10 @@ def test_ci_template_is_valid_yaml_with_the_documented_jobs():
         assert all('$CI_PIPELINE_SOURCE == "merge_request_event"' in r["if"] for r in j["rules"])
         assert all(r["changes"] == ["$AEVAL_SKILLS_GLOB"] for r in j["rules"])
     # the job that runs the skills never posts and never sees the token
-    assert job["script"] == ["aeval run . --changed-since $CI_MERGE_REQUEST_DIFF_BASE_SHA"]
+    assert job["script"][-1] == ("aeval run . --changed-since $CI_MERGE_REQUEST_DIFF_BASE_SHA "
+                                 '--sandbox "$AEVAL_SANDBOX"')
+    assert ci["variables"]["AEVAL_SANDBOX"] == "require"  # the template refuses no sandbox
+    assert "apt-get install -y -qq bubblewrap" in job["script"][0]
     assert "environment" not in job and "AEVAL_GITLAB_TOKEN" not in str(job)
     assert job["retry"] == {"max": 2, "exit_codes": [3]}
     assert job["allow_failure"] == {"exit_codes": [3]}
