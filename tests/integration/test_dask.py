@@ -30,6 +30,7 @@ EXPECTED = {
     ("release-notes", "notes"): "pass",
     ("segmentation", "inference"): "fail",
     ("segmentation", "train"): "fail",
+    ("invoice-totals", "totals"): "fail",
     ("needs-secret", "uses-token"): "error",  # execute raises MissingCredential
 }
 

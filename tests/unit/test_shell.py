@@ -34,13 +34,16 @@ def _alive(marker: str) -> list[int]:
 def test_500_mb_of_output_keeps_memory_flat_and_keeps_head_and_tail(tmp_path):
     step = ("echo FIRST-LINE; head -c 500000000 /dev/zero | tr '\\0' x; echo; "
             "echo 'Traceback: the real error' >&2; echo LAST-LINE")
+    # VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child of a large pytest
+    # process would report its parent's size
     probe = (
         "import json, resource, sys\n"
         "from pathlib import Path\n"
         "from aeval.shell import base_env, run_command\n"
         f"r = run_command({step!r}, Path({str(tmp_path)!r}), base_env(Path({str(tmp_path)!r})),"
         " 120, cap=16000)\n"
-        "print(json.dumps({'rss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+        "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
+        "print(json.dumps({'rss_kb': int(hwm.split()[1]),"
         " 'out': r.stdout, 'err': r.stderr, 'truncated': r.truncated, 'code': r.exit_code}))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=300, check=True)
