@@ -10,6 +10,22 @@ from aeval.deployments.cli_common import EXIT_USAGE
 from aeval.deployments.console import prefect_env, print_summary, progress_logging
 
 
+def prefetch_model_client() -> None:
+    """Import the model client (litellm) in the background while the embedded server starts
+    and the skills are examined; the first model call otherwise waits for it, and every other
+    worker waits on the import lock behind that call."""
+    import threading
+
+    def load() -> None:
+        try:
+            import aeval.adapters.llm  # noqa: F401 (sets litellm's offline options first)
+            import litellm  # noqa: F401
+        except Exception:  # the call that needs it will say what is wrong
+            pass
+
+    threading.Thread(target=load, name="aeval-prefetch-litellm", daemon=True).start()
+
+
 def check_sandbox(mode: str) -> str | None:
     """The sandbox mode to run with, after saying what it gives here; None: refuse (require
     without bubblewrap, a usage error)."""
@@ -136,6 +152,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    if model or args.grader_model or settings.grader_model:
+        prefetch_model_client()  # litellm takes seconds to import: overlap the server start
     start_embedded_server()  # before any flow: with a scrubbed environment
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(

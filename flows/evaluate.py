@@ -13,7 +13,7 @@ import shutil
 
 from aeval.tasks.case import case_tags, run_case
 from aeval.tasks.conclude import conclude_skill
-from aeval.tasks.deliver import post_run
+from aeval.tasks.post import post_run
 from aeval.tasks.prepare import prepare_run
 from aeval.tasks.publish import publish_run
 from prefect import flow, unmapped

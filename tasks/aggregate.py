@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from aeval.adapters.llm import ask_json
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,9 @@ from aeval.prompts import load_prompt
 from aeval.store import atomic_write_text, read_model, write_model
 from aeval.verdict import skill_status
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 Z95 = 1.959963984540054
 
 
@@ -41,6 +44,8 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float | None, float 
 
 def _stats(series: pd.Series, successes: int | None = None, trials: int | None = None
            ) -> RateStats:
+    import pandas as pd  # imported where used: it costs the start of every run otherwise
+
     s = series.dropna().astype(float)
     lo, hi = wilson(successes, trials) if trials else (None, None)
     if s.empty:
@@ -63,6 +68,8 @@ def load_gradings(run_dir: Path, cases: list[CaseResult]) -> list[tuple[CaseResu
 
 def assertion_frame(pairs: list[tuple[CaseResult, Grading]]) -> pd.DataFrame:
     """One row per case run x assertion."""
+    import pandas as pd
+
     rows = []
     for c, g in pairs:
         run = c.case_id if c.epoch is None else f"{c.case_id}/epoch-{c.epoch}"
@@ -75,6 +82,8 @@ def assertion_frame(pairs: list[tuple[CaseResult, Grading]]) -> pd.DataFrame:
 
 
 def benchmark(skill: str, runtime: str, pairs: list[tuple[CaseResult, Grading]]) -> Benchmark:
+    import pandas as pd
+
     runs = pd.DataFrame([{
         "status": c.status, "first": c.first_attempt_pass_rate,
         "terminal": c.terminal_pass_rate, "wall": g.timing.executor_wall_s,
@@ -102,6 +111,8 @@ def benchmark(skill: str, runtime: str, pairs: list[tuple[CaseResult, Grading]])
 
 
 def analyze(skill: str, runtime: str, pairs: list[tuple[CaseResult, Grading]]) -> AnalysisNotes:
+    import pandas as pd
+
     """Descriptive notes over the run distribution; never looks at skill source."""
     notes: list[AnalysisNote] = []
     df = assertion_frame(pairs)

@@ -305,17 +305,6 @@ def post_to_gitlab(run_dir: str, mr_iid: int | None = None, project_id: str | No
                    report_url=report_url or os.environ.get(REPORT_URL_ENV), dry_run=dry_run)
 
 
-@task(name="post", task_run_name="post {run_dir}", cache_policy=NO_CACHE)
-def post_run(run_dir: str, mr_iid: int | None = None, project_id: str | None = None,
-             gitlab_url: str | None = None) -> str:
-    """Post a finished run on its MR and say how it went, in one line. Never raises: a
-    delivery failure must not hide the skill verdict (the caller records it in run.json)."""
-    try:
-        return f"posted: {post_to_gitlab.fn(run_dir, mr_iid, project_id, gitlab_url).summary()}"
-    except Exception as exc:
-        return f"failed: {type(exc).__name__}: {str(exc)[:300]}"
-
-
 def plan_as_text(plan: DeliveryPlan) -> str:
     """A readable listing of the writes (``--dry-run``)."""
     out = []
