@@ -23,6 +23,7 @@ from aeval.sandbox import Sandbox, SandboxPolicy
 from aeval.shell import base_env, run_command
 from aeval.workspace import manifest, prepare_workspace
 from tests.conftest import EXAMPLES
+from tests.procs import alive
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,17 +31,6 @@ pytestmark = [
 ]
 
 
-def _alive(marker: str) -> list[int]:
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if marker.encode() in fh.read():
-                        out.append(int(pid))
-            except OSError:
-                continue
-    return out
 
 
 @pytest.fixture
@@ -127,7 +117,7 @@ def test_setsid_sleeper_dies_with_the_timeout(attempt):
     assert r.timed_out and r.exit_code is None
     assert time.monotonic() - start < 10
     time.sleep(0.5)
-    assert _alive(marker) == []
+    assert alive(marker) == []
 
 
 def test_fifty_background_sleepers_are_gone_when_the_command_returns(attempt):
@@ -137,7 +127,7 @@ def test_fifty_background_sleepers_are_gone_when_the_command_returns(attempt):
     r = run(sb, ws, env, f"for i in $(seq 50); do setsid sleep {marker} & done; echo spawned")
     assert r.ok and r.stdout == "spawned\n" and time.monotonic() - start < 10
     time.sleep(0.5)
-    assert _alive(marker) == []
+    assert alive(marker) == []
 
 
 def test_argv_wraps_a_long_running_cli(attempt):

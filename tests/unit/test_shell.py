@@ -5,30 +5,17 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 import time
 
 from aeval.redact import Redactor
 from aeval.shell import base_env, run_command
+from tests.procs import alive
 
 CANARY = "sk-proj-canary-9d41c7e2b8a64f03"
 
 
-def _alive(marker: str) -> list[int]:
-    """Host processes whose command line holds ``marker``."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                if marker.encode() in fh.read():
-                    out.append(int(pid))
-        except OSError:
-            continue
-    return out
 
 
 def test_500_mb_of_output_keeps_memory_flat_and_keeps_head_and_tail(tmp_path):
@@ -88,7 +75,7 @@ def test_timeout_kills_the_process_group(tmp_path):
     assert r.timed_out and r.exit_code is None and not r.ok
     assert time.monotonic() - start < 8
     time.sleep(0.3)
-    assert _alive(marker) == []
+    assert alive(marker) == []
 
 
 def test_background_children_are_killed_when_the_command_returns(tmp_path):
@@ -98,7 +85,7 @@ def test_background_children_are_killed_when_the_command_returns(tmp_path):
                     tmp_path, base_env(tmp_path), 60)
     assert r.ok and r.stdout == "up\n" and time.monotonic() - start < 10
     time.sleep(0.3)
-    assert _alive(marker) == []
+    assert alive(marker) == []
 
 
 def test_failure_keeps_the_exit_code(tmp_path):
