@@ -44,6 +44,16 @@ class FileChange(BaseModel):
                                                  "watch saw it (an edit later reverted).")
 
 
+def shown_path(rel: str) -> str:
+    """A path as artifacts show it: a file name that is not UTF-8 (the OS hands it over with
+    surrogate escapes, which no JSON can hold) has its odd bytes written as ``\\xff``."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
 def restored_changes(baseline: dict[str, str], final: dict[str, str],
                      touches: list[tuple[str, str, float]]) -> list[FileChange]:
     """Entries the watch saw changed during the run that Δ does not show: they were put back.
@@ -218,7 +228,7 @@ def diff_skill(original: Path, copy: Path, before: dict[str, str]) -> list[FileC
                     old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
                     fromfile=f"a/{rel}", tofile=f"b/{rel}"))
             text_after = new_text if new[0] == "file" else None
-        changes.append(FileChange(path=rel, change=kind, diff=diff, after=text_after,
+        changes.append(FileChange(path=shown_path(rel), change=kind, diff=diff, after=text_after,
                                   detail=_detail(old, new), kind=new[0] or old[0]))
     return changes
 
@@ -294,11 +304,12 @@ def collect_outputs(ws: Workspace, before: dict[str, tuple[int, int]], dest: Pat
         src = ws.path / rel
         size = after[rel][0]
         copied = size <= max_file_bytes and total + size <= max_total_bytes
+        shown = shown_path(rel)
         if copied:
-            target = dest / rel
+            target = dest / shown
             target.parent.mkdir(parents=True, exist_ok=True)
             data = src.read_bytes()
             target.write_bytes(redactor.bytes(data) if redactor else data)
             total += size
-        out.append(OutputFile(path=rel, size=size, sha256=sha256_file(src), copied=copied))
+        out.append(OutputFile(path=shown, size=size, sha256=sha256_file(src), copied=copied))
     return out

@@ -282,8 +282,6 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         timing=Timing(executor_wall_s=round(result.wall_s, 3), grader_wall_s=graded.wall_s,
                       total_s=round(result.wall_s + time.monotonic() - start, 3)),
         grader=graded.info, probe=probe)
-    write_model(case_dir / "grading.json", grading, redactor)
-
     meta.status, meta.ended_at = j.status, datetime.now(UTC)
     meta.usage = result.usage if result.usage.requests else m.usage
     meta.wall_s = round(result.wall_s, 3)
@@ -291,6 +289,8 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     meta.outputs = execution.outputs
     meta.sandbox = sandbox.status
     write_model(case_dir / "eval_metadata.json", meta, redactor)
+    # grading.json last: it marks the case finished (--resume skips it)
+    write_model(case_dir / "grading.json", grading, redactor)
     s = grading.summary
     return CaseResult(
         case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=j.status,

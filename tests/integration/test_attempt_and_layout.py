@@ -83,3 +83,24 @@ def test_skill_keys_are_unique_path_safe_and_stable():
     assert keys[Path("/x/3")] != keys[Path("/y/3")]
     again = skill_keys([("dup", Path("/y/3")), ("dup", Path("/x/3"))])
     assert again[Path("/x/3")] == keys[Path("/x/3")]
+
+
+def test_file_names_that_are_not_utf8_are_reported_not_fatal(tmp_path):
+    """A step creating a non-UTF-8 file name, as an output and inside the skill copy: the
+    case gets its real verdict (the skill edit fails it), and every artifact is valid JSON."""
+    mp = tmp_path / "mp"
+    out_only = _skill(mp, "odd-output", "odd-output",
+                      "touch $'\\xff\\xfe.txt' && echo ok > notes.md")
+    in_skill = _skill(mp, "odd-skill-file", "odd-skill-file",
+                      "touch $SKILL_DIR/$'\\xff.dat' && echo ok > notes.md")
+    assert main(["run", str(mp), "--out", str(tmp_path / "s"), "-q"]) == 1
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    manifest = load(run_dir / "run.json")
+    by = {s["path"]: s for s in manifest["skills"]}
+    assert by[str(out_only.resolve())]["status"] == "pass"
+    assert by[str(in_skill.resolve())]["status"] == "fail"
+    case = run_dir / by[str(in_skill.resolve())]["cases"][0]["dir"]
+    s1 = next(e for e in load(case / "grading.json")["expectations"] if e["id"] == "S1")
+    assert "\\xff.dat" in s1["evidence"]
+    meta = load(run_dir / by[str(out_only.resolve())]["cases"][0]["dir"] / "eval_metadata.json")
+    assert "\\xff\\xfe.txt" in [o["path"] for o in meta["outputs"]]
