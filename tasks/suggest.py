@@ -19,6 +19,7 @@ from pathlib import Path
 from aeval.adapters.llm import ask_json
 
 from aeval.artifacts import (
+    AssertionsFile,
     CaseResult,
     FixSuggestion,
     FixSuggestions,
@@ -48,13 +49,36 @@ def read_lines(skill_dir: Path, rel: str) -> list[str] | None:
         return None
 
 
+def validated_by_run(g: Grading, edit_seq: int | None, whole_run: set[str]) -> bool:
+    """The run validated an edit of the executor's when, after it, no tool call failed and
+    every graded assertion passed on the final state; assertions about the whole run's
+    commands (``whole_run``: `commands_succeeded`) and the structural ones judge the time
+    before the edit, so they do not count here."""
+    later_failures = [e for e in g.self_correction.first_attempt_errors
+                      if edit_seq is None or e.seq > edit_seq]
+    final = [e for e in g.expectations if e.status != "ungraded"
+             and e.kind != "structural" and e.id not in whole_run]
+    return not later_failures and bool(final) and all(e.terminal_passed for e in final)
+
+
+def whole_run_checks(case_dir: Path) -> set[str]:
+    """Ids of the case's `commands_succeeded` assertions (from assertions.json)."""
+    p = case_dir / "assertions.json"
+    if not p.is_file():
+        return set()
+    doc = read_model(p, AssertionsFile)
+    return {a.id for a in doc.assertions
+            if a.check is not None and a.check.type == "commands_succeeded"}
+
+
 def delta_suggestions(skill_dir: Path, case: str, g: Grading, case_dir: Path
                       ) -> tuple[list[FixSuggestion], list[RejectedSuggestion]]:
     """LV1 from the executor's own edits (kept in ``<case>/skill_after/``): one suggestion
     per changed hunk, on the shipped file's exact lines."""
     kept, rejected = [], []
-    validated = g.summary.terminal_pass_rate == 1.0
+    whole_run = whole_run_checks(case_dir)
     for ch in g.self_correction.changes_made:
+        validated = validated_by_run(g, ch.event_seq, whole_run)
         ref = f"{case}:{ch.id}"
         if ch.change != "modified":
             rejected.append(RejectedSuggestion(

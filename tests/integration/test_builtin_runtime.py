@@ -94,6 +94,10 @@ def test_variant1_skill_edit_is_in_delta_and_fails_first_attempt(skill_copy, tmp
     # the real tools ran in a real workspace
     assert json.loads((case / "outputs" / "outputs" / "model.json").read_text())["images"] == 2
     assert manifest(skill_copy) == before  # the original was never written
+    # the executor's edit is an LV1 the run validated: after it nothing failed and the
+    # final state met every assertion (commands_succeeded judges the time before the edit)
+    (lv1,) = load(case.parent / "fix_suggestions.json")["suggestions"]
+    assert lv1["source"] == "delta" and lv1["validated"] is True
 
 
 def test_variant2_runner_patch_outside_skill_leaves_delta_empty(skill_copy, tmp_path, keys):
