@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import prefect
-from aeval.tasks.examine import examine
+from aeval.tasks.examine import duplicate_name_warnings, examine
 from aeval.tasks.grade import finished_result
 from aeval.tasks.plan import plan_cases
 from aeval.tasks.progress import progress
@@ -24,7 +24,7 @@ from aeval.layout import RunLayout, skill_keys
 from aeval.plan import CasePlan, Examined
 from aeval.requests import EvalRequest
 from aeval.sandbox import SandboxUnavailable
-from aeval.skill import find_skill_roots
+from aeval.skill import scan_skill_roots
 from aeval.store import new_run_id, read_model, write_model
 
 
@@ -78,9 +78,17 @@ class PreparedRun(BaseModel):
 
 
 def skill_roots(request: EvalRequest) -> list[Path]:
+    """The skill folders of a run: the given ones, or every SKILL.md under the paths (a walk
+    that never loops or falls over; what it skipped is said as a progress warning)."""
     if request.skill_roots is not None:
         return [Path(r) for r in request.skill_roots]
-    return [r for p in request.paths for r in find_skill_roots(Path(p))]
+    roots: list[Path] = []
+    for p in request.paths:
+        found = scan_skill_roots(Path(p))
+        for w in found.warnings:
+            progress("%s", w, warning=True)
+        roots += found.roots
+    return roots
 
 
 def prepare(request: EvalRequest) -> PreparedRun:
@@ -97,7 +105,9 @@ def prepare(request: EvalRequest) -> PreparedRun:
     roots = skill_roots(request)
     examined = [examine(r) for r in roots]
     keys = skill_keys([(ex.name, ex.root) for ex in examined])
-    examined = [ex.model_copy(update={"key": keys[ex.root]}) for ex in examined]
+    shared = duplicate_name_warnings(examined)
+    examined = [ex.model_copy(update={"key": keys[ex.root], "warnings": [
+        *ex.warnings, *([shared[ex.root]] if ex.root in shared else [])]}) for ex in examined]
     manifest = RunManifest(
         run_id=run_id, created_at=datetime.now(UTC), aeval_version=__version__,
         prefect_version=prefect.__version__, paths=[str(p) for p in request.paths],

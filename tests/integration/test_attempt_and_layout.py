@@ -67,6 +67,7 @@ def test_two_skills_with_one_name_are_both_kept(tmp_path):
     assert by_path[str(good.resolve())]["status"] == "pass"
     assert by_path[str(bad.resolve())]["status"] == "fail"
     for s in manifest["skills"]:
+        assert any("also used by another skill" in w for w in s["warnings"])
         (case,) = s["cases"]
         assert case["dir"].startswith(keys[Path(s["path"])] + "/")
         assert load(run_dir / case["dir"] / "grading.json")["status"] == s["status"]
