@@ -265,3 +265,24 @@ def test_anthropic_models_get_cache_breakpoints_and_normalized_usage(skill_copy,
     assert usage["cached_input_tokens"] == sum(u["cached_input_tokens"] for u in served) > 0
     assert json.loads((case / "grading.json").read_text())["self_correction"][
         "changes_made"][0]["path"] == "SKILL.md"
+
+
+def test_faults_on_every_turn_leave_the_verdict_of_a_fault_free_run(skill_copy, tmp_path,
+                                                                    keys):
+    """Each model call of the run fails once (429, 500, 503, a dropped connection, in turn):
+    per-call retries absorb them, and the case ends with exactly the fault-free verdict."""
+    faults = itertools.cycle([429, 500, 503, "disconnect"])
+    flaky = Script(name="flaky", match="Train a segmentation model", turns=[
+        t.model_copy(update={"fault": next(faults), "fault_times": 1})
+        for t in EDITS_SKILL.turns])
+    with ScriptedModelServer([EDITS_SKILL]) as srv:
+        _, clean = run(skill_copy, srv, tmp_path / "clean")
+    with ScriptedModelServer([flaky]) as srv:
+        code, case = run(skill_copy, srv, tmp_path / "flaky")
+        assert sum(r.fault for r in srv.requests) == len(EDITS_SKILL.turns)
+    verdicts = [[(e["id"], e["status"]) for e in load(d / "grading.json")["expectations"]]
+                for d in (clean, case)]
+    assert verdicts[0] == verdicts[1]
+    assert load(case / "grading.json")["status"] == "fail" and code == 1
+    assert [a["outcome"] for a in load(case / "eval_metadata.json")["attempts"]] == [
+        "completed"]
