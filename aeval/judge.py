@@ -77,9 +77,9 @@ def change_evidence(changes: list[ChangeMade]) -> str:
 def documented_evidence(failures: list[FirstAttemptError]) -> str:
     if not failures:
         return "no documented command failed"
-    return "; ".join(f"event {f.seq}: `{f.command}` (documented as `{f.documented}`) exited "
-                     f"{f.exit_code}: {(f.excerpt.strip().splitlines() or [''])[-1][:200]}"
-                     for f in failures[:3]) + (f"; and {len(failures) - 3} more"
+    return "; ".join(f"event {f.seq} exited {f.exit_code}: "
+                     f"{(f.excerpt.strip().splitlines() or [''])[-1][:200]} — `{f.command}` "
+                     f"(documented as `{f.documented}`)" for f in failures[:3]) + (f"; and {len(failures) - 3} more"
                                                if len(failures) > 3 else "")
 
 

@@ -20,6 +20,9 @@ PIPE_WIDTH = 4096
 def prefect_env(verbose: bool) -> None:
     """Quiet, offline defaults for the embedded Prefect, set before Prefect is imported."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # the embedded Prefect is part of aeval: no usage telemetry (and no notice about it on the
+    # console of a first run) unless the user opts in with DO_NOT_TRACK=0
+    os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose:
         # Without -v the console shows aeval's own lines only: one progress line per case,

@@ -58,7 +58,7 @@ def run_probe(plan: CasePlan) -> ProbeResult:
     call = calls.get(failed.call_id)
     cmd = call.input.get("command", "") if isinstance(call, ToolCallEvent) else ""
     tail = (failed.output.strip().splitlines() or [""])[-1][:300]
-    where = f"probe event {failed.seq}: `{str(cmd)[:200]}` exited {failed.exit_code}: {tail}"
+    where = f"probe event {failed.seq} exited {failed.exit_code}: {tail} — `{str(cmd)[:200]}`"
     if failed.exit_code == 127 or _MISSING_TOOL.search(failed.output):
         return ProbeResult(status="inconclusive", dir=rel,
                            evidence=f"a host tool or module is missing ({where})")
