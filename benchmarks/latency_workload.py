@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -71,7 +72,15 @@ def traffic(server: ScriptedModelServer, start: float, delay: float) -> dict:
         return {"requests": 0, "unscripted": len(stray)}
     first = min(r.t for r in gen)
     last_response = max(r.t for r in gen) + delay  # answered right after the delay
+    # turnaround: a case's next request after its previous response (tool runs + harness)
+    gaps = sorted(b.t - (a.t + delay) for name in {r.script for r in gen}
+                  for a, b in pairwise(sorted((r for r in gen if r.script == name),
+                                              key=lambda r: r.t)))
+    span = last_response - first
     return {"requests": len(gen), "faults": sum(r.fault for r in gen),
+            "in_flight_mean": round(len(gen) * delay / span, 2),
+            "turnaround_median_s": round(gaps[len(gaps) // 2], 3) if gaps else None,
+            "turnaround_p90_s": round(gaps[int(len(gaps) * 0.9)], 3) if gaps else None,
             "unscripted": len(stray),
             **({"unscripted_first": json.dumps(stray[0].body)[-300:]} if stray else {}),
             "first_request_s": round(first - start, 2),
@@ -113,11 +122,17 @@ def run_aeval(args, tmp: Path, prefect_home: Path, ideal: float) -> dict:
     scripts = [script(i, args.requests, args.delay, "aeval") for i in range(args.skills)]
     out = tmp / "aeval-out"
     with ScriptedModelServer(scripts, default=Turn(text="OK")) as srv:
-        timed = run_timed([str(exe), "run", str(mp), "--runtime", "builtin",
-                           "--model", "openai/scripted", "--api-base", srv.base_url_openai,
-                           "--no-grader", "--concurrency", str(args.concurrency or args.skills),
-                           "--out", str(out), "-q"], env)
+        cmd = [str(exe), "run", str(mp), "--runtime", "builtin",
+               "--model", "openai/scripted", "--api-base", srv.base_url_openai,
+               "--no-grader", "--concurrency", str(args.concurrency or args.skills),
+               "--out", str(out), "-q"]
+        if args.profile:  # sample every thread's stack (see profile_threads.py)
+            cmd = [sys.executable, str(HERE / "profile_threads.py"), "--", *cmd]
+        timed = run_timed(cmd, env)
         row = figures("aeval", timed, srv, out, ideal, args.delay)
+    if args.profile:
+        args.profile.write_text(timed.stdout)
+        row["profile"] = str(args.profile)
     if timed.returncode != 0:
         row["stderr_tail"] = timed.stderr[-1500:]
     return row
@@ -145,7 +160,9 @@ def run_inspect(args, tmp: Path, ideal: float) -> dict:
                            "--model-base-url", srv.base_url_openai,
                            "--max-connections", str(args.model_concurrency),
                            "--max-samples", str(args.concurrency or args.skills),
-                           "--log-dir", str(logs), "--display", "none"], env, cwd=tmp)
+                           "--log-dir", str(logs), "--display", "none",
+                           *(["--max-subprocesses", str(args.inspect_max_subprocesses)]
+                             if args.inspect_max_subprocesses else [])], env, cwd=tmp)
         row = figures("inspect", timed, srv, logs, ideal, args.delay)
     if timed.returncode != 0:
         row["stderr_tail"] = timed.stderr[-1500:]
@@ -157,6 +174,9 @@ def table(rows: list[dict]) -> str:
             ("first_request_s", "first model request s"), ("traffic_span_s", "model traffic s"),
             ("span_x_ideal", "  x ideal"), ("tail_s", "last response -> last file s"),
             ("exit_after_last_response_s", "last response -> exit s"),
+            ("in_flight_mean", "requests in flight, mean"),
+            ("turnaround_median_s", "turnaround median s"),
+            ("turnaround_p90_s", "turnaround p90 s"),
             ("requests", "model requests"), ("peak_rss_mib", "peak RSS MiB"),
             ("exit", "exit code")]
     lines = [f"| {'':30} | " + " | ".join(f"{r['harness']:>8}" for r in rows) + " |",
@@ -179,7 +199,12 @@ def main() -> None:
     ap.add_argument("--harness", choices=["both", "aeval", "inspect"], default="both")
     ap.add_argument("--cold", action="store_true",
                     help="aeval on a fresh PREFECT_HOME (default: warmed by a literal run)")
+    ap.add_argument("--profile", type=Path, metavar="FILE",
+                    help="run aeval under profile_threads.py (needs py-spy) and write its "
+                    "report to FILE; the aeval figures then include the sampling cost")
     ap.add_argument("--inspect-venv", type=Path, default=INSPECT_VENV)
+    ap.add_argument("--inspect-max-subprocesses", type=int, default=None,
+                    help="Inspect's --max-subprocesses (default: its own, the CPU count)")
     args = ap.parse_args()
     # bound by the model slots, or by one case's chain of requests when cases are fewer
     ideal = round(max(args.skills * args.requests * args.delay / args.model_concurrency,
