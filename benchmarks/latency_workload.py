@@ -42,6 +42,7 @@ sys.path.insert(0, str(HERE))
 from _common import aeval_exe, clean_env, machine, newest_mtime, run_timed  # noqa: E402
 from _workload import ledger_csv, script, skill_files, write_marketplace  # noqa: E402
 from _workload import prompt as case_prompt  # noqa: E402
+from task_timeline import table as task_table  # noqa: E402
 
 from aeval.testing import ScriptedModelServer, Turn  # noqa: E402
 
@@ -130,6 +131,7 @@ def run_aeval(args, tmp: Path, prefect_home: Path, ideal: float) -> dict:
             cmd = [sys.executable, str(HERE / "profile_threads.py"), "--", *cmd]
         timed = run_timed(cmd, env)
         row = figures("aeval", timed, srv, out, ideal, args.delay)
+    print(task_table(prefect_home), file=sys.stderr)
     if args.profile:
         args.profile.write_text(timed.stdout)
         row["profile"] = str(args.profile)

@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _common import aeval_exe, clean_env, machine, run_timed  # noqa: E402
+from task_timeline import table as task_table  # noqa: E402
 
 SKILL_MD = """---
 name: {name}
@@ -145,6 +146,7 @@ def main() -> None:
                  "per_case_s": round((r["wall_s"] - base["wall_s"]) / (n - 1), 3)}
             rows.append(r)
             print(json.dumps(r), flush=True)
+            print(task_table(tmp / "prefect-home"), file=sys.stderr, flush=True)
     summary = {"one_case_wall_s": base["wall_s"], "concurrency": args.concurrency,
                "per_case_s": {r["cases"]: r["per_case_s"] for r in rows},
                "peak_rss_mib": max(r["peak_rss_mib"] for r in rows)}

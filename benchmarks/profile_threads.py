@@ -73,7 +73,7 @@ def parse_dump(text: str) -> list[tuple[str, bool, list[str]]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--interval", type=float, default=0.25, help="seconds between samples")
+    ap.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     ap.add_argument("--keep", type=Path, help="also write the raw dumps to this file")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the command to profile")
     args = ap.parse_args()
