@@ -4,11 +4,12 @@
     .venv/bin/python benchmarks/task_timeline.py ~/.prefect     # the latest flow run
 
 For every phase (the task-run name up to the first space: examine, assertions, execute,
-grade, suggest, regression, aggregate, publish) it prints the task runs, when the first one
-became Pending and the last one Completed (seconds from the flow run's start), and the median
-and max of two gaps per task run: Pending -> Running (queued: a free worker, its wait_for
-upstream task, a tag-concurrency slot) and Running -> Completed (the task body plus Prefect's
-in-run bookkeeping). The latency and sweep benchmarks print it after each aeval run.
+grade, suggest, regression, aggregate, publish) it prints the task runs; when the first and
+the last became Pending (the last: when the flow had submitted them all) and the last
+Completed, in seconds from the flow run's start; and the median and max of two gaps per
+task run: Pending -> Running (queued: a free worker, its wait_for upstream task, a
+tag-concurrency slot) and Running -> Completed (the task body plus Prefect's in-run
+bookkeeping). The latency and sweep benchmarks print it after each aeval run.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def phases(prefect_home: Path) -> tuple[dict, list[dict]]:
         out.append({
             "phase": phase, "runs": len(rs),
             "first_pending_s": round(min(pend) - start, 2) if pend else None,
+            "last_pending_s": round(max(pend) - start, 2) if pend else None,
             "last_completed_s": round(max(done) - start, 2) if done else None,
             "queued_median_s": round(statistics.median(queued), 3) if queued else None,
             "queued_max_s": round(max(queued), 3) if queued else None,
@@ -73,10 +75,11 @@ def table(prefect_home: Path) -> str:
     """The phases of the latest flow run as a Markdown table."""
     head, rows = phases(prefect_home)
     lines = [f"flow run {head['flow_run']}: {head['flow_s']} s, {head['task_runs']} task runs",
-             "| phase | runs | first Pending s | last Completed s | queued median / max s "
+             "| phase | runs | Pending first / last s | last Completed s | queued median / max s "
              "| ran median / max s |", "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['phase']} | {r['runs']} | {r['first_pending_s']} | "
+        lines.append(f"| {r['phase']} | {r['runs']} | {r['first_pending_s']} / "
+                     f"{r['last_pending_s']} | "
                      f"{r['last_completed_s']} | {r['queued_median_s']} / {r['queued_max_s']} | "
                      f"{r['ran_median_s']} / {r['ran_max_s']} |")
     return "\n".join(lines)
