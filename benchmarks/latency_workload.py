@@ -20,7 +20,9 @@ Inspect: ``inspect eval benchmarks/inspect_task.py`` (``react`` agent + ``bash``
 
 Per harness: whole-process wall; time from process start to the first model request; span
 of the model traffic (first request to last response); time from the last model response to
-the last file the run wrote; peak RSS of the process tree; each against the ideal. Prints
+the last file the run wrote and to the exit; the share of prompt tokens from turn 2 on that
+repeat the case's previous prompt (the scripted server's simulated prompt cache; the goal is
+>= 95 %); peak RSS of the process tree; ratios to the ideal. Prints
 one JSON line per harness, then a table.
 """
 
@@ -78,10 +80,16 @@ def traffic(server: ScriptedModelServer, start: float, delay: float) -> dict:
                   for a, b in pairwise(sorted((r for r in gen if r.script == name),
                                               key=lambda r: r.t)))
     span = last_response - first
+    # the server's simulated prompt cache: the prefix shared with the script's previous prompt
+    later = [r.usage for r in gen if r.turn and r.usage]
+    prompt_tokens = sum(u["input_tokens"] + u["cached_input_tokens"] for u in later)
+    cached_share = (round(sum(u["cached_input_tokens"] for u in later) / prompt_tokens, 3)
+                    if prompt_tokens else None)
     return {"requests": len(gen), "faults": sum(r.fault for r in gen),
             "in_flight_mean": round(len(gen) * delay / span, 2),
             "turnaround_median_s": round(gaps[len(gaps) // 2], 3) if gaps else None,
             "turnaround_p90_s": round(gaps[int(len(gaps) * 0.9)], 3) if gaps else None,
+            "cached_prefix_share": cached_share,
             "unscripted": len(stray),
             **({"unscripted_first": json.dumps(stray[0].body)[-300:]} if stray else {}),
             "first_request_s": round(first - start, 2),
@@ -179,6 +187,7 @@ def table(rows: list[dict]) -> str:
             ("in_flight_mean", "requests in flight, mean"),
             ("turnaround_median_s", "turnaround median s"),
             ("turnaround_p90_s", "turnaround p90 s"),
+            ("cached_prefix_share", "cacheable prefix, turn 2+"),
             ("requests", "model requests"), ("peak_rss_mib", "peak RSS MiB"),
             ("exit", "exit code")]
     lines = [f"| {'':30} | " + " | ".join(f"{r['harness']:>8}" for r in rows) + " |",
