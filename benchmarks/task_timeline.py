@@ -45,7 +45,8 @@ def phases(prefect_home: Path) -> tuple[dict, list[dict]]:
     start = _t(flow[2])
     runs: dict[str, dict] = {}
     for tid, name, typ, ts in rows:
-        runs.setdefault(tid, {"phase": name.split(" ")[0]})[typ] = _t(ts)
+        # "execute-6eb": a task run not yet renamed to "execute SKILL/CASE [RUNTIME]"
+        runs.setdefault(tid, {"phase": name.split(" ")[0].split("-")[0]})[typ] = _t(ts)
     by_phase: dict[str, list[dict]] = {}
     for r in runs.values():
         by_phase.setdefault(r["phase"], []).append(r)
