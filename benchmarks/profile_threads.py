@@ -51,7 +51,7 @@ MAIN_RULES = [
 
 def classify(frames: list[str], rules: list[tuple[str, str]]) -> str:
     if not frames:
-        return "no Python frames (interpreter shutdown / GC)"
+        return "no Python frames (GC, C code, or interpreter shutdown)"
     text = "\n".join(frames)
     for state, pattern in rules:
         if re.search(pattern, text):
