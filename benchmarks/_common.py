@@ -1,0 +1,160 @@
+"""Shared helpers of the benchmark scripts: run a command while sampling the resident memory
+of its whole process tree, a clean environment for `aeval run`, and small formatting.
+
+The scripts drive the product only through its command line (``aeval run ...`` as a
+subprocess), so they keep measuring the same thing while the flow behind it changes.
+Stdlib only: the scripts run from the project's venv but import nothing of aeval here.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def aeval_exe() -> Path:
+    """The `aeval` console script of the interpreter running the benchmark."""
+    exe = Path(sys.executable).parent / "aeval"
+    if not exe.exists():
+        raise SystemExit(f"error: {exe} not found: install aeval into this venv (pip install -e .)")
+    return exe
+
+
+def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
+    """The environment for `aeval run`: the current one with its own PREFECT_HOME (ephemeral
+    server, SQLite), no PREFECT_API_URL (no shared server), analytics off."""
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home),
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra}
+    env.pop("PREFECT_API_URL", None)
+    return env
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc (host pids: bubblewrap'd processes included)."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def tree_rss(root: int) -> tuple[int, dict[str, int]]:
+    """Resident bytes of ``root`` and all its descendants right now (0 once it is gone),
+    and the bytes per command name (``comm``), to tell which processes hold the memory."""
+    tree, total, todo = _children(), 0, [root]
+    by_name: dict[str, int] = {}
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as f:
+                rss = int(f.read().split()[1]) * PAGE
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
+        except (OSError, IndexError, ValueError):
+            rss, name = 0, "?"
+        total += rss
+        by_name[name] = by_name.get(name, 0) + rss
+        todo.extend(tree.get(pid, ()))
+    return total, by_name
+
+
+@dataclass
+class Timed:
+    """One timed command: its wall clock, the process-tree memory peak, its exit status."""
+
+    start: float
+    """time.monotonic() just before the process started."""
+    wall_s: float = 0.0
+    peak_rss_mib: float = 0.0
+    peak_by_process: dict[str, int] | None = None
+    """MiB per command name at the peak sample."""
+    returncode: int = 0
+    stdout: str = ""
+    stderr: str = ""
+
+
+def run_timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None,
+              sample_s: float = 0.25, timeout: float = 3600) -> Timed:
+    """Run ``cmd`` to completion; sample the RSS of its process tree every ``sample_s``.
+    Output goes to temporary files (a pipe that fills would stall the measured process)."""
+    out_f = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{os.getpid()}-{time.time_ns()}"
+    with open(f"{out_f}.out", "w+") as out, open(f"{out_f}.err", "w+") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL)
+        timed = Timed(start=start)
+        peak, peak_by = 0, {}
+        stop = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak, peak_by
+            while not stop.is_set():
+                total, by_name = tree_rss(proc.pid)
+                if total > peak:
+                    peak, peak_by = total, by_name
+                stop.wait(sample_s)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            timed.returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            timed.returncode = proc.wait()
+        timed.wall_s = time.monotonic() - start
+        stop.set()
+        sampler.join()
+        timed.peak_rss_mib = peak / 2**20
+        timed.peak_by_process = {k: round(v / 2**20) for k, v in
+                                 sorted(peak_by.items(), key=lambda kv: -kv[1])[:6]}
+        out.seek(0)
+        err.seek(0)
+        timed.stdout, timed.stderr = out.read(), err.read()
+    for suffix in (".out", ".err"):
+        Path(f"{out_f}{suffix}").unlink(missing_ok=True)
+    return timed
+
+
+def newest_mtime(root: Path) -> float | None:
+    """time.time() of the most recently written file under ``root`` (None: no file)."""
+    newest = None
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                m = os.stat(os.path.join(dirpath, name)).st_mtime
+            except OSError:
+                continue
+            newest = m if newest is None or m > newest else newest
+    return newest
+
+
+def machine() -> str:
+    """One line naming the machine: CPU count, model, memory, load right now."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        mem = Path("/proc/meminfo").read_text().split()[1]
+        mem_gib = f"{int(mem) / 2**20:.0f} GiB"
+    except (OSError, IndexError, ValueError):
+        mem_gib = "?"
+    load = os.getloadavg()[0]
+    return (f"{os.cpu_count()} CPU ({model or platform.machine()}), {mem_gib}, "
+            f"Python {platform.python_version()}, load {load:.1f} at start")
