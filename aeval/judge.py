@@ -77,10 +77,10 @@ def change_evidence(changes: list[ChangeMade]) -> str:
 def documented_evidence(failures: list[FirstAttemptError]) -> str:
     if not failures:
         return "no documented command failed"
-    return "; ".join(f"event {f.seq} exited {f.exit_code}: "
-                     f"{(f.excerpt.strip().splitlines() or [''])[-1][:200]} — `{f.command}` "
-                     f"(documented as `{f.documented}`)" for f in failures[:3]) + (f"; and {len(failures) - 3} more"
-                                               if len(failures) > 3 else "")
+    shown = "; ".join(f"event {f.seq} exited {f.exit_code}: "
+                      f"{(f.excerpt.strip().splitlines() or [''])[-1][:200]} — `{f.command}` "
+                      f"(documented as `{f.documented}`)" for f in failures[:3])
+    return shown + (f"; and {len(failures) - 3} more" if len(failures) > 3 else "")
 
 
 def judge_structural(spec: AssertionSpec, changes: list[ChangeMade],

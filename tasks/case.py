@@ -29,8 +29,12 @@ INTERNAL = "internal error"
 
 def case_tags(plan: CasePlan) -> list[str]:
     """Prefect tags of one case chain (filterable in the UI; a tag concurrency limit such as
-    `runtime:builtin` bounds the chains of that runtime across every flow run)."""
-    return [f"skill:{plan.skill.name}", f"runtime:{plan.runtime}", f"case:{plan.case.id}"]
+    `runtime:builtin` bounds the chains of that runtime across every flow run).
+
+    No per-case tag: Prefect checks tag concurrency limits once per distinct tag set (and
+    caches "no limit" per set, with a client of its own): a tag unique to each case made that
+    a round trip and a client per case."""
+    return [f"skill:{plan.skill.name}", f"runtime:{plan.runtime}"]
 
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
