@@ -286,3 +286,18 @@ def test_faults_on_every_turn_leave_the_verdict_of_a_fault_free_run(skill_copy, 
     assert load(case / "grading.json")["status"] == "fail" and code == 1
     assert [a["outcome"] for a in load(case / "eval_metadata.json")["attempts"]] == [
         "completed"]
+
+
+def test_a_missing_model_key_is_one_attempt_and_one_line(skill_copy, tmp_path, monkeypatch):
+    """Retrying cannot bring a key: no per-call retry, no case retry, and the reason says it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
+    with ScriptedModelServer([EDITS_SKILL]) as srv:
+        code, case = run(skill_copy, srv, tmp_path / "s")
+        assert srv.requests == []  # nothing was sent without a key
+    meta = load(case / "eval_metadata.json")
+    (attempt,) = meta["attempts"]
+    assert attempt["outcome"] == "error" and attempt["error_type"] == "ModelPermanentError"
+    g = load(case / "grading.json")
+    assert g["status"] == "error" and "\n" not in g["status_reason"]
+    assert "key" in g["status_reason"].lower() and code == 3

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aeval.artifacts import CaseResult, Expectation, SkillResult
-from aeval.verdict import case_status, gate
+from aeval.verdict import case_status, gate, skill_status
 
 
 def exp(id, kind, status, terminal=None):
@@ -47,3 +49,29 @@ def test_gate_first_match_wins():
     assert gate([skill("a", "pass"), skill("d", "error")]).exit_code == 3
     assert gate([skill("a", "pass", "pass")]).exit_code == 0
     assert gate([skill("a", "pass")], usage_error="bad flag").exit_code == 2
+
+
+# (skills, require_tested, expected exit code): DESIGN's order, 1 fail; 2 usage or invalid
+# (or untested with --require-tested); 4 internal; 3 environment; 0 otherwise
+GATE = [
+    ([skill("a", "fail"), skill("b", "internal"), skill("c", "error")], False, 1),
+    ([skill("a", "internal"), skill("b", invalid=True)], False, 2),
+    ([skill("a", "internal"), skill("b", "error"), skill("c", "untested")], False, 4),
+    ([skill("a", "error"), skill("b", "untested")], False, 3),
+    ([skill("a", "pass"), skill("b", "untested")], False, 0),
+    ([skill("a", "pass"), skill("b", "untested")], True, 2),
+    ([skill("a", "untested")], False, 0),
+    ([skill("a", "internal"), skill("b", "untested")], True, 2),
+]
+
+
+@pytest.mark.parametrize(("skills", "require_tested", "code"), GATE)
+def test_gate_order_with_every_status(skills, require_tested, code):
+    assert gate(skills, require_tested=require_tested).exit_code == code
+
+
+def test_untested_is_a_warning_never_a_pass():
+    g = gate([skill("a", "pass"), skill("b", "untested")])
+    assert g.exit_code == 0 and "1 untested: b/c0" in g.reason
+    assert skill_status(skill("b", "untested", "pass").cases) == "untested"
+    assert skill_status(skill("b", "pass", "internal", "error").cases) == "internal"
