@@ -4,6 +4,7 @@ results of the cases graded before so that only the unfinished ones run."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ import prefect
 from aeval.tasks.examine import duplicate_name_warnings, examine
 from aeval.tasks.grade import finished_result
 from aeval.tasks.plan import plan_cases
-from aeval.tasks.progress import progress
+from aeval.tasks.progress import progress, redact_logs
 from aeval.tasks.sandboxing import run_sandbox_status
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -136,6 +137,9 @@ def prepare(request: EvalRequest) -> PreparedRun:
 def prepare_run(request: EvalRequest) -> PreparedRun:
     """Find, examine and plan the skills of a run (and what a resumed run already did)."""
     run = prepare(request)
+    # what the cases declare never reaches a log line, the console or Prefect's database
+    declared = {n for p in run.todo for n in p.case.required_credentials}
+    redact_logs({n: os.environ[n] for n in declared if os.environ.get(n)})
     progress("%d skill(s), %d case run(s), runtime(s): %s", len(run.examined),
              len(run.todo) + len(run.finished), ", ".join(request.runtimes))
     if request.resume:

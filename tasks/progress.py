@@ -17,3 +17,21 @@ def progress(msg: str, *args: object, warning: bool = False) -> None:
         get_run_logger().log(level, msg, *args)
     except Exception:  # outside a Prefect run (a plain function call): the console is enough
         pass
+
+
+def redact_logs(secrets: dict[str, str]) -> int:
+    """Redact ``secrets`` (and their encodings) from every record that reaches a handler of any
+    logger of this process: the console, Prefect's API log handler (its database), aeval's
+    progress lines. Replaces what an earlier call installed. Returns the handlers covered."""
+    from aeval.redact import RedactingFilter, Redactor
+
+    redactor = Redactor(secrets)
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in
+                                      list(logging.root.manager.loggerDict))]
+    handlers = {id(h): h for lg in loggers for h in getattr(lg, "handlers", [])}
+    for h in handlers.values():
+        for f in [f for f in h.filters if isinstance(f, RedactingFilter)]:
+            h.removeFilter(f)
+        if redactor:
+            h.addFilter(RedactingFilter(redactor))
+    return len(handlers)

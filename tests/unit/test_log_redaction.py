@@ -1,0 +1,36 @@
+"""Declared secrets are redacted from every log handler: the console's, Prefect's API log
+handler, aeval's progress lines."""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+
+from aeval.tasks.progress import redact_logs
+
+SECRET = "ghp_logcanary_5Tq2Xw8Rz"
+
+
+def test_every_handler_redacts_the_secret_and_its_encodings():
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    logger = logging.getLogger("prefect.task_runs.test-redaction")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        assert redact_logs({"GH_TOKEN": SECRET}) >= 1
+        logger.warning("token %s, b64 %s", SECRET, base64.b64encode(SECRET.encode()).decode())
+        try:
+            raise RuntimeError(f"failed with {SECRET}")
+        except RuntimeError:
+            logger.exception("boom")
+        text = out.getvalue()
+        assert SECRET not in text and base64.b64encode(SECRET.encode()).decode() not in text
+        assert "[REDACTED:GH_TOKEN]" in text and "boom" in text
+        # a later run's call replaces the filter; with no secrets it adds none
+        redact_logs({})
+        logger.warning("plain %s", SECRET)
+        assert out.getvalue().endswith(f"plain {SECRET}\n")
+    finally:
+        logger.removeHandler(handler)
