@@ -80,7 +80,8 @@ def test_piped_output_is_the_same_at_any_width_and_never_wraps(failed_run):
     assert any(re.search(r"segmentation .*train .*literal .*fail, 1 ungraded .*per-skill", ln)
                for ln in lines)
     evidence = [ln for ln in lines if "KeyError: 'segment_train'" in ln]
-    assert len(evidence) == 2 and all("segment_train --data" in ln for ln in evidence)
+    # A3 (commands_succeeded) and S2 (the documented command) of each of the two cases
+    assert len(evidence) == 4 and all("segment_train --data" in ln for ln in evidence)
     assert "exit 1: 2 case(s) failed: segmentation/inference, segmentation/train" in lines
     assert all(ln == ln.rstrip() for ln in lines)  # no padding to a console width
     assert "segmentation/train [literal] A3" in narrow  # the runtime is not eaten as markup
