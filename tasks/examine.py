@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from prefect import task
-
 from aeval.contract import find_marketplace, load_contract
 from aeval.errors import ContractError
 from aeval.plan import Examined
@@ -66,9 +64,3 @@ def duplicate_name_warnings(examined: list[Examined]) -> dict[Path, str]:
                 out[r] = (f"{r}: name {name!r} is also used by another skill "
                           f"({listed}); each is identified by its folder")
     return out
-
-
-@task(name="examine", task_run_name="examine {root.name}")
-def examine_skill(root: Path, marketplace: Path | None = None) -> Examined:
-    """Load one skill and its cases."""
-    return examine(root, marketplace)

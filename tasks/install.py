@@ -6,9 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from aeval.errors import EnvironmentFailure, MissingCredential, PreflightFailed
 from aeval.plan import CasePlan
 from aeval.redact import Redactor
@@ -61,11 +58,3 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
     finally:
         atomic_write_text(log_path, "".join(log), redactor)
     return ws
-
-
-@task(name="install", task_run_name="install {plan.label}", cache_policy=NO_CACHE)
-def install_workspace(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
-                      config_dirs: tuple[str, ...], credentials: dict[str, str],
-                      log_path: Path) -> Workspace:
-    """Install one attempt's workspace."""
-    return install(plan, attempt_root, skills_subdir, config_dirs, credentials, log_path)

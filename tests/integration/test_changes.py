@@ -29,13 +29,18 @@ def skill(repo: Path, name: str, step: str = "echo ok > out.txt") -> Path:
     return d
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    r = tmp_path / "repo"
+def init_repo(r: Path) -> Path:
+    """An empty git repository at ``r`` on branch main, with a committer set."""
     r.mkdir()
     sh(r, "init", "-q", "-b", "main")
     sh(r, "config", "user.email", "t@example.com")
     sh(r, "config", "user.name", "t")
+    return r
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = init_repo(tmp_path / "repo")
     for n in ("alpha", "beta", "gamma"):
         skill(r, n)
     (r / "README.md").write_text("marketplace\n")

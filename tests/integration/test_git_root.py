@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aeval.adapters.git import GitError, changed_skills, empty_tree
 
-from tests.integration.test_changes import commit, sh, skill
+from tests.integration.test_changes import commit, init_repo, sh, skill
 
 pytestmark = pytest.mark.integration
 
@@ -18,11 +18,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def first_commit(tmp_path: Path) -> Path:
     """A marketplace whose only commit adds two skills and a README."""
-    r = tmp_path / "repo"
-    r.mkdir()
-    sh(r, "init", "-q", "-b", "main")
-    sh(r, "config", "user.email", "t@example.com")
-    sh(r, "config", "user.name", "t")
+    r = init_repo(tmp_path / "repo")
     skill(r, "alpha")
     skill(r, "beta")
     (r / "README.md").write_text("marketplace\n")
