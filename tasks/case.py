@@ -28,13 +28,17 @@ INTERNAL = "internal error"
 
 
 def case_tags(plan: CasePlan) -> list[str]:
-    """Prefect tags of one case chain (filterable in the UI; a tag concurrency limit such as
-    `runtime:builtin` bounds the chains of that runtime across every flow run).
+    """Prefect tags of one case chain: ``runtime:<name>`` (filterable in the UI; a tag
+    concurrency limit on it bounds that runtime's chains across every flow run).
 
-    No per-case tag: Prefect checks tag concurrency limits once per distinct tag set (and
-    caches "no limit" per set, with a client of its own): a tag unique to each case made that
-    a round trip and a client per case."""
-    return [f"skill:{plan.skill.name}", f"runtime:{plan.runtime}"]
+    One tag set per runtime, not per skill or case: before a tagged task run starts, Prefect
+    asks the server for the slots of its tag set through a service of its own per distinct
+    set (a thread, a client, a round trip; only "no limit" is cached, per set). A skill tag
+    made that one service per skill: with 5 one-case skills the last chain started 2 s after
+    the first and the model traffic took 1.42x its ideal instead of 1.09x
+    (benchmarks/latency_workload.py --skills 5). The skill and case are in the task run's
+    name (`case <skill>/<case>`), which the UI searches."""
+    return [f"runtime:{plan.runtime}"]
 
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
