@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 
 
@@ -19,3 +21,17 @@ def harden_process() -> bool:
         return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
     except (OSError, AttributeError):
         return False
+
+
+_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+
+
+def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``environ`` without secrets: model-provider keys, aeval's and CI's tokens, anything
+    named like a key, token, secret, password or credential. What the processes aeval starts
+    for itself (the embedded Prefect server) inherit."""
+    from aeval.contract import RESERVED_CREDENTIALS
+
+    environ = dict(os.environ if environ is None else environ)
+    return {k: v for k, v in environ.items() if not _SECRETISH.search(k) and (
+        k.startswith("PREFECT_") or not RESERVED_CREDENTIALS.match(k))}

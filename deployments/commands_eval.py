@@ -9,6 +9,8 @@ from pathlib import Path
 from aeval.deployments.cli_common import EXIT_USAGE
 from aeval.deployments.console import prefect_env, print_summary, progress_logging
 
+from aeval.embedded import start_early
+
 
 def prefetch_model_client() -> None:
     """Import the model client (litellm) in the background while the embedded server starts
@@ -89,6 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         prefect_env(args.verbose)
         progress_logging(args.quiet)
+        start_early()
         return resume_run(args)
     args.paths = args.paths or ["."]
     for p in args.paths:
@@ -100,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    start_early()  # the embedded Prefect server boots while the flows are imported
 
     from aeval.requests import EvalRequest
     from aeval.settings import Settings
@@ -182,6 +186,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    start_early()  # the embedded Prefect server boots while the flows are imported
 
     from aeval.flows.runners import start_embedded_server
     from aeval.flows.sweep import sweep
@@ -234,6 +239,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    start_early()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.compare import compare
     from aeval.flows.runners import start_embedded_server
     from aeval.tasks.compare import render_compare
@@ -269,6 +275,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    start_early()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.regrade import regrade
     from aeval.flows.runners import start_embedded_server
 

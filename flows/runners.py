@@ -23,11 +23,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import sys
 from typing import Any
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+
+from aeval import embedded
+from aeval.hardening import scrubbed_environ
+
+__all__ = ["scrubbed_environ", "start_embedded_server", "task_runner"]
 
 LOCAL = "local"
 INSTALL_HINT = "pip install 'aeval-skills[dask]'"
@@ -53,7 +57,8 @@ def task_runner(concurrency: int, dask: str | None = None) -> TaskRunner:
     if dask != LOCAL:
         from prefect.settings import PREFECT_API_URL
 
-        if not PREFECT_API_URL.value():
+        url = PREFECT_API_URL.value()
+        if not url or url == os.environ.get(embedded.MARK_VAR):
             raise ValueError(f"--dask {dask}: the Dask workers report task runs to Prefect, "
                              "and cannot reach the embedded server: set PREFECT_API_URL to a "
                              "Prefect server (`prefect server start`) for this process and "
@@ -119,20 +124,6 @@ def dask_setup(worker: object) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
 
-_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
-
-
-def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """``environ`` without secrets: model-provider keys, aeval's and CI's tokens, anything
-    named like a key, token, secret, password or credential. What the processes aeval starts
-    for itself (the embedded Prefect server) inherit."""
-    from aeval.contract import RESERVED_CREDENTIALS
-
-    environ = dict(os.environ if environ is None else environ)
-    return {k: v for k, v in environ.items() if not _SECRETISH.search(k) and (
-        k.startswith("PREFECT_") or not RESERVED_CREDENTIALS.match(k))}
-
-
 def start_embedded_server() -> str | None:
     """Start Prefect's embedded (ephemeral) server now, with a scrubbed environment: Prefect
     starts it with a copy of this process's environment, where the model keys live, and a
@@ -140,9 +131,12 @@ def start_embedded_server() -> str | None:
     when a server is configured (PREFECT_API_URL). Returns the embedded API URL, or None.
 
     Call it from the command line before any flow runs, while the process has one thread
-    (the environment is swapped for the moment of the start)."""
+    (the environment is swapped for the moment of the start). Where the command line spawned
+    the server before importing Prefect (`aeval.embedded.start_early`), wait for that one."""
     from prefect.settings import PREFECT_API_URL
 
+    if (early := embedded.started()) is not None:  # spawned by the command line before
+        return early.wait_ready()                  # Prefect was imported: wait for it here
     if PREFECT_API_URL.value():
         return None
     from prefect.server.api.server import SubprocessASGIServer

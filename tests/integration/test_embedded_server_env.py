@@ -44,3 +44,86 @@ def test_scrubbing_keeps_what_a_server_needs():
                             "AWS_SECRET_ACCESS_KEY": "v", "LANG": "C.UTF-8"})
     assert env == {"PATH": "/usr/bin", "HOME": "/root", "PREFECT_HOME": "/p",
                    "LANG": "C.UTF-8"}
+
+
+SERVER_MARK = "prefect.server.api.server:create_app"
+
+
+def _cli_env(tmp_path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(OPENAI_API_KEY=CANARY, PREFECT_HOME=str(tmp_path / "ph"),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", AEVAL_SANDBOX="none")
+    return env
+
+
+def _children(pid: int, mark: str) -> list[int]:
+    from tests.procs import alive
+
+    out = []
+    for child in alive(mark):
+        try:
+            with open(f"/proc/{child}/stat") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(child)
+        except OSError:
+            continue
+    return out
+
+
+def _wait_for(predicate, timeout_s: float):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.05)
+    return None
+
+
+def _example_skill(tmp_path):
+    import shutil
+
+    from tests.conftest import EXAMPLES
+
+    dst = tmp_path / "skills"
+    shutil.copytree(EXAMPLES / "skills" / "invoice-totals", dst / "invoice-totals")
+    return dst
+
+
+def test_aeval_run_boots_its_server_early_scrubbed_and_stops_it(tmp_path):
+    """`aeval run` spawns the embedded server itself, before Prefect is imported: a child of
+    aeval's, without the model key, gone when aeval exits."""
+    aeval = os.path.join(os.path.dirname(sys.executable), "aeval")
+    proc = subprocess.Popen([aeval, "run", str(_example_skill(tmp_path)), "--runtime",
+                             "literal", "--out", str(tmp_path / "store"), "-q"],
+                            env=_cli_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    server = _wait_for(lambda: _children(proc.pid, SERVER_MARK), 60)
+    assert server, "no embedded server started as a child of aeval"
+    with open(f"/proc/{server[0]}/environ", "rb") as fh:
+        env = fh.read()
+    assert CANARY.encode() not in env
+    assert b"PREFECT__SERVER_EPHEMERAL=1" in env
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err  # invoice-totals fails under literal (its docs are wrong)
+    assert "internal error" not in err
+    assert "invoice-totals" in out
+    assert _wait_for(lambda: not os.path.exists(f"/proc/{server[0]}"), 10), \
+        "the embedded server outlived aeval"
+
+
+def test_the_embedded_server_dies_with_a_killed_aeval(tmp_path):
+    import signal
+
+    aeval = os.path.join(os.path.dirname(sys.executable), "aeval")
+    proc = subprocess.Popen([aeval, "run", str(_example_skill(tmp_path)), "--runtime",
+                             "literal", "--out", str(tmp_path / "store"), "-q"],
+                            env=_cli_env(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    server = _wait_for(lambda: _children(proc.pid, SERVER_MARK), 60)
+    assert server
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _wait_for(lambda: not os.path.exists(f"/proc/{server[0]}"), 10), \
+        "the embedded server was orphaned by a killed aeval"

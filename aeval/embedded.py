@@ -1,0 +1,149 @@
+"""Prefect's embedded server, started first thing and in the background.
+
+Prefect starts its embedded ("ephemeral") server when a flow first needs the API, in the
+foreground: the process waits ~4-5 s (warm PREFECT_HOME; ~11-14 s fresh) after it has
+already spent a second or more importing Prefect and aeval's flows. Both are CPU-bound and
+single-threaded, so on two cores they overlap: `start_early` spawns the same server process
+Prefect would (``uvicorn prefect.server.api.server:create_app``, no UI, ephemeral mode)
+*before* Prefect is imported, and points ``PREFECT_API_URL`` at it; `wait_ready` is called
+where the first flow starts, and returns at once when the server came up meanwhile.
+
+The server gets a scrubbed environment (``scrubbed_environ``: no model keys, no tokens) and
+dies with aeval: terminated at exit (after Prefect's own exit handlers, which flush logs and
+events to it), and sent SIGTERM by the kernel if aeval is killed (``PR_SET_PDEATHSIG``).
+
+This module imports no Prefect: that is its point. Where Prefect is already imported (aeval
+called in-process, a test), or a server is configured (``PREFECT_API_URL``), it does nothing
+and Prefect's own start applies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from aeval.hardening import scrubbed_environ
+
+STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+MARK_VAR = "AEVAL_EMBEDDED_API_URL"
+"""Set (to the API URL) in aeval's environment while an embedded server of its own is the
+PREFECT_API_URL: it is not a server other machines (Dask workers) can reach."""
+
+
+class EmbeddedServerError(RuntimeError):
+    """The embedded Prefect server did not come up."""
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PDEATHSIG
+
+
+class EmbeddedServer:
+    """One embedded Prefect server process of aeval's, on a free loopback port."""
+
+    def __init__(self, port: int | None = None):
+        self.port = port or _free_port()
+        self.process: subprocess.Popen | None = None
+        self.ready = False
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def spawn(self) -> None:
+        spec = importlib.util.find_spec("prefect")
+        if spec is None or not spec.submodule_search_locations:
+            raise EmbeddedServerError("prefect is not installed")
+        app_dir = str(Path(next(iter(spec.submodule_search_locations))).parent)
+        env = {**scrubbed_environ(), "PREFECT_UI_ENABLED": "0",
+               "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        env.pop("PREFECT_API_URL", None)
+        env.pop(MARK_VAR, None)
+        linux = sys.platform.startswith("linux")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
+             "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL,
+            # preexec_fn: called while aeval has a single thread (before Prefect starts any)
+            preexec_fn=_die_with_parent if linux else None)
+        atexit.register(self.stop)
+
+    def wait_ready(self, timeout_s: float | None = None) -> str:
+        """Block until the API answers /health; its URL. Raises EmbeddedServerError."""
+        if self.ready:
+            return self.api_url
+        if timeout_s is None:
+            timeout_s = float(os.environ.get(STARTUP_TIMEOUT_VAR) or 90)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise EmbeddedServerError(
+                    f"the embedded Prefect server exited with code {self.process.returncode} "
+                    "while starting (rerun with -v for its logs)")
+            try:
+                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        self.ready = True
+                        return self.api_url
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise EmbeddedServerError(f"the embedded Prefect server did not answer within "
+                                  f"{timeout_s:.0f} s ({STARTUP_TIMEOUT_VAR})")
+
+    def stop(self) -> None:
+        p, self.process = self.process, None
+        if p is None or p.poll() is not None:
+            return
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+_server: EmbeddedServer | None = None
+
+
+def start_early() -> EmbeddedServer | None:
+    """Spawn the embedded server now, before Prefect is imported, and point this process's
+    ``PREFECT_API_URL`` at it. None (nothing done) when Prefect is already imported, a server
+    is configured, or one was started already."""
+    global _server
+    if _server is not None:
+        return _server
+    if "prefect" in sys.modules or os.environ.get("PREFECT_API_URL"):
+        return None
+    server = EmbeddedServer()
+    server.spawn()
+    os.environ["PREFECT_API_URL"] = server.api_url
+    os.environ[MARK_VAR] = server.api_url
+    _server = server
+    return server
+
+
+def started() -> EmbeddedServer | None:
+    """The server `start_early` spawned in this process, if any."""
+    return _server
