@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 
 from aeval.adapters import runtime_class
 from aeval.adapters.llm import ask_json
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from aeval.artifacts import AssertionsFile, AssertionSpec
@@ -120,9 +118,3 @@ def write_assertions_file(plan: CasePlan) -> AssertionsFile:
                          sha256=AssertionsFile.digest(specs), assertions=specs)
     write_model(plan.case_dir / "assertions.json", doc)
     return doc
-
-
-@task(name="assertions", task_run_name="assertions {plan.label}", cache_policy=NO_CACHE)
-def write_assertions(plan: CasePlan) -> AssertionsFile:
-    """Fix the assertions of one case before anything runs."""
-    return write_assertions_file(plan)

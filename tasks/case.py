@@ -1,8 +1,13 @@
 """One case chain as one task: assertions (before anything runs) -> execute (an attempt per
 try, retried from a fresh workspace on TransientError; beside it, for an agent runtime on a
-case with `steps`, the documented-workflow probe) -> grade. The phases are nested task
-runs, so the Prefect UI shows each, and no worker waits on a dependency: the chain runs start
-to end in the worker that picked it up.
+case with `steps`, the documented-workflow probe) -> grade. No worker waits on a dependency:
+the chain runs start to end in the worker that picked it up.
+
+Two task runs per case: the chain, and `execute` nested in it (its retries show in its state
+history). Assertions and grading are plain calls inside the chain: each task run costs the
+client and the embedded server its state events, and at four task runs per case a
+1,000-case literal sweep spent more on that bookkeeping than on the cases. The case's
+verdict table is the chain's markdown artifact.
 
 The chain never raises: whatever happens becomes the case's status (an execution failure is
 `error` with its reason; a bug of aeval's own is recorded as an internal error)."""
@@ -12,9 +17,9 @@ from __future__ import annotations
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
-from aeval.tasks.assertions import needs_probe, write_assertions
+from aeval.tasks.assertions import needs_probe, write_assertions_file
 from aeval.tasks.execute import execute_case
-from aeval.tasks.grade import grade_case
+from aeval.tasks.grade import grade_and_publish
 from aeval.tasks.probe import run_probe
 from aeval.tasks.progress import progress
 from prefect import task
@@ -50,19 +55,19 @@ def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
 
 
 def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
-    """Run one case chain; the phases are Prefect tasks, called as nested task runs."""
+    """Run one case chain: assertions, execute (a nested task run, with retries), grade."""
     execute = execute_case.with_options(
         retries=retries, retry_jitter_factor=0.5,
         retry_delay_seconds=exponential_backoff(retry_delay_s)(retries) if retries else 0)
     execution: ExecutionRecord | BaseException | None = None
     try:
-        assertions = write_assertions(plan)
+        assertions = write_assertions_file(plan)
         with ThreadPoolExecutor(max_workers=1) as pool:
             probing = pool.submit(run_probe, plan) if needs_probe(plan) else None
             state = execute(plan, return_state=True)
             execution = state.result(raise_on_failure=False)
             probe = probing.result() if probing is not None else None
-        return grade_case(plan, assertions, execution, probe)
+        return grade_and_publish(plan, assertions, execution, probe)
     except Exception as exc:  # a bug of aeval's own: the case is recorded, the run goes on
         return internal_error(plan, exc)
     finally:

@@ -26,9 +26,7 @@ from aeval.tasks.grader import (
 from aeval.tasks.install import resolve_credentials
 from aeval.tasks.prefect_artifacts import artifact_key, case_markdown
 from aeval.tasks.sandboxing import attempt_sandbox
-from prefect import task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from aeval.artifacts import (
@@ -324,12 +322,12 @@ def _credentials(plan: CasePlan) -> dict[str, str]:
         return {}
 
 
-@task(name="grade", task_run_name="grade {plan.label}", cache_policy=NO_CACHE)
-def grade_case(plan: CasePlan, assertions: AssertionsFile,
-               execution: ExecutionRecord | BaseException,
-               probe: ProbeResult | None = None) -> CaseResult:
+def grade_and_publish(plan: CasePlan, assertions: AssertionsFile,
+                      execution: ExecutionRecord | BaseException,
+                      probe: ProbeResult | None = None) -> CaseResult:
     """Grade one case (``execution`` is the exception when the execution failed), and attach
-    its verdict table to the task run as a Prefect markdown artifact."""
+    its verdict table to the running task run (the case chain) as a Prefect markdown
+    artifact."""
     result = grade(plan, assertions, execution, probe)
     create_markdown_artifact(
         case_markdown(result, plan.skill.name, plan.run_dir),

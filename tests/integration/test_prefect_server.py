@@ -202,7 +202,7 @@ def test_mr_deployment_served_and_triggered_like_ci(server, mr_repo, tmp_path: P
             tasks = {t.name for t in client.read_task_runs(flow_run_filter=FlowRunFilter(
                 id=FlowRunFilterId(any_=[child.id])))}
             assert {"case csv-stats/stats [literal]", "execute csv-stats/stats [literal]",
-                    "grade csv-stats/summary [literal]"} <= tasks, tasks
+                    "case csv-stats/summary [literal]"} <= tasks, tasks
             assert not any("segmentation" in t for t in tasks), "only the changed skill runs"
             arts = {a.key: a for a in client.read_artifacts(artifact_filter=ArtifactFilter(
                 flow_run_id=ArtifactFilterFlowRunId(any_=[child.id])))}
