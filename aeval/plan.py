@@ -91,7 +91,8 @@ class CasePlan(BaseModel):
     @property
     def label(self) -> str:
         ep = f"#{self.epoch}" if self.epoch is not None else ""
-        return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]"
+        arm = "" if self.install_skill else " without the skill"
+        return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]{arm}"
 
 
 class ExecutionRecord(BaseModel):

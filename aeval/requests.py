@@ -117,6 +117,7 @@ class UpliftRequest(ModelChoice):
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case in each arm.")
     alpha: float = Field(0.05, gt=0, lt=1, description="Significance level of the McNemar "
                                                         "test.")
+    concurrency: int = Field(4, ge=1, le=256, description="Case chains at once in each arm.")
     retries: int = Field(2, ge=0, le=10, description="Retries of a case after a transient "
                                                      "environment error.")
     retry_delay_s: float = Field(2.0, ge=0, le=600, description="First retry delay in seconds.")
@@ -132,3 +133,9 @@ class UpliftRequest(ModelChoice):
             raise ValueError(f"uplift needs an agent runtime, not {', '.join(bad)}: without "
                              "a model nothing chooses whether to use the skill")
         return list(dict.fromkeys(value))
+
+    def with_id(self) -> UpliftRequest:
+        """This request with an uplift id (a new one when empty)."""
+        from aeval.store import new_run_id
+
+        return self if self.uplift_id else self.model_copy(update={"uplift_id": new_run_id()})
