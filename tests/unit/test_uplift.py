@@ -119,3 +119,44 @@ def test_gate_fails_only_a_significantly_negative_uplift():
     assert uplift_gate(skill_uplifts(errored), errored, []).exit_code == 3
     internal = [pair("pass", "internal"), pair("error", "pass")]
     assert uplift_gate(skill_uplifts(internal), internal, []).exit_code == 4
+
+
+def skill(tmp_path):
+    root = tmp_path / "ledger-balance"
+    root.mkdir()
+    (root / "SKILL.md").write_text("---\nname: ledger-balance\ndescription: Compute the closing "
+                                   "balance of a ledger CSV.\n---\n# Ledger balance\n")
+    return root
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--runtime", "literal", "--model", "openai/x"], "--runtime literal: uplift needs an agent "
+                                                      "runtime"),
+    (["--runtime", "replay", "--model", "openai/x"], "--runtime replay: uplift needs an agent "
+                                                     "runtime"),
+    ([], "an agent runtime needs --model (or AEVAL_MODEL)"),
+    (["--model", "openai/x", "--epochs", "0"], "--epochs must be at least 1"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
+    from aeval.deployments.cli import main
+
+    assert main(["uplift", str(skill(tmp_path)), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aeval uplift: ") and message in err and err.count("\n") == 1
+
+
+def test_a_folder_without_skills_is_a_usage_error(tmp_path, capsys):
+    from aeval.deployments.cli import main
+
+    assert main(["uplift", str(tmp_path), "--model", "openai/x"]) == 2
+    assert "no SKILL.md found under" in capsys.readouterr().err
+
+
+def test_the_flow_request_refuses_runtimes_without_an_agent():
+    from pydantic import ValidationError
+
+    from aeval.requests import UpliftRequest
+
+    with pytest.raises(ValidationError, match="uplift needs an agent runtime, not literal"):
+        UpliftRequest(runtimes=["builtin", "literal"])
+    assert UpliftRequest().with_id().uplift_id
