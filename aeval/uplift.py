@@ -117,8 +117,8 @@ def uplift_stats(pairs: Iterable[PairOutcome], alpha: float = ALPHA,
     uplift = (b - c) / n
     ci = newcombe_paired_ci(a, b, c, d, confidence)
     p = mcnemar_exact_p(b, c)
-    if uplift > 0 and p < alpha:
-        verdict = "helps"
+    if uplift > 0:
+        verdict = "helps" if p < alpha else "positive"
     elif uplift < 0:
         verdict = "hurts" if p < alpha else "negative"
     else:

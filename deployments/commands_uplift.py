@@ -134,7 +134,7 @@ def print_uplift(report, store: Path) -> None:
     for col in TABLE_COLUMNS:
         table.add_column(col, overflow="fold")
     for row in table_rows(report):
-        flag = "negative uplift" in row["verdict"] or row["verdict"] in ("hurts", "negative")
+        flag = row["verdict"].endswith(", flagged")
         table.add_row(*(escape(row[c]) if not (flag and c == "verdict")
                         else f"[red]{escape(row[c])}[/]" for c in TABLE_COLUMNS))
     console.print(table)

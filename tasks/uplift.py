@@ -139,7 +139,7 @@ def table_rows(report: UpliftReport) -> list[dict[str, str]]:
                 _num(st.with_skill.mean_tokens), _num(st.without_skill.mean_tokens),
                 _num(st.with_skill.mean_wall_s, "{:.1f}"),
                 _num(st.without_skill.mean_wall_s, "{:.1f}"),
-                st.verdict + (" ⚠ negative uplift" if st.flagged and case == "all" else "")],
+                st.verdict + (", flagged" if st.flagged else "")],
                 strict=True)))
     return rows
 

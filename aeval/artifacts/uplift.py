@@ -70,10 +70,10 @@ class UpliftStats(_M):
     mcnemar_p: float | None = Field(description="Exact (binomial) McNemar p-value, two-sided, "
                                                 "over the discordant pairs; 1.0 when there are "
                                                 "none; None without pairs.")
-    verdict: Literal["helps", "hurts", "negative", "no_difference", "no_data"] = Field(
+    verdict: Literal["helps", "hurts", "positive", "negative", "no_difference", "no_data"] = Field(
         description="helps: uplift > 0 and p < alpha; hurts: uplift < 0 and p < alpha; "
-                    "negative: uplift < 0, not significant; no_difference: otherwise; "
-                    "no_data: no comparable pair.")
+                    "positive / negative: uplift > 0 / < 0, not significant; no_difference: "
+                    "uplift 0; no_data: no comparable pair.")
     flagged: bool = Field(description="The uplift is negative (hurts or negative).")
 
 

@@ -218,4 +218,5 @@ def test_uplift_positive_for_a_skill_that_helps_negative_and_flagged_for_one_tha
     rows = json.loads(art.data) if isinstance(art.data, str) else art.data
     by = {(r["skill"], r["case"]): r for r in rows}
     assert by[("name-sorter", "all")]["uplift"] == "-100%"
+    assert by[("name-sorter", "all")]["verdict"] == "hurts, flagged"
     assert by[("ledger-balance", "closing")]["verdict"] == "helps"

@@ -71,7 +71,7 @@ def test_one_pair_is_never_significant():
     assert (s.uplift, s.mcnemar_p, s.verdict, s.flagged) == (-1.0, 1.0, "negative", True)
     assert s.ci_low >= -1.0 and s.ci_high > 0
     s = uplift_stats(table(0, 1, 0, 0))
-    assert (s.uplift, s.verdict, s.flagged) == (1.0, "no_difference", False)
+    assert (s.uplift, s.verdict, s.flagged) == (1.0, "positive", False)
 
 
 def test_six_pairs_against_the_skill_hurt_and_six_for_it_help():
