@@ -50,7 +50,10 @@ def test_newcombe_interval_on_a_hand_computed_case():
 
 
 def test_newcombe_interval_uses_the_correlation_of_the_pairs():
-    # Newcombe's first example table (36, 12, 2, 0): phi = -24 / sqrt(48*2*38*12) = -0.114708
+    # (36, 12, 2, 0), n=50: p1 = 0.96, p2 = 0.76, phi = -24 / sqrt(48*2*38*12) = -0.114708;
+    # Wilson 48/50 = [0.865399, 0.988961], 38/50 = [0.625873, 0.857026];
+    # lower = 0.2 - sqrt(0.094601^2 + 2*0.114708*0.094601*0.097026 + 0.097026^2) = 0.056929
+    # upper = 0.2 + sqrt(0.028961^2 + 2*0.114708*0.028961*0.134127 + 0.134127^2) = 0.340428
     low, high = newcombe_paired_ci(36, 12, 2, 0)
     assert (low, high) == pytest.approx((0.056930, 0.340428), abs=1e-5)
     assert low < 0.2 < high
