@@ -35,8 +35,11 @@ _EPHEMERAL = {"type": "ephemeral"}
 
 
 def system_prompt(request: RunRequest) -> str:
+    """The executor rules, and the installed skill announced (none without the skill)."""
     rel = request.skill_dir.relative_to(request.workspace).as_posix()
     base = request.system_prompt.replace("{skill_path}", rel)
+    if not request.skill_installed:
+        return base.rstrip() + "\n"
     return base.rstrip() + "\n" + SKILL_NOTE.format(name=request.skill_name,
                                                    description=request.skill_description,
                                                    path=rel)

@@ -24,6 +24,11 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
   doc block, a host tool the skill needs is missing) -> untested, with the reason; never pass.
 - a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
   only on a block that broke in the skill's own code, untested, or error; Δ still fails it.
+- without the skill installed (uplift's without-skill arm): the structural assertions
+  S1-S3 are about the skill as shipped (its copy, its documented commands, its workflow),
+  so they are not judged and not listed; Δ, documented-command failures, the probe and the
+  doc-test rule do not apply. The assertions' first-attempt pass rate is what counts, by the
+  same threshold, grader and untested rules as with the skill.
 """
 
 from __future__ import annotations
@@ -140,7 +145,8 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           threshold: float, grader_error: str | None = None,
           errors: list[FirstAttemptError] | None = None,
           probe: ProbeResult | None = None, run_status: str = "completed",
-          run_text: str = "", doc_test: bool = False) -> Judgement:
+          run_text: str = "", doc_test: bool = False, skill_installed: bool = True
+          ) -> Judgement:
     """Expectations and status of one case.
 
     ``checks``: outcome per deterministic assertion id; ``verdicts``: the grader's verdict per
@@ -149,7 +155,11 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
     was asked; ``errors``: the run's failed tool calls (those that ran a documented command
     carry ``documented``); ``probe``: the documented-workflow probe, when one ran;
     ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason);
-    ``doc_test``: the case is a doc test of SKILL.md's blocks."""
+    ``doc_test``: the case is a doc test of SKILL.md's blocks; ``skill_installed`` False:
+    uplift's without-skill arm (no structural assertion, no skill rule applies)."""
+    if not skill_installed:
+        assertions = [a for a in assertions if a.kind != "structural"]
+        changes, errors, probe, doc_test = [], [], None, False
     expectations = [judge_assertion(a, changes, checks.get(a.id), verdicts.get(a.id),
                                     grader_error, errors, probe) for a in assertions]
     status, reason = case_status(expectations, threshold)

@@ -65,7 +65,10 @@ class CasePlan(BaseModel):
     sandbox: SandboxMode = Field("auto", description="auto | require | none (--sandbox).")
     workspace_root: Path = Field(description="Parent of the attempt folders (a temp dir).")
     assertions_from: Path | None = Field(
-        None, description="A recorded assertions.json to reuse verbatim (regrade).")
+        None, description="A recorded assertions.json to reuse verbatim (regrade, and the "
+                          "without-skill arm of uplift).")
+    install_skill: bool = Field(True, description="False: the without-skill arm of uplift "
+                                                  "(no skill copy; only assertions count).")
 
     @property
     def layout(self) -> RunLayout:
@@ -88,7 +91,8 @@ class CasePlan(BaseModel):
     @property
     def label(self) -> str:
         ep = f"#{self.epoch}" if self.epoch is not None else ""
-        return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]"
+        arm = "" if self.install_skill else " without the skill"
+        return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]{arm}"
 
 
 class ExecutionRecord(BaseModel):

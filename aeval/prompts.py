@@ -6,7 +6,8 @@ from functools import cache
 from importlib.resources import files
 
 AGENTS_DIR = files("aeval.eval_skill") / "agents"
-PROMPTS = ("executor", "assertion_writer", "grader", "analyzer", "comparator", "suggester")
+PROMPTS = ("executor", "executor_no_skill", "assertion_writer", "grader", "analyzer",
+           "comparator", "suggester")
 
 
 @cache

@@ -65,6 +65,11 @@ class EvalRequest(ModelChoice):
     recordings: dict[str, str] | None = Field(
         None, description="`skill/case` -> recorded case folder whose assertions are reused "
                           "(regrade).")
+    install_skill: bool = Field(
+        True, description="Install the skill (the normal run). False: the without-skill arm "
+                          "of `aeval uplift`: same prompt, case files and assertions, but no "
+                          "skill copy where the runtime discovers skills ($SKILL_DIR is an "
+                          "empty folder), and only the assertions count, not S1-S3.")
     require_tested: bool = Field(False, description="An untested case (nothing runnable for "
                                                     "its runtime) is a usage error, exit 2.")
     post: bool = Field(False, description="Post the results on the GitLab merge request.")
@@ -96,3 +101,41 @@ class SweepRequest(ModelChoice):
     marketplace: str = Field(".", description="The marketplace root.")
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
     run_id: str | None = Field(None, description="Run id; a new one when empty.")
+
+
+class UpliftRequest(ModelChoice):
+    """Does the skill help? Every case run with and without the skill: the `aeval-uplift`
+    flow (two evaluate runs, `<uplift_id>-with` and `<uplift_id>-without`)."""
+
+    runtimes: list[str] = Field(["builtin"], min_length=1,
+                                description="Agent runtimes to compare on (not literal or "
+                                            "replay: they do not use the skill as an agent "
+                                            "would).")
+    paths: list[str] = Field(["."], description="Skill folders or marketplace roots.")
+    skill_roots: list[str] | None = Field(None, description="Exactly these skill folders.")
+    uplift_id: str | None = Field(None, description="Uplift id; a new one when empty.")
+    epochs: int = Field(3, ge=1, le=100, description="Runs of each case in each arm.")
+    alpha: float = Field(0.05, gt=0, lt=1, description="Significance level of the McNemar "
+                                                        "test.")
+    concurrency: int = Field(4, ge=1, le=256, description="Case chains at once in each arm.")
+    retries: int = Field(2, ge=0, le=10, description="Retries of a case after a transient "
+                                                     "environment error.")
+    retry_delay_s: float = Field(2.0, ge=0, le=600, description="First retry delay in seconds.")
+    keep_workspaces: bool = Field(False, description="Keep each attempt's workspace.")
+    sandbox: SandboxMode = Field("auto", description="auto | require | none (--sandbox).")
+    output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")
+
+    @field_validator("runtimes")
+    @classmethod
+    def _agent_runtimes(cls, value: list[str]) -> list[str]:
+        bad = [r for r in value if r in ("literal", "replay")]
+        if bad:
+            raise ValueError(f"uplift needs an agent runtime, not {', '.join(bad)}: without "
+                             "a model nothing chooses whether to use the skill")
+        return list(dict.fromkeys(value))
+
+    def with_id(self) -> UpliftRequest:
+        """This request with an uplift id (a new one when empty)."""
+        from aeval.store import new_run_id
+
+        return self if self.uplift_id else self.model_copy(update={"uplift_id": new_run_id()})

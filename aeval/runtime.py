@@ -50,6 +50,9 @@ class RunRequest(BaseModel):
     skill_name: str
     skill_description: str
     skill_dir: Path = Field(description="The skill copy inside the workspace ($SKILL_DIR).")
+    skill_installed: bool = Field(
+        True, description="False: uplift's without-skill arm; `skill_dir` is an empty folder "
+                          "and the runtime must not announce the skill.")
     env: dict[str, str] = Field(
         description="The whole environment of tool processes: a minimal base plus the case's "
                     "declared credentials. Model API keys of the runtime itself are not here."

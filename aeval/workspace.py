@@ -23,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.redact import Redactor
 
 IGNORED_NAMES = frozenset({"__pycache__", ".git", ".DS_Store"})
+# Without the skill (uplift's other arm), $SKILL_DIR is this empty folder of the workspace:
+# nowhere a runtime discovers skills, and not named after the skill.
+NO_SKILL_DIR = ".aeval-no-skill"
 
 
 class FileChange(BaseModel):
@@ -264,9 +267,12 @@ class Workspace:
 
 def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
                       skills_subdir: str | None, case_files: list[str],
-                      config_dirs: tuple[str, ...] = ()) -> Workspace:
+                      config_dirs: tuple[str, ...] = (), install_skill: bool = True
+                      ) -> Workspace:
     """A fresh workspace: case files copied to the root, the skill copied where the runtime
-    discovers skills (``.agents/skills`` when the runtime has no place of its own)."""
+    discovers skills (``.agents/skills`` when the runtime has no place of its own). Without
+    ``install_skill``, the skill is not copied at all: its place is the empty `NO_SKILL_DIR`
+    (case files still come from the skill folder: they are the case's, not the skill's)."""
     attempt_root = Path(attempt_root)
     if attempt_root.exists():
         shutil.rmtree(attempt_root)
@@ -282,9 +288,13 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
         else:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    copy = ws / (skills_subdir or ".agents/skills") / skill_name
-    shutil.copytree(skill_dir, copy, symlinks=True,
-                    ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+    if install_skill:
+        copy = ws / (skills_subdir or ".agents/skills") / skill_name
+        shutil.copytree(skill_dir, copy, symlinks=True,
+                        ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+    else:
+        copy = ws / NO_SKILL_DIR
+        copy.mkdir()
     excluded = [copy] + [ws / d for d in config_dirs]
     return Workspace(root=attempt_root, path=ws, home=home, skill_dir=copy,
                      original_skill=Path(skill_dir), skill_manifest=manifest(copy),

@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_quiet_verbose(rg)
     rg.set_defaults(func=cmd_regrade)
 
+    from aeval.deployments.commands_uplift import add_parser as add_uplift_parser
+
+    add_uplift_parser(sub)  # `aeval uplift`: with and without the skill, paired
+
     rt = sub.add_parser("runtimes", help="list the agent runtimes: installed, version, how to "
                                          "install")
     _add_verbose(rt)

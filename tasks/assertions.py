@@ -47,8 +47,9 @@ def structural_assertions(plan: CasePlan) -> list[AssertionSpec]:
 
 
 def needs_probe(plan: CasePlan) -> bool:
-    """An agent runtime on a case whose contract documents its workflow as `steps`."""
-    if not plan.case.steps or getattr(plan.case, "doc_test", False):
+    """An agent runtime on a case whose contract documents its workflow as `steps` (and the
+    skill installed: without it, uplift's other arm, there is no documented workflow)."""
+    if not plan.case.steps or getattr(plan.case, "doc_test", False) or not plan.install_skill:
         return False
     try:
         return runtime_class(plan.runtime).needs_model

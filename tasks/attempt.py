@@ -126,12 +126,15 @@ class Attempt:
         request = RunRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, workspace=ws.path, home=ws.home,
             skill_name=plan.skill.name, skill_description=plan.skill.description,
-            skill_dir=ws.skill_dir, env=tool_env(plan, ws, credentials), steps=plan.case.steps,
+            skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
+            env=tool_env(plan, ws, credentials), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
             model=plan.model, api_base=plan.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
                           output_cap=plan.output_cap),
-            system_prompt=load_prompt("executor"), raw_log=raw, sandbox=self.sandbox)
+            system_prompt=(load_prompt("executor") if plan.install_skill
+                           else load_prompt("executor_no_skill")),
+            raw_log=raw, sandbox=self.sandbox)
         try:
             result = runtime.run(request, recorder)
         finally:

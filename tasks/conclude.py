@@ -21,12 +21,15 @@ from aeval.requests import EvalRequest
 def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
              request: EvalRequest) -> MultiEvalReport:
     """Write fix_suggestions.json, regression.json, benchmark.json, analysis_notes.json,
-    multi_eval_report.json and summary.md of one skill x runtime."""
+    multi_eval_report.json and summary.md of one skill x runtime. Without the skill installed
+    (uplift's other arm) there is nothing to fix in it and no baseline to compare with: only
+    the aggregates are written."""
     out = layout.skill_dir(group.skill_key, group.runtime)
-    suggest(layout.run_dir, out, group.name, group.root, group.runtime, cases,
-            request.grader_model, request.api_base)
-    regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
-                   Path(request.store), request.baseline)
+    if request.install_skill:
+        suggest(layout.run_dir, out, group.name, group.root, group.runtime, cases,
+                request.grader_model, request.api_base)
+        regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
+                       Path(request.store), request.baseline)
     return aggregate(layout.run_dir, out, group.name, group.runtime, cases,
                      request.grader_model, request.api_base)
 

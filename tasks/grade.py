@@ -218,7 +218,7 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         tier=plan.tier, contract=plan.contract, prompt=plan.case.prompt,
         expected_outcome=plan.case.expected_outcome,
         required_credentials=plan.case.required_credentials, lint_warnings=plan.warnings,
-        attempts=attempts,
+        attempts=attempts, skill_installed=plan.install_skill,
         started_at=attempts[0].started_at if attempts else None,
     )
 
@@ -264,7 +264,8 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
     doc_test = plan.case.doc_test and plan.runtime == "literal"
     j = judge(assertions.assertions, changes, checks, verdicts, plan.case.pass_threshold,
               graded.error, errors, probe, run_status=execution.result.status,
-              run_text=execution.result.final_text, doc_test=doc_test)
+              run_text=execution.result.final_text, doc_test=doc_test,
+              skill_installed=plan.install_skill)
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(

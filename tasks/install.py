@@ -40,7 +40,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
             log_path: Path, sandbox: Sandbox | None = None) -> Workspace:
     """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
-                           plan.case.files, config_dirs)
+                           plan.case.files, config_dirs, plan.install_skill)
     env = tool_env(plan, ws, credentials)
     redactor = Redactor(credentials)
     log: list[str] = []

@@ -13,10 +13,11 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                grader_model: str | None = None, api_base: str | None = None,
                output_cap: int = 16_000, keep_workspace: bool = False,
                runtime_options: dict[str, dict[str, Any]] | None = None,
-               recordings: dict[str, str] | None = None, sandbox: str = "auto"
-               ) -> list[CasePlan]:
+               recordings: dict[str, str] | None = None, sandbox: str = "auto",
+               install_skill: bool = True) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
-    case folder) makes each plan reuse that case's assertions (regrade)."""
+    case folder, or ``skill/case#epoch`` for one epoch) makes each plan reuse that case's
+    assertions (regrade, uplift); ``install_skill`` False plans uplift's without-skill arm."""
     plans = []
     for ex in examined:
         if not ex.valid:
@@ -31,13 +32,16 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                         runtime_options=(runtime_options or {}).get(rt, {}), epoch=epoch,
                         model=model, grader_model=grader_model, api_base=api_base,
                         output_cap=output_cap, keep_workspace=keep_workspace, sandbox=sandbox,
-                        workspace_root=workspace_root,
-                        assertions_from=_recorded(recordings, ex.skill.name, case.id)))
+                        workspace_root=workspace_root, install_skill=install_skill,
+                        assertions_from=_recorded(recordings, ex.skill.name, case.id, epoch)))
     return plans
 
 
-def _recorded(recordings: dict[str, str] | None, skill: str, case: str) -> Path | None:
-    if not recordings or f"{skill}/{case}" not in recordings:
+def _recorded(recordings: dict[str, str] | None, skill: str, case: str,
+              epoch: int | None = None) -> Path | None:
+    key = next((k for k in (f"{skill}/{case}#{epoch}", f"{skill}/{case}")
+                if recordings and k in recordings), None)
+    if key is None:
         return None
-    p = Path(recordings[f"{skill}/{case}"]) / "assertions.json"
+    p = Path(recordings[key]) / "assertions.json"
     return p if p.is_file() else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from aeval.artifacts import FixSuggestions, Grading, RunManifest
+from aeval.artifacts import FixSuggestions, Grading, RunManifest, UpliftReport
 from aeval.store import read_model
 
 STYLE = """
@@ -17,6 +17,7 @@ width:100%} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;verti
 th{background:#f6f8fa} .pass{color:#1a7f37} .fail{color:#cf222e} .error{color:#9a6700}
 .invalid{color:#8250df} pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap}
 .gate{padding:8px 12px;border-radius:6px;background:#f6f8fa;display:inline-block}
+.flag{color:#cf222e;font-weight:600}
 """
 
 
@@ -86,5 +87,52 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
                 out.append(f"<p><b>{x.level}</b> {escape(x.path)}:{x.start_line}-{x.end_line}"
                            f" (grounded in {escape(x.grounded_in)}): {escape(x.rationale)}</p>"
                            f"<pre>- {escape(x.original)}\n+ {escape(x.replacement)}</pre>")
+    if (run_dir / "uplift.json").is_file():
+        out += uplift_section(read_model(run_dir / "uplift.json", UpliftReport))
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _signed(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.0%}"
+
+
+def uplift_section(report: UpliftReport) -> list[str]:
+    """The Uplift section (`aeval uplift`, in the with-skill run's report): per skill and
+    case, pass rates with and without the skill, the paired difference with its interval,
+    the exact McNemar p, tokens and wall time; a negative uplift is flagged."""
+    out = [f"<h2 id='uplift'>Uplift: with the skill vs without ({escape(report.uplift_id)})</h2>",
+           f"<p>Each case ran {report.epochs} time(s) with the skill installed (this run) and "
+           f"as often without it (<a href='../{escape(report.without_run)}/report.html'>"
+           f"{escape(report.without_run)}</a>): same prompt, case files and assertions. "
+           "Uplift = pass rate with minus without, over the pairs where both runs passed or "
+           "failed; 95% interval: Newcombe's hybrid score interval for paired proportions; "
+           f"p: exact McNemar test (significant below {report.alpha:g}).</p>"]
+    if report.gate:
+        out.append(f"<p class='gate'>exit {report.gate.exit_code}: "
+                   f"{escape(report.gate.reason)}</p>")
+    out.append("<table><tr><th>skill</th><th>runtime</th><th>case</th><th>pairs</th>"
+               "<th>pass with</th><th>pass without</th><th>uplift</th><th>95% CI</th>"
+               "<th>McNemar p</th><th>tokens with / without</th><th>wall with / without (s)"
+               "</th><th>verdict</th></tr>")
+    for sk in report.skills:
+        for case, st in [("all cases", sk.stats), *((c.case_id, c.stats) for c in sk.cases)]:
+            ci = "–" if st.ci_low is None else f"{st.ci_low:+.0%} to {st.ci_high:+.0%}"
+            verdict = (f"<span class='flag'>{st.verdict}: negative uplift</span>"
+                       if st.flagged else escape(st.verdict))
+            excluded = f" (+{st.excluded} excluded)" if st.excluded else ""
+            tokens = " / ".join("–" if t is None else f"{t:.0f}" for t in (
+                st.with_skill.mean_tokens, st.without_skill.mean_tokens))
+            wall = " / ".join("–" if t is None else f"{t:.1f}" for t in (
+                st.with_skill.mean_wall_s, st.without_skill.mean_wall_s))
+            out.append(
+                f"<tr><td>{escape(sk.skill)}</td><td>{escape(sk.runtime)}</td>"
+                f"<td>{'<b>' + escape(case) + '</b>' if case == 'all cases' else escape(case)}"
+                f"</td><td>{st.pairs}{excluded}</td>"
+                f"<td>{_pct(st.with_skill.pass_rate)} ({st.with_skill.passed}/{st.pairs})</td>"
+                f"<td>{_pct(st.without_skill.pass_rate)} ({st.without_skill.passed}/"
+                f"{st.pairs})</td><td>{_signed(st.uplift)}</td><td>{ci}</td>"
+                f"<td>{'–' if st.mcnemar_p is None else f'{st.mcnemar_p:.3g}'}</td>"
+                f"<td>{tokens}</td><td>{wall}</td><td>{verdict}</td></tr>")
+    out.append("</table>")
+    return out

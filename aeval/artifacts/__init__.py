@@ -54,6 +54,15 @@ from aeval.artifacts.grading import (
     SelfCorrection,
     Timing,
 )
+from aeval.artifacts.uplift import (
+    ArmStats,
+    CaseUplift,
+    PairOutcome,
+    SkillUplift,
+    UpliftGate,
+    UpliftReport,
+    UpliftStats,
+)
 from aeval.contract import EvalConfig
 from aeval.events import EVENT_ADAPTER
 
@@ -74,6 +83,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "baselines": Baselines,
     "compare": CompareReport,
     "regrade": RegradeReport,
+    "uplift": UpliftReport,
 }
 # artifact file name -> schema name, for validation of a run folder
 FILE_SCHEMAS = {
@@ -90,6 +100,7 @@ FILE_SCHEMAS = {
     "baselines.json": "baselines",
     "compare.json": "compare",
     "regrade.json": "regrade",
+    "uplift.json": "uplift",
 }
 
 
@@ -114,6 +125,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AnalysisNote",
     "AnalysisNotes",
+    "ArmStats",
     "AssertionDelta",
     "AssertionSpec",
     "AssertionsFile",
@@ -122,6 +134,7 @@ __all__ = [
     "Baselines",
     "Benchmark",
     "CaseResult",
+    "CaseUplift",
     "ChangeMade",
     "Claim",
     "CompareReport",
@@ -142,6 +155,7 @@ __all__ = [
     "Grading",
     "GradingSummary",
     "MultiEvalReport",
+    "PairOutcome",
     "ProbeResult",
     "RateStats",
     "RegradeReport",
@@ -150,8 +164,12 @@ __all__ = [
     "RunManifest",
     "SelfCorrection",
     "SkillResult",
+    "SkillUplift",
     "SuggesterAnswer",
     "SuggesterItem",
     "Timing",
+    "UpliftGate",
+    "UpliftReport",
+    "UpliftStats",
     "json_schema",
 ]

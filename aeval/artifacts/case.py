@@ -101,6 +101,9 @@ class EvalMetadata(Artifact):
     expected_outcome: str
     required_credentials: list[str] = Field(description="Names only; values never stored.")
     lint_warnings: list[str] = Field(default_factory=list)
+    skill_installed: bool = Field(True, description="False: uplift's without-skill arm (the "
+                                                    "skill was not installed; $SKILL_DIR was "
+                                                    "an empty folder).")
     attempts: list[AttemptRecord] = Field(default_factory=list)
     status: CaseStatus | None = Field(None, description="Filled after grading.")
     usage: Usage = Field(default_factory=Usage, description="Executor tokens of the graded "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aeval.artifacts import ChangeMade, GraderVerdict
+from aeval.artifacts import ChangeMade, FirstAttemptError, GraderVerdict, ProbeResult
 from aeval.artifacts.case import AssertionSpec
 from aeval.checks import CheckOutcome
 from aeval.contract import FileExists
@@ -114,3 +114,63 @@ def test_ungraded_evidence_says_why():
 def test_the_reason_counts_ungraded_beside_the_verdict():
     j = judge([CHECK, NL, S1], [], {"A1": ok()}, {}, 1.0)
     assert j.status == "pass" and "1 ungraded" in j.reason
+
+
+S2 = AssertionSpec(id="S2", text="Every command the skill documents worked when the executor "
+                               "ran it", kind="structural", source="structural")
+DOCUMENTED_FAILED = FirstAttemptError(seq=5, tool="bash", exit_code=1, command="python3 run.py "
+                                      "segment_train", excerpt="KeyError: 'segment_train'",
+                                      documented="scripts/run.py segment_train")
+S3 = AssertionSpec(id="S3", text="The documented workflow (the case's steps) runs as written",
+                   kind="structural", source="structural")
+PROBE_FAILED = ProbeResult(status="failed", evidence="step 1 exited 1: KeyError")
+
+# Without the skill installed (uplift's without-skill arm), only the assertions count:
+# (rule, assertions, changes, errors, probe, checks, verdicts, threshold, grader_error,
+#  run_status, doc_test, expected status, expected verdicts by id)
+WITHOUT_SKILL = [
+    ("the assertions pass: pass, and no structural assertion is listed", [CHECK, S1, S2], [],
+     [], None, {"A1": ok()}, {}, 1.0, None, "completed", False, "pass", {"A1": "passed"}),
+    ("a file written where $SKILL_DIR points is not a skill edit", [CHECK, S1], [EDIT], [],
+     None, {"A1": ok()}, {}, 1.0, None, "completed", False, "pass", {"A1": "passed"}),
+    ("a failed command matching the skill's docs is not S2", [CHECK, S1, S2], [],
+     [DOCUMENTED_FAILED], None, {"A1": ok()}, {}, 1.0, None, "completed", False, "pass",
+     {"A1": "passed"}),
+    ("a failed probe does not apply", [CHECK, S1, S3], [], [], PROBE_FAILED, {"A1": ok()}, {},
+     1.0, None, "completed", False, "pass", {"A1": "passed"}),
+    ("a failed assertion fails", [CHECK, NL, S1], [], [], None, {"A1": bad()}, {"A2": says()},
+     1.0, None, "completed", False, "fail", {"A1": "failed", "A2": "passed"}),
+    ("the threshold still decides", [CHECK, NL, S1], [], [], None, {"A1": bad()},
+     {"A2": says()}, 0.5, None, "completed", False, "pass", {"A1": "failed", "A2": "passed"}),
+    ("a correction the grader saw still fails the first attempt", [NL, S1], [], [], None, {},
+     {"A2": says(corrected=True)}, 1.0, None, "completed", False, "fail", {"A2": "failed"}),
+    ("nothing graded is still error", [NL, S1], [], [], None, {}, {}, 1.0, None, "completed",
+     False, "error", {"A2": "ungraded"}),
+    ("a broken grader still turns a would-be pass into error", [CHECK, NL, S1], [], [], None,
+     {"A1": ok()}, {}, 1.0, "grader model failed: 503", "completed", False, "error",
+     {"A1": "passed", "A2": "ungraded"}),
+    ("untested stays untested", [CHECK, S1], [], [], None, {"A1": bad()}, {}, 1.0, None,
+     "untested", False, "untested", {"A1": "failed"}),
+    ("the doc-test rule does not apply", [CHECK, S1], [], [], None, {"A1": bad()}, {}, 1.0,
+     None, "failed", True, "fail", {"A1": "failed"}),
+]
+
+
+@pytest.mark.parametrize(("rule", "specs", "changes", "errors", "probe", "checks", "verdicts",
+                          "threshold", "grader_error", "run_status", "doc_test", "status",
+                          "by_id"), WITHOUT_SKILL, ids=[r[0] for r in WITHOUT_SKILL])
+def test_rule_without_the_skill(rule, specs, changes, errors, probe, checks, verdicts,
+                                threshold, grader_error, run_status, doc_test, status, by_id):
+    j = judge(specs, changes, checks, verdicts, threshold, grader_error, errors, probe,
+              run_status=run_status, doc_test=doc_test, skill_installed=False)
+    assert j.status == status, j.reason
+    assert {e.id: e.status for e in j.expectations} == by_id
+
+
+def test_the_same_inputs_with_the_skill_fail_on_the_skill_rules():
+    """The rows above differ from a normal run only by skill_installed."""
+    assert judge([CHECK, S1], [EDIT], {"A1": ok()}, {}, 1.0).status == "fail"
+    assert judge([CHECK, S1, S2], [], {"A1": ok()}, {}, 1.0, None,
+                 [DOCUMENTED_FAILED]).status == "fail"
+    assert judge([CHECK, S1, S3], [], {"A1": ok()}, {}, 1.0, None, [],
+                 PROBE_FAILED).status == "fail"

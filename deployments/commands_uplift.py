@@ -1,0 +1,155 @@
+"""`aeval uplift`: does the skill help? Every case with and without the skill, paired.
+
+Exit codes (first match wins): 1 a skill's uplift is significantly negative (the agent does
+worse with it: McNemar p < 0.05); 2 a usage error or an invalid skill; 4 aeval failed on a
+case of either arm (internal); 3 an environment error excluded a pair; 0 otherwise (a
+negative uplift that is not significant is flagged, not failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
+from aeval.deployments.console import make_console, prefect_env, progress_logging
+
+NOT_AGENTS = ("literal", "replay")
+EPILOG = """exit codes of `aeval uplift` (first match wins):
+  1  a skill's uplift is significantly negative (exact McNemar p < 0.05)
+  2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
+  4  internal error (aeval failed on a case of either arm, or itself)
+  3  an environment error excluded a pair (retry)
+  0  otherwise; a negative uplift that is not significant is flagged, not failed
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The `uplift` subcommand."""
+    u = sub.add_parser(
+        "uplift", help="does the skill help? every case with and without it, paired",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run every case of the skills at PATH with the skill installed and "
+        "without it (same prompt, case files and assertions; --epochs runs each), then report "
+        "per case and per skill: pass rates with and without, the paired difference with a "
+        "95%% interval, an exact McNemar test, tokens and wall time (uplift.json and a section "
+        "in the with-skill run's report.html).")
+    u.add_argument("paths", nargs="+", metavar="PATH",
+                   help="skill folders or marketplace roots")
+    u.add_argument("--runtime", action="append", metavar="NAME",
+                   help="agent runtime (repeatable; default builtin; not literal or replay)")
+    u.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    u.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
+                                          "executor model)")
+    u.add_argument("--no-grader", action="store_true",
+                   help="no grader model: natural-language assertions stay ungraded")
+    u.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    u.add_argument("--epochs", type=int, default=3,
+                   help="runs of each case in each arm (default 3)")
+    u.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    u.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    u.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each attempt's workspace for debugging")
+    u.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a case starts (as for run) "
+                        "[AEVAL_SANDBOX]")
+    u.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    u.add_argument("-v", "--verbose", action="store_true",
+                   help="show Prefect's own logs, and the traceback of an internal error")
+    u.set_defaults(func=cmd_uplift)
+
+
+def usage(message: str) -> int:
+    print(f"aeval uplift: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def cmd_uplift(args: argparse.Namespace) -> int:
+    for p in args.paths:
+        if not Path(p).exists():
+            return usage(f"{p}: no such file or folder")
+    if args.epochs < 1:
+        return usage("--epochs must be at least 1")
+    if args.concurrency is not None and args.concurrency < 1:
+        return usage("--concurrency must be at least 1")
+    runtimes = args.runtime or ["builtin"]
+    if bad := [r for r in runtimes if r in NOT_AGENTS]:
+        return usage(f"--runtime {bad[0]}: uplift needs an agent runtime (builtin, "
+                     "claude-code, codex, opencode): without a model nothing chooses whether "
+                     "to use the skill")
+    from aeval.settings import Settings
+
+    settings = Settings()
+    model = args.model or settings.model
+    if not model:
+        return usage("an agent runtime needs --model (or AEVAL_MODEL)")
+    from aeval.skill import find_skill_roots
+
+    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    if not roots:
+        return usage(f"no SKILL.md found under {', '.join(args.paths)}")
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    if sandbox is None:
+        return EXIT_USAGE
+
+    from aeval.requests import UpliftRequest
+    from aeval.store import new_run_id
+
+    request = UpliftRequest(
+        paths=[str(p) for p in args.paths], skill_roots=[str(r) for r in roots],
+        runtimes=runtimes, model=model, grader_model=None if args.no_grader else (
+            args.grader_model or settings.grader_model or model),
+        api_base=args.api_base or settings.api_base, store=str(args.out or settings.home),
+        uplift_id=new_run_id(), epochs=args.epochs,
+        concurrency=args.concurrency or settings.concurrency, retries=settings.retries,
+        retry_delay_s=settings.retry_delay_s,
+        keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
+        output_cap=settings.output_cap)
+    from aeval.flows.runners import start_embedded_server
+    from aeval.flows.uplift import uplift
+
+    prefetch_model_client()
+    start_embedded_server()  # before any flow: with a scrubbed environment
+    report = uplift(request)
+    print_uplift(report, Path(request.store))
+    assert report.gate is not None
+    return report.gate.exit_code
+
+
+def print_uplift(report, store: Path) -> None:
+    """The uplift table, the flagged skills, where the files are, the exit line."""
+    from aeval.tasks.uplift import TABLE_COLUMNS, table_rows
+    from rich.markup import escape
+    from rich.table import Table
+
+    from aeval.store import RunStore
+
+    console = make_console()
+    table = Table(title=f"aeval uplift {report.uplift_id} ({report.epochs} epoch(s) per arm)",
+                  title_justify="left")
+    for col in TABLE_COLUMNS:
+        table.add_column(col, overflow="fold")
+    for row in table_rows(report):
+        flag = row["verdict"].endswith(", flagged")
+        table.add_row(*(escape(row[c]) if not (flag and c == "verdict")
+                        else f"[red]{escape(row[c])}[/]" for c in TABLE_COLUMNS))
+    console.print(table)
+    for name in report.invalid:
+        console.print(f"[magenta]{escape(name)}[/]: invalid (see the with-skill run)")
+    for s in report.skills:
+        if s.stats.flagged:
+            st = s.stats
+            console.print(
+                f"[red]{escape(f'negative uplift: {s.skill} [{s.runtime}]')}[/]: "
+                f"{st.with_skill.passed}/{st.pairs} pass with the skill, "
+                f"{st.without_skill.passed}/{st.pairs} without (p = {st.mcnemar_p:.3g})")
+    runs = RunStore(store)
+    console.print(f"\nuplift.json: {runs.run_dir(report.with_run) / 'uplift.json'}")
+    console.print(f"runs: {runs.run_dir(report.with_run)} (with the skill), "
+                  f"{runs.run_dir(report.without_run)} (without)")
+    g = report.gate
+    console.print(f"exit {g.exit_code}: {escape(g.reason)}")
