@@ -15,8 +15,9 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                runtime_options: dict[str, dict[str, Any]] | None = None,
                recordings: dict[str, str] | None = None, sandbox: str = "auto"
                ) -> list[CasePlan]:
-    """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
-    case folder) makes each plan reuse that case's assertions (regrade)."""
+    """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` or
+    ``skill/case#epoch`` -> recorded case folder) makes each plan reuse that case's
+    assertions (regrade)."""
     plans = []
     for ex in examined:
         if not ex.valid:
@@ -32,12 +33,16 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                         model=model, grader_model=grader_model, api_base=api_base,
                         output_cap=output_cap, keep_workspace=keep_workspace, sandbox=sandbox,
                         workspace_root=workspace_root,
-                        assertions_from=_recorded(recordings, ex.skill.name, case.id)))
+                        assertions_from=_recorded(recordings, ex.skill.name, case.id,
+                                                  epoch)))
     return plans
 
 
-def _recorded(recordings: dict[str, str] | None, skill: str, case: str) -> Path | None:
-    if not recordings or f"{skill}/{case}" not in recordings:
+def _recorded(recordings: dict[str, str] | None, skill: str, case: str,
+              epoch: int | None = None) -> Path | None:
+    key = next((k for k in (f"{skill}/{case}#{epoch}", f"{skill}/{case}")
+                if k in (recordings or {})), None)
+    if key is None:
         return None
-    p = Path(recordings[f"{skill}/{case}"]) / "assertions.json"
+    p = Path(recordings[key]) / "assertions.json"
     return p if p.is_file() else None
