@@ -14,7 +14,7 @@ from aeval.tasks.compare import COLUMNS
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES, ROOT
 from tests.integration.test_builtin_runtime import EDITS_SKILL
-from tests.integration.test_grade_and_suggest import CASE, NO_EXTRA, grader
+from tests.integration.test_grade_and_suggest import ALL_PASS, CASE, NO_EXTRA, grader
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -198,6 +198,35 @@ def test_regrade_every_epoch_with_two_graders_reports_agreement_and_kappa(tmp_pa
                        / "assertions.json").read_text())
     assert json.loads((regraded / "segmentation" / "replay" / "train" / "epoch-2"
                        / "assertions.json").read_text())["sha256"] == same["sha256"]
+
+
+def test_regrade_with_one_grader_that_agrees_everywhere_has_no_kappa(tmp_path, capsys):
+    """One --grader-model still works on a one-epoch run; when every verdict is `passed`,
+    agreement is 100 % and kappa is undefined: null with the reason, not NaN."""
+    skill = tmp_path / "mp" / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", skill)
+    (skill / "eval.config").write_text(json.dumps({"evals": [CASE]}))
+    store = tmp_path / "s"
+    with ScriptedModelServer([NO_EXTRA, grader("grader", ALL_PASS), EDITS_SKILL]) as srv:
+        assert main(["run", str(skill), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(store), "-q"]) == 1
+    (source,) = (store / "runs").iterdir()
+    with ScriptedModelServer([grader("lenient", ALL_PASS)]) as srv:
+        assert main(["regrade", source.name, "--grader-model", "openai/lenient", "--api-base",
+                     srv.base_url_openai, "--out", str(store), "-q"]) == 0
+        assert [r.script for r in srv.requests].count("lenient") == 1
+    (report_path,) = source.glob("regrade-*.json")
+    report = json.loads(report_path.read_text())
+    assert report["epochs"] == 1 and report["among_graders"] is None
+    overall = report["overall"]
+    assert (overall["raters"], overall["items"], overall["rate"], overall["method"]) == (
+        ["original", "openai/lenient"], 1, 1.0, "cohen")
+    assert overall["kappa"] is None and "chance agreement is 1" in overall["kappa_note"]
+    assert report["pairs"] == [overall] and report["disagreements"] == []
+    (a3,) = [v for v in report["assertions"] if v["counted"]]
+    assert (a3["epoch"], a3["assertion_id"], a3["agree"]) == (None, "A3", True)
+    assert "| all: original, openai/lenient | 1 | 1 | 100% | – | every verdict is 'passed'" \
+        in capsys.readouterr().out
 
 
 def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, capsys):
