@@ -131,8 +131,7 @@ def grader_problem(g: Grading) -> str | None:
 class _Collector:
     """Verdicts of every rater, keyed by skill / runtime / case / epoch / assertion id."""
 
-    def __init__(self, raters: list[str]):
-        self.raters = raters
+    def __init__(self) -> None:
         self.items: dict[_Key, AssertionVerdicts] = {}
         self.summaries: dict[str, RaterSummary] = {}
         self.tiers: dict[tuple[str, str, str, int, int], dict[str, set[str]]] = {}
@@ -180,7 +179,7 @@ def agreement_report(source: Path, regrade_id: str, grader_models: list[str],
     model, runtime, reason) for a grader whose whole re-grade run failed."""
     src = read_model(source / "run.json", RunManifest)
     raters = [ORIGINAL, *grader_models]
-    col = _Collector(raters)
+    col = _Collector()
     col.summary(ORIGINAL, src.grader_model).runs.append(src.run_id)
     for m in grader_models:
         col.summary(m, m)
