@@ -29,14 +29,16 @@ class ReplayRuntime:
         return "aeval"
 
     def __init__(self, recordings: dict[str, Path] | None = None):
-        """``recordings`` maps a case id (or ``skill/case``) to its recorded case folder."""
+        """``recordings`` maps a case id, ``skill/case`` or ``skill/case#epoch`` to its
+        recorded case folder (the epoch-specific key wins)."""
         self.recordings = {k: Path(v) for k, v in (recordings or {}).items()}
 
     def check_available(self) -> None:
         return None
 
     def _recording(self, request: RunRequest) -> Path:
-        for key in (f"{request.skill_name}/{request.case_id}", request.case_id):
+        case = f"{request.skill_name}/{request.case_id}"
+        for key in (f"{case}#{request.epoch}", case, request.case_id):
             if key in self.recordings:
                 return self.recordings[key]
         raise RuntimeUnavailable(f"no recording for {request.skill_name}/{request.case_id}")

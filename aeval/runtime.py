@@ -45,6 +45,7 @@ class RunRequest(BaseModel):
 
     prompt: str
     case_id: str
+    epoch: int | None = Field(None, description="The case's epoch; None in a one-epoch run.")
     workspace: Path = Field(description="Working directory: the workspace root.")
     home: Path = Field(description="An empty, private HOME for this attempt (outside workspace).")
     skill_name: str

@@ -125,13 +125,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_quiet_verbose(c)
     c.set_defaults(func=cmd_compare)
 
-    rg = sub.add_parser("regrade", help="re-grade a run's transcripts with another grader",
-                        description="Replay every case of RUN (events, outputs, skill edits) "
-                        "with its recorded assertions, grade with --grader-model, and report "
-                        "per-assertion disagreement with the original grader.")
+    rg = sub.add_parser("regrade", help="re-grade a run's transcripts with other graders: "
+                                        "agreement and kappa",
+                        description="Replay every case and epoch of RUN (events, outputs, skill "
+                        "edits) with its recorded assertions, grade it with each --grader-model, "
+                        "and report every grader's verdicts beside the original's: raw "
+                        "agreement, Cohen's kappa per pair, Fleiss' kappa across all, causal "
+                        "share per grader, and the assertions they disagree on "
+                        "(regrade-<id>.json in RUN's folder).")
     rg.add_argument("run", metavar="RUN", help="run id, run folder, or latest")
-    rg.add_argument("--grader-model", required=True,
-                    help="the grader model to re-grade with (litellm string)")
+    rg.add_argument("--grader-model", required=True, action="append", metavar="MODEL",
+                    help="a grader model to re-grade with (litellm string); repeatable")
     rg.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
     rg.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     _add_quiet_verbose(rg)

@@ -278,16 +278,12 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     start_early()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.regrade import regrade
     from aeval.flows.runners import start_embedded_server
+    from aeval.tasks.compare import render_regrade
 
     start_embedded_server()
-    report = regrade(run=str(source), grader_model=args.grader_model, store=str(store),
+    report = regrade(run=str(source), grader_models=args.grader_model, store=str(store),
                      api_base=args.api_base or settings.api_base)
-    rate = "–" if report.agreement_rate is None else f"{report.agreement_rate:.0%}"
-    print(f"regrade of {report.source_run} with {report.grader_model} (original grader: "
-          f"{report.original_grader or 'none'}): {report.agreements}/{report.compared} "
-          f"assertions agree ({rate})")
-    for d in report.disagreements:
-        print(f"  {d.skill}/{d.case_id} [{d.runtime}] {d.assertion_id}: {d.original} -> "
-              f"{d.regraded}  {d.text}")
+    print(render_regrade(report))
     print(f"regraded runs: {', '.join(report.regrade_runs)}")
+    print(f"report: {source / f'regrade-{report.regrade_id}.json'}")
     return 0

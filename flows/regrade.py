@@ -1,4 +1,5 @@
-"""Re-grade recorded transcripts with another grader model, through the replay runtime."""
+"""Re-grade every epoch of a recorded run with one or more grader models, through the replay
+runtime, and report how far the graders (and the original) agree."""
 
 from __future__ import annotations
 
@@ -13,26 +14,36 @@ from aeval.requests import EvalRequest
 from aeval.store import RunStore, new_run_id, read_model
 
 
+def recordings_of(source: Path, src: RunManifest, runtime: str) -> dict[str, str]:
+    """``skill/case`` (``skill/case#epoch`` with epochs) -> the recorded case folder."""
+    return {f"{s.name}/{c.case_id}" + (f"#{c.epoch}" if c.epoch is not None else ""):
+            str(source / c.dir) for s in src.skills for c in s.cases if c.runtime == runtime}
+
+
 @flow(name="aeval-regrade", flow_run_name="regrade {run}", validate_parameters=False)
-def regrade(run: str, grader_model: str, store: str = ".aeval",
+def regrade(run: str, grader_models: list[str], store: str = ".aeval",
             api_base: str | None = None) -> RegradeReport:
-    """Replay every case of ``run`` (events, outputs, skill edits) with its recorded
-    assertions, grade it with ``grader_model``, and report where the graders disagree."""
+    """Replay every case and epoch of ``run`` (events, outputs, skill edits) with its
+    recorded assertions, grade it with each of ``grader_models``, and report per-assertion
+    verdicts, agreement and kappa. A grader whose re-grade run fails is recorded as that
+    grader's error; the others still report."""
     source = RunStore(Path(store)).resolve(run)
     src = read_model(source / "run.json", RunManifest)
     new_id = new_run_id()
-    regraded = []
-    for runtime in src.runtimes:
-        recordings = {}
-        for s in src.skills:
-            for c in s.cases:
-                if c.runtime == runtime and c.epoch in (None, 1):
-                    recordings[f"{s.name}/{c.case_id}"] = str(source / c.dir)
-        run_id = f"{new_id}-{runtime}"
-        evaluate(EvalRequest(
-            paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,
-            grader_model=grader_model, api_base=api_base, skill_roots=src.skill_roots,
-            runtime_options={"replay": {"recordings": recordings}}, recordings=recordings,
-            retries=0))
-        regraded.append((runtime, str(RunStore(Path(store)).run_dir(run_id))))
-    return write_regrade(source, regraded, grader_model, source / f"regrade-{new_id}.json")
+    models = list(dict.fromkeys(grader_models))
+    regraded, failures = [], []
+    for i, model in enumerate(models, 1):
+        for runtime in src.runtimes:
+            recordings = recordings_of(source, src, runtime)
+            run_id = f"{new_id}-g{i}-{runtime}"
+            try:
+                evaluate(EvalRequest(
+                    paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,
+                    epochs=src.epochs, grader_model=model, api_base=api_base,
+                    skill_roots=src.skill_roots, recordings=recordings, retries=0,
+                    runtime_options={"replay": {"recordings": recordings}}))
+            except Exception as exc:  # this grader's error; the other graders still report
+                failures.append((model, runtime, f"{type(exc).__name__}: {exc}"))
+                continue
+            regraded.append((model, runtime, str(RunStore(Path(store)).run_dir(run_id))))
+    return write_regrade(source, new_id, models, regraded, failures)

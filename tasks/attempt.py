@@ -124,7 +124,8 @@ class Attempt:
         self.clock_start = recorder.clock_start
         raw = self.dir / "raw.jsonl"
         request = RunRequest(
-            prompt=plan.case.prompt, case_id=plan.case.id, workspace=ws.path, home=ws.home,
+            prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
+            home=ws.home,
             skill_name=plan.skill.name, skill_description=plan.skill.description,
             skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
             env=tool_env(plan, ws, credentials), steps=plan.case.steps,

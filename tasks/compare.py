@@ -1,4 +1,5 @@
-"""Cross-run reports: the runtime comparison table and grader disagreement on a regrade."""
+"""Cross-run reports: the runtime comparison table, and on a regrade every grader's verdicts
+and their agreement (aeval/agreement.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from aeval.agreement import agreement, columns, pairwise
 from aeval.artifacts import (
+    Agreement,
+    AssertionVerdicts,
+    CaseResult,
     CompareReport,
     CompareRow,
-    Disagreement,
     FixSuggestions,
     Grading,
+    RaterError,
+    RaterSummary,
+    RaterVerdict,
     RegradeReport,
     RunManifest,
+    TierDifference,
 )
 from aeval.events import Usage
 from aeval.store import atomic_write_text, read_model, write_model
@@ -92,43 +100,230 @@ def write_compare(out_dir: Path, compare_id: str, paths: list[str],
     return report
 
 
-def disagreements(source: Path, regraded: list[tuple[str, Path]], grader_model: str
-                  ) -> RegradeReport:
-    """Per-assertion first-attempt status, original grader vs the new one."""
+ORIGINAL = "original"
+AGREEMENT_COLUMNS = ("raters", "assertions", "agree", "rate", "kappa", "note")
+KAPPA_NAMES = {"cohen": "Cohen's kappa", "fleiss": "Fleiss' kappa"}
+RATER_COLUMNS = ("rater", "judged", "passed", "errors", "LV1", "LV2", "causal share")
+_Key = tuple[str, str, str, int, str]
+
+
+def regraded_dir(case_dir: str, runtime: str) -> str:
+    """A source case folder (`skill/runtime/case[/epoch-N]`) as the replay run names it."""
+    parts = list(Path(case_dir).parts)
+    if len(parts) > 1 and parts[1] == runtime:
+        parts[1] = "replay"
+    return "/".join(parts)
+
+
+def grader_problem(g: Grading) -> str | None:
+    """Why this grading holds no grader verdicts on its natural-language assertions: the
+    grader model failed or answered out of protocol (an error of that grader, not a
+    disagreement), or the case itself ended in error."""
+    ungraded = [e for e in g.expectations
+                if e.kind == "natural_language" and e.status == "ungraded"]
+    if ungraded:
+        return ungraded[0].evidence[:300]
+    if g.status == "error":
+        return g.status_reason[:300]
+    return None
+
+
+class _Collector:
+    """Verdicts of every rater, keyed by skill / runtime / case / epoch / assertion id."""
+
+    def __init__(self) -> None:
+        self.items: dict[_Key, AssertionVerdicts] = {}
+        self.summaries: dict[str, RaterSummary] = {}
+        self.tiers: dict[tuple[str, str, str, int, int], dict[str, set[str]]] = {}
+
+    def summary(self, rater: str, model: str | None) -> RaterSummary:
+        return self.summaries.setdefault(rater, RaterSummary(
+            rater=rater, model=model, runs=[], judged=0, passed=0, lv1=0, lv2=0,
+            causal_share=None))
+
+    def grading(self, rater: str, path: Path, skill: str, c: CaseResult) -> None:
+        where = {"skill": skill, "runtime": c.runtime, "case_id": c.case_id, "epoch": c.epoch}
+        if not path.is_file():
+            self.summaries[rater].errors.append(RaterError(
+                **where, reason="no grading.json: the case did not finish"))
+            return
+        g = read_model(path, Grading)
+        problem = grader_problem(g)
+        if problem:
+            self.summaries[rater].errors.append(RaterError(**where, reason=problem))
+        for e in g.expectations:
+            key = (skill, c.runtime, c.case_id, c.epoch or 0, e.id)
+            item = self.items.setdefault(key, AssertionVerdicts(
+                **where, assertion_id=e.id, text=e.text, kind=e.kind,
+                counted=e.kind == "natural_language", verdicts={}, agree=None))
+            item.verdicts[rater] = RaterVerdict(
+                verdict=None if e.status == "ungraded" else e.status,
+                evidence=e.evidence.replace("\n", " ")[:300])
+
+    def suggestions(self, rater: str, path: Path, skill: str, runtime: str) -> None:
+        if not path.is_file():
+            return
+        s = self.summaries[rater]
+        for x in read_model(path, FixSuggestions).suggestions:
+            s.lv1 += x.level == "LV1"
+            s.lv2 += x.level == "LV2"
+            where = (skill, runtime, x.path, x.start_line, x.end_line)
+            self.tiers.setdefault(where, {}).setdefault(rater, set()).add(x.level)
+
+
+def agreement_report(source: Path, regrade_id: str, grader_models: list[str],
+                     regraded: list[tuple[str, str, Path]],
+                     failures: list[tuple[str, str, str]]) -> RegradeReport:
+    """Every rater's verdicts on every assertion of every epoch, and their agreement.
+    ``regraded``: (grader model, source runtime, replay run folder); ``failures``: (grader
+    model, runtime, reason) for a grader whose whole re-grade run failed."""
     src = read_model(source / "run.json", RunManifest)
-    report = RegradeReport(source_run=src.run_id, regrade_runs=[p.name for _, p in regraded],
-                           original_grader=src.grader_model, grader_model=grader_model,
-                           compared=0, agreements=0, agreement_rate=None)
-    for runtime, new_dir in regraded:
+    raters = [ORIGINAL, *grader_models]
+    col = _Collector()
+    col.summary(ORIGINAL, src.grader_model).runs.append(src.run_id)
+    for m in grader_models:
+        col.summary(m, m)
+    for s in src.skills:
+        for c in s.cases:
+            col.grading(ORIGINAL, source / c.dir / "grading.json", s.name, c)
+        for key, runtime in sorted({(Path(c.dir).parts[0], c.runtime) for c in s.cases}):
+            col.suggestions(ORIGINAL, source / key / runtime / "fix_suggestions.json", s.name,
+                            runtime)
+    for model, runtime, run_dir in regraded:
+        col.summaries[model].runs.append(run_dir.name)
         for s in src.skills:
-            for c in s.cases:
-                if c.runtime != runtime:
-                    continue
-                old_p = source / c.dir / "grading.json"
-                new_p = new_dir / c.dir.replace(f"/{runtime}/", "/replay/", 1) / "grading.json"
-                if not (old_p.is_file() and new_p.is_file()):
-                    continue
-                old = {e.id: e for e in read_model(old_p, Grading).expectations}
-                new = {e.id: e for e in read_model(new_p, Grading).expectations}
-                for aid in sorted(set(old) & set(new)):
-                    a, b = old[aid], new[aid]
-                    if a.status == "ungraded" or b.status == "ungraded":
-                        continue
-                    report.compared += 1
-                    if a.status == b.status:
-                        report.agreements += 1
-                    else:
-                        report.disagreements.append(Disagreement(
-                            skill=s.name, runtime=runtime, case_id=c.case_id, assertion_id=aid,
-                            text=a.text, original=a.status, regraded=b.status))
-    if report.compared:
-        report.agreement_rate = round(report.agreements / report.compared, 4)
-    return report
+            cases = [c for c in s.cases if c.runtime == runtime]
+            for c in cases:
+                col.grading(model, run_dir / regraded_dir(c.dir, runtime) / "grading.json",
+                            s.name, c)
+            for key in sorted({Path(c.dir).parts[0] for c in cases}):
+                col.suggestions(model, run_dir / key / "replay" / "fix_suggestions.json",
+                                s.name, runtime)
+    for model, runtime, reason in failures:
+        col.summaries[model].errors += [
+            RaterError(skill=s.name, runtime=runtime, case_id=c.case_id, epoch=c.epoch,
+                       reason=reason[:300])
+            for s in src.skills for c in s.cases if c.runtime == runtime]
+
+    items = [col.items[k] for k in sorted(col.items)]
+    for item in items:
+        item.verdicts = {r: item.verdicts.get(r, RaterVerdict(verdict=None)) for r in raters}
+        given = {v.verdict for v in item.verdicts.values() if v.verdict is not None}
+        n = sum(v.verdict is not None for v in item.verdicts.values())
+        item.agree = None if n < 2 else len(given) == 1
+    counted = [i for i in items if i.counted]
+    table = [[i.verdicts[r].verdict for r in raters] for i in counted]
+    for r in raters:
+        s = col.summaries[r]
+        s.judged = sum(i.verdicts[r].verdict is not None for i in counted)
+        s.passed = sum(i.verdicts[r].verdict == "passed" for i in counted)
+        s.causal_share = round(s.lv1 / (s.lv1 + s.lv2), 4) if s.lv1 + s.lv2 else None
+    active = [k for k, r in enumerate(raters) if col.summaries[r].judged]
+    graders = [k for k in active if k > 0]
+    tiers = [TierDifference(skill=w[0], runtime=w[1], path=w[2], start_line=w[3],
+                            end_line=w[4],
+                            levels={r: sorted(by.get(r, set())) for r in raters})
+             for w, by in sorted(col.tiers.items())
+             if len({frozenset(v) for v in by.values()}) > 1]
+    return RegradeReport(
+        source_run=src.run_id, regrade_id=regrade_id,
+        regrade_runs=[d.name for _, _, d in regraded], original_grader=src.grader_model,
+        grader_models=grader_models, epochs=src.epochs,
+        raters=[col.summaries[r] for r in raters],
+        overall=_agreement([raters[k] for k in active], columns(table, active)),
+        among_graders=(agreement([raters[k] for k in graders], columns(table, graders))
+                       if len(graders) >= 2 else None),
+        pairs=pairwise(raters, table), assertions=items,
+        disagreements=[i for i in items if i.agree is False], tier_differences=tiers)
+
+
+def _agreement(raters: list[str], table: list[list]) -> Agreement:
+    if len(raters) >= 2:
+        return agreement(raters, table)
+    return Agreement(raters=raters, items=0, agreements=0, rate=None, method="cohen",
+                     kappa=None, kappa_note="fewer than two raters gave any verdict")
+
+
+def _num(x: float | None, pct: bool = False) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.0%}" if pct else f"{x:.2f}"
+
+
+def agreement_rows(report: RegradeReport) -> list[tuple]:
+    """The agreement table: all raters, the new graders among themselves, every pair."""
+    rows = [("all: " + ", ".join(report.overall.raters), report.overall)]
+    if report.among_graders:
+        rows.append(("graders: " + ", ".join(report.among_graders.raters),
+                     report.among_graders))
+    rows += [(" vs ".join(p.raters), p) for p in report.pairs]
+    return [(label, a.items, a.agreements, a.rate, a.kappa,
+             a.kappa_note or (KAPPA_NAMES[a.method] if a.kappa is not None else ""))
+            for label, a in rows]
+
+
+def rater_rows(report: RegradeReport) -> list[tuple]:
+    return [(r.rater if r.rater != ORIGINAL else f"original ({r.model or 'no grader'})",
+             r.judged, r.passed, len(r.errors), r.lv1, r.lv2, r.causal_share)
+            for r in report.raters]
+
+
+def render_regrade(report: RegradeReport) -> str:
+    """The console view: raters, agreement, errors, disagreements, tier differences."""
+    def table(head: tuple, rows: list[tuple]) -> list[str]:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            out.append("| " + " | ".join(_cell(v) for v in r) + " |")
+        return out
+
+    lines = [f"# aeval regrade {report.source_run} ({report.epochs} epoch(s); graders: "
+             f"{', '.join(report.grader_models)}; original grader: "
+             f"{report.original_grader or 'none'})", ""]
+    lines += [*table(RATER_COLUMNS, rater_rows(report)), ""]
+    agree = [(label, n, a, _num(rate, pct=True), _num(k), note)
+             for label, n, a, rate, k, note in agreement_rows(report)]
+    lines += table(AGREEMENT_COLUMNS, agree)
+    lines += ["", "Counted: natural-language assertions (the grader model's own verdicts), "
+                  "over the ones every rater of a row judged."]
+    for r in report.raters:
+        for e in r.errors:
+            ep = f"#{e.epoch}" if e.epoch is not None else ""
+            lines.append(f"error: {r.rater}: {e.skill}/{e.case_id}{ep} [{e.runtime}]: "
+                         f"{e.reason}")
+    if report.disagreements:
+        lines += ["", "Disagreements:"]
+    for d in report.disagreements:
+        ep = f"#{d.epoch}" if d.epoch is not None else ""
+        lines.append(f"- {d.skill}/{d.case_id}{ep} [{d.runtime}] {d.assertion_id}: {d.text}")
+        for rater, v in d.verdicts.items():
+            if v.verdict is not None:
+                lines.append(f"    {rater}: {v.verdict}  {v.evidence[:160]}")
+    for td in report.tier_differences:
+        tiers = "; ".join(f"{r}: {'+'.join(v) or '–'}" for r, v in td.levels.items())
+        lines.append(f"tiers differ: {td.skill} {td.path}:{td.start_line}-{td.end_line} "
+                     f"[{td.runtime}]: {tiers}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(v: object) -> str:
+    return "–" if v is None else str(v).replace("|", "/")
 
 
 @task(name="regrade-report", cache_policy=NO_CACHE)
-def write_regrade(source: Path, regraded: list[tuple[str, Path]], grader_model: str,
-                  out: Path) -> RegradeReport:
-    report = disagreements(Path(source), [(r, Path(p)) for r, p in regraded], grader_model)
-    write_model(Path(out), report)
+def write_regrade(source: Path, regrade_id: str, grader_models: list[str],
+                  regraded: list[tuple[str, str, str]], failures: list[tuple[str, str, str]]
+                  ) -> RegradeReport:
+    """regrade-<id>.json in the source run's folder, and Prefect tables of the raters and
+    their agreement."""
+    report = agreement_report(Path(source), regrade_id, grader_models,
+                              [(m, rt, Path(d)) for m, rt, d in regraded], failures)
+    write_model(Path(source) / f"regrade-{regrade_id}.json", report)
+    key = f"regrade-{regrade_id.lower()}"
+    create_table_artifact([dict(zip(AGREEMENT_COLUMNS, r, strict=True))
+                           for r in agreement_rows(report)], key=key,
+                          description=f"aeval regrade {report.source_run}: agreement of "
+                                      f"{', '.join(report.overall.raters) or 'no raters'}")
+    create_table_artifact([dict(zip(RATER_COLUMNS, r, strict=True))
+                           for r in rater_rows(report)], key=f"{key}-raters",
+                          description=f"aeval regrade {report.source_run}: raters")
     return report

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.artifacts.case import Artifact
+from aeval.artifacts.case import Artifact, AssertionKind
 
 
 class _M(BaseModel):
@@ -37,22 +39,102 @@ class CompareReport(Artifact):
     rows: list[CompareRow]
 
 
-class Disagreement(_M):
+Verdict = Literal["passed", "failed"]
+
+
+class RaterVerdict(_M):
+    """One rater's first-attempt verdict on one assertion."""
+
+    verdict: Verdict | None = Field(
+        description="First-attempt status; None: this rater gave none (ungraded, or its grader "
+                    "failed: see the rater's errors).")
+    evidence: str = Field("", description="The rater's evidence line, shortened.")
+
+
+class AssertionVerdicts(_M):
+    """One assertion of one case epoch, as every rater judged it. Identified stably by
+    skill / runtime / case / epoch / assertion id."""
+
+    skill: str
+    runtime: str = Field(description="Runtime of the source run (the regrade replays it).")
+    case_id: str
+    epoch: int | None = Field(description="Epoch; None in a one-epoch run.")
+    assertion_id: str = Field(description="As in assertions.json and grading.json (A1, S1 ...).")
+    text: str
+    kind: AssertionKind
+    counted: bool = Field(
+        description="In the agreement statistics: a natural-language assertion, judged by the "
+                    "grader model alone. Checks and structural assertions are the same for "
+                    "every grader by construction and would only inflate agreement.")
+    verdicts: dict[str, RaterVerdict] = Field(
+        description="Rater (`original`, or a grader model) -> its verdict.")
+    agree: bool | None = Field(
+        description="Every rater with a verdict gave the same; None with fewer than two.")
+
+
+class Agreement(_M):
+    """Agreement of a set of raters over the counted assertions each of them judged."""
+
+    raters: list[str]
+    items: int = Field(description="Counted assertions every one of these raters judged.")
+    agreements: int = Field(description="Items on which all of them gave the same verdict.")
+    rate: float | None = Field(description="agreements / items; None without items.")
+    method: Literal["cohen", "fleiss"] = Field(
+        description="Cohen's kappa for two raters, Fleiss' kappa for more.")
+    kappa: float | None = Field(description="None when undefined: see kappa_note.")
+    kappa_note: str | None = Field(None, description="Why kappa is undefined, when it is.")
+
+
+class RaterError(_M):
+    """A case epoch this rater could not grade (recorded as an error, not as disagreement)."""
+
     skill: str
     runtime: str
     case_id: str
-    assertion_id: str
-    text: str
-    original: str = Field(description="First-attempt status under the original grader.")
-    regraded: str = Field(description="First-attempt status under the new grader.")
+    epoch: int | None
+    reason: str
+
+
+class RaterSummary(_M):
+    rater: str = Field(description="`original`, or the grader model.")
+    model: str | None = Field(description="The grader model (the original run's, if any).")
+    runs: list[str] = Field(description="Run ids this rater's verdicts come from.")
+    judged: int = Field(description="Counted assertions this rater gave a verdict on.")
+    passed: int = Field(description="Of those, first-attempt passes.")
+    errors: list[RaterError] = Field(default_factory=list)
+    lv1: int = Field(description="LV1 fix suggestions of its runs.")
+    lv2: int = Field(description="LV2 fix suggestions of its runs.")
+    causal_share: float | None = Field(description="LV1 / (LV1 + LV2); None without any.")
+
+
+class TierDifference(_M):
+    """The same finding (the same lines of a skill file) suggested in different tiers."""
+
+    skill: str
+    runtime: str
+    path: str
+    start_line: int
+    end_line: int
+    levels: dict[str, list[Literal["LV1", "LV2"]]] = Field(
+        description="Rater -> the tiers it gave a suggestion on these lines ([]: none).")
 
 
 class RegradeReport(Artifact):
+    """regrade-<id>.json in the source run's folder: every epoch re-graded by each grader
+    model, and how far the graders (and the original) agree."""
+
     source_run: str
-    regrade_runs: list[str]
+    regrade_id: str
+    regrade_runs: list[str] = Field(description="The replayed runs, one per grader x runtime.")
     original_grader: str | None
-    grader_model: str
-    compared: int = Field(description="Assertions graded by both.")
-    agreements: int
-    agreement_rate: float | None
-    disagreements: list[Disagreement] = Field(default_factory=list)
+    grader_models: list[str]
+    epochs: int = Field(description="Epochs of the source run; every one is re-graded.")
+    raters: list[RaterSummary] = Field(description="`original` first, then each grader.")
+    overall: Agreement = Field(description="All raters that gave any verdict.")
+    among_graders: Agreement | None = Field(
+        description="The new graders only, when there are two or more with verdicts.")
+    pairs: list[Agreement] = Field(description="Cohen's kappa for every pair of raters.")
+    assertions: list[AssertionVerdicts]
+    disagreements: list[AssertionVerdicts] = Field(
+        default_factory=list, description="The assertions on which the raters disagree.")
+    tier_differences: list[TierDifference] = Field(default_factory=list)

@@ -84,14 +84,21 @@ class Script(_Strict):
     match: str = Field(
         description="Python regex searched (re.search) in the system prompt + user text."
     )
+    model: str | None = Field(
+        None,
+        description="Python regex searched in the request's `model` field as well; None: any "
+        "model (two grader models on one server get different scripts this way).",
+    )
     turns: list[Turn] = Field(
         default_factory=list, description="Answer i goes to a request with i assistant turns."
     )
     final: str = Field("Done.", description="Text answer once the turns are used up.")
 
-    @field_validator("match")
+    @field_validator("match", "model")
     @classmethod
-    def _regex(cls, value: str) -> str:
+    def _regex(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         try:
             re.compile(value)
         except re.error as exc:
@@ -141,6 +148,8 @@ def load_script_file(path: str | Path) -> ScriptFile:
     return ScriptFile.model_validate(data)
 
 
-def select_script(scripts: list[Script], conversation: str) -> Script | None:
-    """The first script whose regex is found in ``conversation``, or None."""
-    return next((s for s in scripts if re.search(s.match, conversation)), None)
+def select_script(scripts: list[Script], conversation: str, model: str = "") -> Script | None:
+    """The first script whose regex is found in ``conversation`` (and whose ``model`` regex,
+    if any, in the requested ``model``), or None."""
+    return next((s for s in scripts if re.search(s.match, conversation)
+                 and (s.model is None or re.search(s.model, model))), None)

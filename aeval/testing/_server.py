@@ -253,7 +253,8 @@ class ScriptedModelServer:
         wire = WIRES["/v1/messages"]
         assert isinstance(wire, Messages)
         problem = wire.problem(body)
-        script = None if problem else select_script(self.scripts, wire.conversation_text(body))
+        script = None if problem else select_script(
+            self.scripts, wire.conversation_text(body), str(body.get("model") or ""))
         self._record(
             handler, t, raw, body, wire="count_tokens", script=script.name if script else None
         )
@@ -270,7 +271,8 @@ class ScriptedModelServer:
             self._record(handler, t, raw, body, wire=wire.name, stream=stream)
             handler.send_json(400, wire.error_json(400, problem))
             return
-        script = select_script(self.scripts, wire.conversation_text(body))
+        script = select_script(
+            self.scripts, wire.conversation_text(body), str(body.get("model") or ""))
         index = wire.assistant_turns(body)
         turn = script.turn(index) if script else self.default
         name = script.name if script else None

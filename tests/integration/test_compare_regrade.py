@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 
+import jsonschema
 import pytest
 from aeval.deployments.cli import main
 from aeval.tasks.compare import COLUMNS
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 from tests.integration.test_builtin_runtime import EDITS_SKILL
 from tests.integration.test_grade_and_suggest import ALL_PASS, CASE, NO_EXTRA, grader
 
@@ -52,7 +53,156 @@ def test_compare_two_models_on_the_examples_prints_every_column(tmp_path, capsys
     assert (cmp_dir / "compare.md").read_text().count("\n| ") == 4
 
 
-def test_regrade_reports_disagreement_with_the_original_grader(tmp_path, capsys):
+AGREE_CASE = {**CASE, "assertions": [
+    {"type": "file_exists", "path": "outputs/model.json"},
+    "The agent trained on the fixtures/ folder",
+    "The skill's configured action names work without modification",
+    "The final mIoU is printed",
+    "The agent says which runner action it ran"]}
+SUGGESTER_MATCH = "You are the SUGGESTER of an aeval run"
+MIOU_LINE = "Each action prints a one-line result; training prints the final mIoU."
+
+
+def suggester(name: str, model: str, level: str, grounded_in: str) -> Script:
+    """A grader model's suggester: one fix on SKILL.md line 24, in the tier given."""
+    answer = {"suggestions": [{
+        "level": level, "grounded_in": grounded_in, "path": "SKILL.md", "start_line": 24,
+        "end_line": 24, "original": MIOU_LINE,
+        "replacement": MIOU_LINE[:-1] + " and the action it ran.",
+        "rationale": "say what ran"}]}
+    return Script(name=name, match=SUGGESTER_MATCH, model=model,
+                  turns=[Turn(text=json.dumps(answer))])
+
+
+def test_regrade_every_epoch_with_two_graders_reports_agreement_and_kappa(tmp_path, capsys):
+    skill = tmp_path / "mp" / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", skill)
+    (skill / "eval.config").write_text(json.dumps({"evals": [AGREE_CASE]}))
+    store = tmp_path / "s"
+    original = {"A1": (True, False), "A2": (True, False), "A3": (True, False),
+                "A4": (True, False), "A5": (False, False)}
+    with ScriptedModelServer([NO_EXTRA, grader("grader", original), EDITS_SKILL]) as srv:
+        assert main(["run", str(skill), "--model", "openai/scripted", "--epochs", "2",
+                     "--api-base", srv.base_url_openai, "--out", str(store), "-q"]) == 1
+    (source,) = (store / "runs").iterdir()
+    # grader A: A3 passed only after a correction (a first-attempt failure), A5 failed;
+    # grader B: fails A3 and A4, passes A5. Grader "broken" answers no JSON at all; the
+    # provider does not know grader "gone" (HTTP 404, a permanent error: not retried).
+    a = grader("grader-a", {"A1": (True, False), "A2": (True, False), "A3": (True, True),
+                            "A4": (True, False), "A5": (False, False)})
+    b = grader("grader-b", {"A1": (True, False), "A2": (True, False), "A3": (False, False),
+                            "A4": (False, False), "A5": (True, False)})
+    a.model, b.model = "^grader-a$", "^grader-b$"
+    broken = Script(name="broken", match="You are the GRADER", model="^broken$",
+                    turns=[Turn(text="I think it all went fine, mostly.")],
+                    final="Still no JSON from me.")
+    gone = Script(name="gone", match="You are the GRADER", model="^gone$",
+                  turns=[Turn(fault=404, fault_times=1000, text="-")])
+    scripts = [a, b, broken, gone, suggester("suggest-a", "^grader-a$", "LV1", "train#1:A5"),
+               suggester("suggest-b", "^grader-b$", "LV2", "train#1:A4")]
+    with ScriptedModelServer(scripts) as srv:
+        assert main(["regrade", source.name, "--grader-model", "openai/grader-a",
+                     "--grader-model", "openai/grader-b", "--grader-model", "openai/broken",
+                     "--grader-model", "openai/gone",
+                     "--api-base", srv.base_url_openai, "--out", str(store), "-q"]) == 0
+        asked = [r.script for r in srv.requests]
+        # replay ran no executor against the model: only the evaluator side was asked
+        assert not [r for r in srv.requests if "You are the EXECUTOR" in json.dumps(r.body)]
+    # every epoch was graded by every grader
+    assert asked.count("grader-a") == asked.count("grader-b") == 2
+    assert asked.count("broken") >= 2 and asked.count("gone") >= 2
+
+    (report_path,) = source.glob("regrade-*.json")
+    report = json.loads(report_path.read_text())
+    schema = json.loads((ROOT / "eval_skill" / "schemas" / "regrade.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    assert report["epochs"] == 2 and report["original_grader"] == "openai/scripted"
+    assert report["grader_models"] == ["openai/grader-a", "openai/grader-b", "openai/broken",
+                                       "openai/gone"]
+    # the agreement numbers of tests/unit/test_agreement.py::test_three_raters_by_hand:
+    # original P P P F, A P F P F, B P F F P on A2..A5, in each of the two epochs
+    overall = report["overall"]
+    assert overall["raters"] == ["original", "openai/grader-a", "openai/grader-b"]
+    assert (overall["items"], overall["agreements"], overall["rate"]) == (8, 2, 0.25)
+    assert overall["method"] == "fleiss" and overall["kappa"] == pytest.approx(-1 / 35, abs=1e-4)
+    among = report["among_graders"]
+    assert (among["items"], among["rate"], among["method"], among["kappa"]) == (
+        8, 0.5, "cohen", 0.0)
+    pairs = {tuple(p["raters"]): p for p in report["pairs"]}
+    assert {k: (p["rate"], p["kappa"]) for k, p in pairs.items()
+            if "openai/broken" not in k and "openai/gone" not in k} \
+        == {("original", "openai/grader-a"): (0.75, 0.5),
+            ("original", "openai/grader-b"): (0.25, -0.5),
+            ("openai/grader-a", "openai/grader-b"): (0.5, 0.0)}
+    # the failing graders: an error per case epoch, never a disagreement
+    no_json = pairs[("original", "openai/broken")]
+    assert no_json["items"] == 0 and no_json["kappa"] is None and no_json["kappa_note"]
+    raters = {r["rater"]: r for r in report["raters"]}
+    assert [e["epoch"] for e in raters["openai/broken"]["errors"]] == [1, 2]
+    assert all("grader answer invalid" in e["reason"] for e in raters["openai/broken"]["errors"])
+    assert raters["openai/broken"]["judged"] == raters["openai/gone"]["judged"] == 0
+    assert [e["epoch"] for e in raters["openai/gone"]["errors"]] == [1, 2]
+    assert all("grader model failed" in e["reason"] and "404" in e["reason"]
+               for e in raters["openai/gone"]["errors"])
+    assert (raters["openai/grader-a"]["judged"], raters["openai/grader-a"]["passed"]) == (8, 4)
+    assert not raters["openai/grader-a"]["errors"] and not raters["original"]["errors"]
+    # verdicts identified by skill / runtime / case / epoch / assertion id, every rater listed
+    keyed = {(v["skill"], v["runtime"], v["case_id"], v["epoch"], v["assertion_id"]): v
+             for v in report["assertions"]}
+    a3 = keyed[("segmentation", "builtin", "train", 2, "A3")]
+    assert a3["counted"] and a3["agree"] is False
+    assert {r: v["verdict"] for r, v in a3["verdicts"].items()} == {
+        "original": "passed", "openai/grader-a": "failed", "openai/grader-b": "failed",
+        "openai/broken": None, "openai/gone": None}
+    assert a3["verdicts"]["openai/grader-b"]["evidence"] == "[seq] evidence for A3"
+    s1 = keyed[("segmentation", "builtin", "train", 1, "S1")]
+    assert not s1["counted"] and s1["agree"] is True  # the replayed skill edit, for everyone
+    assert sorted((d["epoch"], d["assertion_id"]) for d in report["disagreements"]) == [
+        (1, "A3"), (1, "A4"), (1, "A5"), (2, "A3"), (2, "A4"), (2, "A5")]
+    # causal share per grader: the replayed skill edit is LV1 for all; the graders' own
+    # suggestion on SKILL.md line 24 is LV1 for A and LV2 for B
+    assert {r: (x["lv1"], x["lv2"], x["causal_share"]) for r, x in raters.items()} == {
+        "original": (1, 0, 1.0), "openai/grader-a": (2, 0, 1.0),
+        "openai/grader-b": (1, 1, 0.5), "openai/broken": (1, 0, 1.0),
+        "openai/gone": (1, 0, 1.0)}
+    (tier,) = report["tier_differences"]
+    assert (tier["path"], tier["start_line"]) == ("SKILL.md", 24)
+    assert tier["levels"] == {"original": [], "openai/grader-a": ["LV1"],
+                              "openai/grader-b": ["LV2"], "openai/broken": [],
+                              "openai/gone": []}
+
+    out = capsys.readouterr().out
+    assert "| all: original, openai/grader-a, openai/grader-b | 8 | 2 | 25% | -0.03 |" in out
+    assert "| original vs openai/grader-a | 8 | 6 | 75% | 0.50 | Cohen's kappa |" in out
+    assert "error: openai/broken: segmentation/train#2 [builtin]: grader answer invalid" in out
+    assert "    openai/grader-b: failed  [seq] evidence for A4" in out
+    assert "tiers differ: segmentation SKILL.md:24-24 [builtin]" in out
+    # the Prefect table artifacts exist on the test session's server
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    key = f"regrade-{report['regrade_id'].lower()}"
+    with get_client(sync_client=True) as client:
+        arts = {x.key: x for x in client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=[key, f"{key}-raters"])))}
+    assert arts[key].type == "table" and arts[f"{key}-raters"].type == "table"
+    rows = arts[key].data if isinstance(arts[key].data, list) else json.loads(arts[key].data)
+    assert rows[0]["kappa"] == pytest.approx(-1 / 35, abs=1e-4) and rows[0]["assertions"] == 8
+
+    # the replayed case reproduced the recorded skill edit, from its own epoch's recording
+    regraded = store / "runs" / report["regrade_runs"][0]
+    g = json.loads((regraded / "segmentation" / "replay" / "train" / "epoch-2" / "grading.json")
+                   .read_text())
+    assert g["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
+    same = json.loads((source / "segmentation" / "builtin" / "train" / "epoch-2"
+                       / "assertions.json").read_text())
+    assert json.loads((regraded / "segmentation" / "replay" / "train" / "epoch-2"
+                       / "assertions.json").read_text())["sha256"] == same["sha256"]
+
+
+def test_regrade_with_one_grader_that_agrees_everywhere_has_no_kappa(tmp_path, capsys):
+    """One --grader-model still works on a one-epoch run; when every verdict is `passed`,
+    agreement is 100 % and kappa is undefined: null with the reason, not NaN."""
     skill = tmp_path / "mp" / "segmentation"
     shutil.copytree(EXAMPLES / "skills" / "segmentation", skill)
     (skill / "eval.config").write_text(json.dumps({"evals": [CASE]}))
@@ -61,31 +211,22 @@ def test_regrade_reports_disagreement_with_the_original_grader(tmp_path, capsys)
         assert main(["run", str(skill), "--model", "openai/scripted", "--api-base",
                      srv.base_url_openai, "--out", str(store), "-q"]) == 1
     (source,) = (store / "runs").iterdir()
-    strict = grader("strict", {"A1": (True, False), "A2": (True, False), "A3": (False, False)})
-    with ScriptedModelServer([strict]) as srv:
-        assert main(["regrade", source.name, "--grader-model", "openai/strict", "--api-base",
+    with ScriptedModelServer([grader("lenient", ALL_PASS)]) as srv:
+        assert main(["regrade", source.name, "--grader-model", "openai/lenient", "--api-base",
                      srv.base_url_openai, "--out", str(store), "-q"]) == 0
-        # replay ran no executor against the model: only the evaluator side was asked
-        assert not [r for r in srv.requests if "You are the EXECUTOR" in json.dumps(r.body)]
-        assert [r.script for r in srv.requests].count("strict") == 1
-    out = capsys.readouterr().out
-    assert "4/5 assertions agree (80%)" in out
-    assert "A3: passed -> failed" in out
+        assert [r.script for r in srv.requests].count("lenient") == 1
     (report_path,) = source.glob("regrade-*.json")
     report = json.loads(report_path.read_text())
-    assert report["original_grader"] == "openai/scripted"
-    assert report["grader_model"] == "openai/strict"
-    (d,) = report["disagreements"]
-    assert (d["case_id"], d["assertion_id"], d["original"], d["regraded"]) == (
-        "train", "A3", "passed", "failed")
-    # the replayed case reproduced the recorded skill edit: S1 still fails structurally
-    (regraded,) = [p for p in (store / "runs").iterdir() if p != source]
-    g = json.loads((regraded / "segmentation" / "replay" / "train" / "grading.json").read_text())
-    assert g["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
-    same = json.loads((source / "segmentation" / "builtin" / "train" / "assertions.json")
-                      .read_text())
-    assert json.loads((regraded / "segmentation" / "replay" / "train" / "assertions.json")
-                      .read_text())["sha256"] == same["sha256"]
+    assert report["epochs"] == 1 and report["among_graders"] is None
+    overall = report["overall"]
+    assert (overall["raters"], overall["items"], overall["rate"], overall["method"]) == (
+        ["original", "openai/lenient"], 1, 1.0, "cohen")
+    assert overall["kappa"] is None and "chance agreement is 1" in overall["kappa_note"]
+    assert report["pairs"] == [overall] and report["disagreements"] == []
+    (a3,) = [v for v in report["assertions"] if v["counted"]]
+    assert (a3["epoch"], a3["assertion_id"], a3["agree"]) == (None, "A3", True)
+    assert "| all: original, openai/lenient | 1 | 1 | 100% | – | every verdict is 'passed'" \
+        in capsys.readouterr().out
 
 
 def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, capsys):

@@ -160,6 +160,22 @@ def test_script_selected_by_regex_else_default():
         assert [r.script for r in srv.requests] == ["weather", "greeting", None]
 
 
+def test_script_selected_by_model_too():
+    """Two graders on one server: the same prompt gets each model's own script."""
+    scripts = [Script(name="strict", match="Grade", model="^strict$", turns=[Turn(text="F")]),
+               Script(name="any", match="Grade", turns=[Turn(text="P")])]
+    with ScriptedModelServer(scripts) as srv:
+        client = oai(srv)
+        answers = [client.chat.completions.create(model=m, messages=[user("Grade it")])
+                   .choices[0].message.content for m in ("strict", "lenient", "strict-2")]
+        # claude.messages go through the same selection
+        msg = claude(srv).messages.create(model="strict", max_tokens=10,
+                                          messages=[user("Grade it")])
+    assert answers == ["F", "P", "P"] and msg.content[0].text == "F"
+    with pytest.raises(ValueError, match="invalid regex"):
+        Script(name="bad", match="x", model="(")
+
+
 def test_concurrent_conversations_stay_independent(srv):
     client = oai(srv)
 
