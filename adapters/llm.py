@@ -311,10 +311,11 @@ def ask_json(model: str, system: str, user: str, answer: type[M], *, api_base: s
     Where the model supports it (and ``structured``), the answer is requested through the
     provider's structured output with ``answer``'s JSON schema; a 400 / 422 to that request
     falls back to text JSON once. Transient API failures are retried per call inside
-    ``budget`` (one for all the calls of this question when None); when it is spent, the
+    ``budget`` (one for all the calls of this question when None: the settings' per-case
+    budget, AEVAL_MODEL_RETRIES and friends, or ``retries``); when it is spent, the
     ModelTransientError propagates."""
     if budget is None:
-        budget = RetryBudget() if retries is None else RetryBudget(max_retries=retries)
+        budget = case_retry_budget() if retries is None else RetryBudget(max_retries=retries)
     fmt = response_format(model, answer) if structured else None
     start = time.monotonic()
     messages: list[dict[str, Any]] = [{"role": "system", "content": system},

@@ -108,6 +108,20 @@ def test_ask_json_rides_out_faults_without_litellm_retries(monkeypatch):
         assert [r.fault for r in srv.requests] == [True, True, False]
 
 
+def test_ask_json_without_a_budget_follows_the_settings(monkeypatch):
+    """The grader, writer, suggester and analyzer pass no budget: AEVAL_MODEL_RETRIES bounds
+    them (it did not: a 5xx grader took 8 retries and ~50 s whatever the settings said)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    monkeypatch.setenv("AEVAL_MODEL_RETRIES", "1")
+    monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0")
+    script = Script(name="grader", match="grade this", turns=[
+        Turn(text='{"ok": true}', fault=503, fault_times=50)])
+    with ScriptedModelServer([script]) as srv:
+        with pytest.raises(ModelTransientError):
+            ask_json(MODEL, "You grade.", "grade this", Verdict, api_base=srv.base_url_openai)
+        assert len(srv.requests) == 2  # the call and its one retry
+
+
 # ---- structured answers -----------------------------------------------------------------------
 
 
