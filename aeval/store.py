@@ -86,8 +86,21 @@ class RunStore:
             ids = self.run_ids()
             if not ids:
                 raise FileNotFoundError(f"no runs in {self.runs}")
+            for run_id in reversed(ids):  # the newest run that is not a regrade's replay
+                if not _replay_only(self.run_dir(run_id) / "run.json"):
+                    return self.run_dir(run_id)
             return self.run_dir(ids[-1])
         d = self.run_dir(run_id_or_dir)
         if not (d / "run.json").is_file():
             raise FileNotFoundError(f"no run {run_id_or_dir!r} in {self.runs}")
         return d
+
+
+def _replay_only(manifest: Path) -> bool:
+    """Whether a run is a re-grade's replay of another run (its only runtime is `replay`)."""
+    import json
+
+    try:
+        return json.loads(manifest.read_text()).get("runtimes") == ["replay"]
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -104,9 +104,16 @@ FILE_SCHEMAS = {
     "events.jsonl": "event",
     "baselines.json": "baselines",
     "compare.json": "compare",
-    "regrade.json": "regrade",
     "uplift.json": "uplift",
 }
+
+
+def schema_for(filename: str) -> str | None:
+    """The schema name of an artifact file of a run folder, or None when it has none
+    (a re-grade is written as ``regrade-<id>.json``)."""
+    if filename.startswith("regrade-") and filename.endswith(".json"):
+        return "regrade"
+    return FILE_SCHEMAS.get(filename)
 
 
 def json_schema(name: str) -> dict:
@@ -182,4 +189,5 @@ __all__ = [
     "UpliftReport",
     "UpliftStats",
     "json_schema",
+    "schema_for",
 ]

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from aeval.deployments.cli import main
 
-from aeval.artifacts import FILE_SCHEMAS, json_schema
+from aeval.artifacts import json_schema, schema_for
 from aeval.workspace import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
@@ -33,7 +33,7 @@ def validate_tree(root: Path) -> int:
     """Validate every artifact under root against its exported JSON Schema; return count."""
     n = 0
     for path in root.rglob("*"):
-        name = FILE_SCHEMAS.get(path.name)
+        name = schema_for(path.name)
         if not name or "attempts" in path.parts:
             continue
         schema = json_schema(name)

@@ -113,6 +113,11 @@ def test_regrade_every_epoch_with_two_graders_reports_agreement_and_kappa(tmp_pa
     assert asked.count("broken") >= 2 and asked.count("gone") >= 2
 
     (report_path,) = source.glob("regrade-*.json")
+    # the replays are runs of their own in the store, but `latest` is still the user's run
+    from aeval.store import RunStore
+
+    assert len(list((store / "runs").iterdir())) == 5
+    assert RunStore(store).resolve("latest") == source
     report = json.loads(report_path.read_text())
     schema = json.loads((ROOT / "eval_skill" / "schemas" / "regrade.schema.json").read_text())
     jsonschema.validate(report, schema)
