@@ -101,6 +101,7 @@ class SweepRequest(ModelChoice):
     marketplace: str = Field(".", description="The marketplace root.")
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
     run_id: str | None = Field(None, description="Run id; a new one when empty.")
+    concurrency: int = Field(4, ge=1, le=256, description="Case chains at once.")
 
 
 class UpliftRequest(ModelChoice):

@@ -190,7 +190,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from aeval.flows.runners import start_embedded_server
     from aeval.flows.sweep import sweep
-    from prefect.task_runners import ThreadPoolTaskRunner
 
     from aeval.requests import SweepRequest
     from aeval.settings import Settings
@@ -201,10 +200,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     store = Path(args.out or settings.home)
     run_id = new_run_id()
     start_embedded_server()
-    flow = sweep.with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
-    manifest = flow(SweepRequest(
+    manifest = sweep(SweepRequest(
         marketplace=str(args.marketplace), epochs=args.epochs,
+        concurrency=args.concurrency or settings.concurrency,
         runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
         grader_model=None if args.no_grader else (
             args.grader_model or settings.grader_model or model),
@@ -243,20 +241,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from aeval.flows.compare import compare
     from aeval.flows.runners import start_embedded_server
     from aeval.tasks.compare import render_compare
-    from prefect.task_runners import ThreadPoolTaskRunner
 
     from aeval.store import new_run_id
 
     store = Path(args.out or settings.home)
     compare_id = new_run_id()
     start_embedded_server()
-    flow = compare.with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency or settings.concurrency))
-    report = flow(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
-                  store=str(store), grader_model=None if args.no_grader else (
-                      args.grader_model or settings.grader_model),
-                  api_base=args.api_base or settings.api_base, epochs=args.epochs,
-                  skill_roots=[str(r) for r in roots])
+    report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
+                     concurrency=args.concurrency or settings.concurrency,
+                     store=str(store), grader_model=None if args.no_grader else (
+                         args.grader_model or settings.grader_model),
+                     api_base=args.api_base or settings.api_base, epochs=args.epochs,
+                     skill_roots=[str(r) for r in roots])
     print(render_compare(report))
     print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
     return 0

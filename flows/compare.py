@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.flows.evaluate import evaluate
+from aeval.flows.runners import task_runner
 from aeval.tasks.compare import write_compare
 from prefect import flow
 
@@ -16,12 +17,14 @@ from aeval.store import RunStore, new_run_id
 @flow(name="aeval-compare", flow_run_name="compare {compare_id}", validate_parameters=False)
 def compare(paths: list[str], variants: list[dict], compare_id: str, store: str = ".aeval",
             grader_model: str | None = None, api_base: str | None = None, epochs: int = 1,
-            skill_roots: list[str] | None = None) -> CompareReport:
+            skill_roots: list[str] | None = None, concurrency: int = 4) -> CompareReport:
     """``variants``: [{"runtime": "builtin", "model": "openai/x"}, ...] -> compare.json/md."""
     runs = []
+    # a subflow runs on its own decorator's task runner, not its parent's: set it here
+    run_variant = evaluate.with_options(task_runner=task_runner(concurrency))
     for i, v in enumerate(variants, 1):
         run_id = f"{compare_id}-{i}"
-        evaluate(EvalRequest(paths=paths, run_id=run_id, runtimes=[v["runtime"]],
+        run_variant(EvalRequest(paths=paths, run_id=run_id, runtimes=[v["runtime"]],
                              model=v.get("model"), grader_model=grader_model,
                              api_base=api_base, store=store, epochs=epochs,
                              skill_roots=skill_roots))

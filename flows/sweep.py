@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.flows.evaluate import evaluate
+from aeval.flows.runners import task_runner
 from aeval.tasks.baseline import refresh_baselines_task
 from prefect import flow
 
@@ -19,7 +20,8 @@ def sweep(request: SweepRequest) -> RunManifest:
     """Evaluate every skill of the marketplace ``epochs`` times; passing cases become the new
     last-known-good baselines."""
     run_id = request.run_id or new_run_id()
-    manifest = evaluate(EvalRequest(
+    # a subflow runs on its own decorator's task runner, not its parent's: set it here
+    manifest = evaluate.with_options(task_runner=task_runner(request.concurrency))(EvalRequest(
         paths=[request.marketplace], run_id=run_id, epochs=request.epochs,
         **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
                                       "store"})))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -120,3 +121,28 @@ def test_sweep_refreshes_baselines_and_runs_compare_against_them(tmp_path, capsy
     # ... and --baseline compares with any chosen run instead
     assert reg["baseline_run"] == new_run.name
     assert [x["assertion_id"] for x in reg["newly_passing"]] == ["A2"]
+
+
+def _intervals(run_dir: Path) -> list[tuple[str, str]]:
+    out = []
+    for attempt in run_dir.glob("**/attempt.json"):
+        a = json.loads(attempt.read_text())
+        out.append((a["started_at"], a["ended_at"]))
+    return sorted(out)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize("concurrency, overlap", [(1, False), (3, True)])
+def test_sweep_runs_its_cases_at_the_concurrency_asked(tmp_path, concurrency, overlap):
+    """`aeval sweep --concurrency N` reaches the nested evaluate run (a subflow runs on its
+    own task runner: it ran 4 at a time whatever was asked)."""
+    mp = tmp_path / "mp"
+    for name in ("fetch-a", "fetch-b", "fetch-c"):
+        make_skill(mp, name, [case("slow", "sleep 1 && echo ok > out.txt")])
+    store = tmp_path / "store"
+    assert main(["sweep", str(mp), "--epochs", "1", "--concurrency", str(concurrency),
+                 "--out", str(store), "-q"]) == 0
+    spans = _intervals(only_run(store))
+    assert len(spans) == 3
+    overlapping = any(b[0] < a[1] for a, b in itertools.pairwise(spans))
+    assert overlapping is overlap, spans
