@@ -69,6 +69,9 @@ class CasePlan(BaseModel):
                           "without-skill arm of uplift).")
     install_skill: bool = Field(True, description="False: the without-skill arm of uplift "
                                                   "(no skill copy; only assertions count).")
+    fingerprint: str | None = Field(
+        None, description="What the verdict depends on, hashed (aeval/fingerprint.py); set "
+                          "when the run skips unchanged case runs (sweeps).")
 
     @property
     def layout(self) -> RunLayout:

@@ -72,6 +72,11 @@ class EvalRequest(ModelChoice):
                           "empty folder), and only the assertions count, not S1-S3.")
     require_tested: bool = Field(False, description="An untested case (nothing runnable for "
                                                     "its runtime) is a usage error, exit 2.")
+    skip_unchanged: bool = Field(
+        False, description="Fingerprint every case run (skill files, case, runtime version, "
+                           "models, epoch; aeval/fingerprint.py), reuse the last pass/fail "
+                           "verdict of an unchanged one from the store's verdicts.json instead "
+                           "of running it, and record the new verdicts (the sweep's default).")
     post: bool = Field(False, description="Post the results on the GitLab merge request.")
     mr_iid: int | None = Field(None, description="Merge request IID for `post`.")
     project_id: str | None = Field(None, description="GitLab project id or path for `post`.")
@@ -102,6 +107,9 @@ class SweepRequest(ModelChoice):
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
     run_id: str | None = Field(None, description="Run id; a new one when empty.")
     concurrency: int = Field(4, ge=1, le=256, description="Case chains at once.")
+    skip_unchanged: bool = Field(
+        True, description="Reuse the last pass/fail verdict of a case run whose fingerprint "
+                          "did not change (`--no-skip`: run everything).")
 
 
 class UpliftRequest(ModelChoice):

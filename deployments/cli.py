@@ -94,7 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
                         description="The nightly sweep: every skill, --epochs runs of each "
                         "case; passing cases become the last-known-good baselines that "
-                        "regression.json compares against.")
+                        "regression.json compares against. A case run whose fingerprint (skill "
+                        "files, case, runtime and its version, models, epoch, aeval version) "
+                        "matches its last pass or fail keeps that verdict without running "
+                        "(.aeval/verdicts.json); --no-skip runs everything.")
     sw.add_argument("marketplace", nargs="?", default=".", metavar="MARKETPLACE",
                     help="marketplace root (default: .)")
     sw.add_argument("--epochs", type=int, default=3, help="runs of each case (default 3)")
@@ -104,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
     _add_grader_options(sw)
     sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    sw.add_argument("--no-skip", action="store_true",
+                    help="run every case, also those unchanged since their last verdict")
     sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     _add_quiet_verbose(sw)
     sw.set_defaults(func=cmd_sweep)

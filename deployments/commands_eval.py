@@ -202,7 +202,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     start_embedded_server()
     manifest = sweep(SweepRequest(
         marketplace=str(args.marketplace), epochs=args.epochs,
-        concurrency=args.concurrency or settings.concurrency,
+        concurrency=args.concurrency or settings.concurrency, skip_unchanged=not args.no_skip,
         runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
         grader_model=None if args.no_grader else (
             args.grader_model or settings.grader_model or model),

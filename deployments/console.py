@@ -111,7 +111,8 @@ def print_summary(manifest, run_dir: Path) -> None:
             details += [f"[magenta]{escape(s.name)}[/]: {escape(p)}" for p in s.problems]
             continue
         for c in s.cases:
-            status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "")
+            status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
+                " (unchanged: reused)" if c.reused_from else "")
             name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
             table.add_row(s.name, name, c.runtime, f"[{style[c.status]}]{status}[/]",
                           f"{pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})",
@@ -119,6 +120,8 @@ def print_summary(manifest, run_dir: Path) -> None:
             if c.status == "pass":
                 continue
             head = f"[{style[c.status]}]{escape(f'{s.name}/{name} [{c.runtime}]')}[/]"
+            if c.reused_from:
+                head += escape(f" (verdict of {c.reused_from}, unchanged since)")
             grading = run_dir / c.dir / "grading.json"
             if c.status == "error" or not grading.is_file():
                 details.append(f"{head}: {escape(c.reason)}")

@@ -17,13 +17,14 @@ from aeval.store import new_run_id
 
 @flow(name="aeval-sweep", flow_run_name="sweep {request.marketplace}")
 def sweep(request: SweepRequest) -> RunManifest:
-    """Evaluate every skill of the marketplace ``epochs`` times; passing cases become the new
-    last-known-good baselines."""
+    """Evaluate every skill of the marketplace ``epochs`` times (case runs whose fingerprint
+    did not change since their last pass/fail keep that verdict, unless ``skip_unchanged`` is
+    off); passing cases become the new last-known-good baselines."""
     run_id = request.run_id or new_run_id()
     # a subflow runs on its own decorator's task runner, not its parent's: set it here
     manifest = evaluate.with_options(task_runner=task_runner(request.concurrency))(EvalRequest(
         paths=[request.marketplace], run_id=run_id, epochs=request.epochs,
         **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
-                                      "store"})))
+                                      "store", "skip_unchanged"})))
     refresh_baselines_task(Path(request.store), RunLayout.of(request.store, run_id).run_dir)
     return manifest

@@ -14,6 +14,7 @@ from aeval.tasks.examine import duplicate_name_warnings, examine
 from aeval.tasks.grade import finished_result
 from aeval.tasks.plan import plan_cases
 from aeval.tasks.progress import progress, redact_logs
+from aeval.tasks.reuse import fingerprint_plans, reuse_unchanged
 from aeval.tasks.sandboxing import run_sandbox_status
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -129,6 +130,9 @@ def prepare(request: EvalRequest) -> PreparedRun:
         for plan in plans:
             done = finished_result(plan)
             (todo.append(plan) if done is None else finished.append(done))
+    if request.skip_unchanged:
+        todo, reused = reuse_unchanged(fingerprint_plans(todo), Path(request.store))
+        finished += reused
     return PreparedRun(request=request, run_dir=layout.run_dir, manifest=manifest,
                        examined=examined, todo=todo, finished=finished, workspace_root=ws_root)
 
@@ -145,6 +149,9 @@ def prepare_run(request: EvalRequest) -> PreparedRun:
     if request.resume:
         progress("resuming %s: %d case run(s) finished, %d to run", run.manifest.run_id,
                  len(run.finished), len(run.todo))
+    if reused := [c for c in run.finished if c.reused_from]:
+        progress("%d case run(s) unchanged since their last verdict: reused, not run "
+                 "(--no-skip runs them)", len(reused))
     for ex in run.examined:
         if not ex.valid:
             progress("%s is invalid:\n  %s", ex.root, "\n  ".join(ex.problems), warning=True)

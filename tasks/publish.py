@@ -10,6 +10,7 @@ from aeval.tasks.prefect_artifacts import artifact_key
 from aeval.tasks.prepare import PreparedRun
 from aeval.tasks.progress import progress
 from aeval.tasks.report import render_report
+from aeval.tasks.reuse import record_verdicts
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -116,6 +117,8 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest
     (a table per skill, a link to the run)."""
     run_dir = prepared.run_dir
     done = finish_run(run_dir, assemble(prepared, results), prepared.request.require_tested)
+    if prepared.request.skip_unchanged:
+        record_verdicts(Path(prepared.request.store), done.run_id, prepared.todo, results)
     progress("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)
     for s in done.skills:
         rows = [{"case": c.case_id, "runtime": c.runtime, "epoch": c.epoch, "status": c.status,

@@ -23,6 +23,8 @@ from aeval.artifacts.aggregate import (
     SkillResult,
     SuggesterAnswer,
     SuggesterItem,
+    VerdictEntry,
+    VerdictIndex,
 )
 from aeval.artifacts.case import (
     SCHEMA_VERSION,
@@ -86,6 +88,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "grader-answer": GraderAnswer,
     "suggester-answer": SuggesterAnswer,
     "baselines": Baselines,
+    "verdicts": VerdictIndex,
     "compare": CompareReport,
     "regrade": RegradeReport,
     "uplift": UpliftReport,
@@ -103,6 +106,7 @@ FILE_SCHEMAS = {
     "regression.json": "regression",
     "events.jsonl": "event",
     "baselines.json": "baselines",
+    "verdicts.json": "verdicts",
     "compare.json": "compare",
     "uplift.json": "uplift",
 }
@@ -188,6 +192,8 @@ __all__ = [
     "UpliftGate",
     "UpliftReport",
     "UpliftStats",
+    "VerdictEntry",
+    "VerdictIndex",
     "json_schema",
     "schema_for",
 ]

@@ -124,6 +124,10 @@ class CaseResult(_M):
     self_corrections: int = 0
     attempts: int = 1
     dir: str = Field(description="Case folder, relative to the run folder.")
+    reused_from: str | None = Field(
+        None, description="`<run-id>/<case folder>` whose verdict this is: the case run was "
+                          "unchanged since (same fingerprint), so a sweep reused it instead of "
+                          "running it again. None: run in this run.")
 
 
 class MultiEvalReport(Artifact):
@@ -239,3 +243,20 @@ class Baselines(Artifact):
 
     entries: dict[str, BaselineEntry] = Field(
         default_factory=dict, description="`skill/runtime/case` -> last-known-good result.")
+
+
+class VerdictEntry(_M):
+    """The last verdict given for one case-run fingerprint."""
+
+    run_id: str
+    dir: str = Field(description="Case folder, relative to that run's folder.")
+    status: CaseStatus
+    recorded_at: datetime
+
+
+class VerdictIndex(Artifact):
+    """<store>/verdicts.json: the last verdict per case-run fingerprint (aeval/fingerprint.py),
+    updated by every run; a sweep reuses an entry whose fingerprint matches."""
+
+    entries: dict[str, VerdictEntry] = Field(
+        default_factory=dict, description="Fingerprint (sha256) -> last verdict.")

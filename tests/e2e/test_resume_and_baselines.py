@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from aeval.deployments.cli import main
 
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = pytest.mark.e2e
 
 
@@ -146,3 +148,55 @@ def test_sweep_runs_its_cases_at_the_concurrency_asked(tmp_path, concurrency, ov
     assert len(spans) == 3
     overlapping = any(b[0] < a[1] for a, b in itertools.pairwise(spans))
     assert overlapping is overlap, spans
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_sweep_reuses_the_verdict_of_what_did_not_change(tmp_path, capsys):
+    """A second sweep runs only what changed: unchanged case runs keep their pass or fail
+    (copied, and said so), an edited skill runs again, --no-skip runs everything."""
+    mp = tmp_path / "mp"
+    for name, value in (("rates-good", "good"), ("rates-bad", "bad")):
+        d = make_skill(mp, name, [case(
+            "lookup", "cp $SKILL_DIR/value.txt out.txt",
+            {"type": "file_contains", "path": "out.txt", "pattern": "^good$"})])
+        (d / "value.txt").write_text(f"{value}\n")
+    store = tmp_path / "store"
+
+    def sweep(*extra: str) -> tuple[int, dict, str]:
+        before = set((store / "runs").glob("*")) if (store / "runs").exists() else set()
+        code = main(["sweep", str(mp), "--epochs", "1", "--out", str(store), *extra])
+        (rd,) = set((store / "runs").glob("*")) - before
+        run = json.loads((rd / "run.json").read_text())
+        return code, {s["name"]: s["cases"][0] for s in run["skills"]}, rd
+
+    code, first, first_dir = sweep()
+    assert code == 1 and first["rates-bad"]["status"] == "fail"
+    assert first["rates-good"]["reused_from"] is None
+    capsys.readouterr()
+
+    code, second, second_dir = sweep()
+    out = capsys.readouterr().out
+    assert code == 1, "a reused fail still fails the sweep"
+    assert "2 case run(s) unchanged since their last verdict" in out
+    assert "(unchanged: reused)" in out
+    for name in ("rates-good", "rates-bad"):
+        c = second[name]
+        assert c["status"] == first[name]["status"]
+        assert c["reused_from"] == f"{first_dir.name}/{first[name]['dir']}"
+        # the case folder is the earlier one's, not a new execution
+        old = json.loads((first_dir / first[name]["dir"] / "attempts/1/attempt.json").read_text())
+        new = json.loads((second_dir / c["dir"] / "attempts/1/attempt.json").read_text())
+        assert new["started_at"] == old["started_at"]
+    validate = json.loads((ROOT / "eval_skill" / "schemas" / "verdicts.schema.json").read_text())
+    import jsonschema
+
+    jsonschema.validate(json.loads((store / "verdicts.json").read_text()), validate)
+
+    (mp / "rates-bad" / "value.txt").write_text("good\n")  # the author fixes the skill
+    code, third, _ = sweep()
+    assert code == 0
+    assert third["rates-bad"]["status"] == "pass" and third["rates-bad"]["reused_from"] is None
+    assert third["rates-good"]["reused_from"] is not None
+
+    code, fourth, _ = sweep("--no-skip")
+    assert code == 0 and all(c["reused_from"] is None for c in fourth.values())
