@@ -6,6 +6,12 @@ happens: every entry of the copy that was written, created, deleted, moved or ha
 attributes changed, with the time it happened (so the edit can be tied to the tool call that
 was running then). Where inotify is not available the watch reports that, and Δ alone
 stands.
+
+The watch also sees **uses** of the copy, for resource coverage: a file opened (``IN_OPEN``,
+an exec included: the kernel opens the program, the interpreter opens its script) or read
+(``IN_ACCESS``) by any process, the CLI runtimes' own tools too, is recorded once as
+``opened`` / ``accessed``. Opens are not edits: Δ and the restored-edit check use only
+`CHANGES`. Folders listed are not recorded.
 """
 
 from __future__ import annotations
@@ -32,13 +38,17 @@ class Touch:
     (``time.monotonic()``)."""
 
     path: str
-    what: str  # written | attributes | created | deleted | moved
+    what: str  # written | attributes | created | deleted | moved | opened | accessed
     at: float
+
+
+CHANGES = frozenset({"written", "attributes", "created", "deleted", "moved"})
+USES = frozenset({"opened", "accessed"})
 
 
 class SkillWatch:
     """Watch ``root`` (recursively) from ``start()`` to ``stop()``; ``touched`` lists what
-    changed, first change per path first."""
+    changed (and what was used, once per path and kind), in the order seen."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -48,12 +58,13 @@ class SkillWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._inotify = None
+        self._used: set[tuple[str, str]] = set()
 
     def _add(self, d: Path) -> None:
         if len(self._wds) >= MAX_DIRS or self._inotify is None:
             return
         mask = (F.MODIFY | F.ATTRIB | F.CREATE | F.DELETE | F.MOVED_FROM | F.MOVED_TO
-                | F.DELETE_SELF | F.DONT_FOLLOW | F.ONLYDIR)
+                | F.DELETE_SELF | F.OPEN | F.ACCESS | F.DONT_FOLLOW | F.ONLYDIR)
         try:
             self._wds[self._inotify.add_watch(str(d), mask)] = d
         except OSError:
@@ -91,23 +102,37 @@ class SkillWatch:
             return
         now = time.monotonic()
         for ev in events:
+            if ev.mask & F.Q_OVERFLOW:
+                self.problem = "the watch's event queue overflowed: some uses and changes " \
+                               "were not seen (Δ still stands)"
+                continue
             base = self._wds.get(ev.wd)
             if base is None or (ev.mask & F.IGNORED):
                 continue
             path = base / ev.name if ev.name else base
             if ev.mask & F.ISDIR and ev.mask & (F.CREATE | F.MOVED_TO):
                 self._add(path)  # a new folder: watch it too
-            what = ("written" if ev.mask & F.MODIFY else "attributes" if ev.mask & F.ATTRIB
+            use = ev.mask & (F.OPEN | F.ACCESS) and not ev.mask & (
+                F.MODIFY | F.ATTRIB | F.CREATE | F.DELETE | F.DELETE_SELF | F.MOVED_FROM
+                | F.MOVED_TO)
+            if use and ev.mask & F.ISDIR:
+                continue  # a folder listed: not a use of a file
+            what = ("opened" if use and ev.mask & F.OPEN else "accessed" if use
+                    else "written" if ev.mask & F.MODIFY else "attributes" if ev.mask & F.ATTRIB
                     else "created" if ev.mask & F.CREATE else "deleted" if ev.mask & (
                         F.DELETE | F.DELETE_SELF) else "moved")
             try:
                 rel = path.relative_to(self.root).as_posix()
             except ValueError:
                 continue
+            if use:
+                if (rel, what) in self._used:
+                    continue  # one use per file and kind: reads come in thousands
+                self._used.add((rel, what))
             self.touched.append(Touch(rel or ".", what, now))
 
     def stop(self) -> list[Touch]:
-        """Stop watching; return every change seen (after the events still queued)."""
+        """Stop watching; return every change and use seen (after the events still queued)."""
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=5)

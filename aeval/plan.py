@@ -66,6 +66,11 @@ class CasePlan(BaseModel):
     workspace_root: Path = Field(description="Parent of the attempt folders (a temp dir).")
     assertions_from: Path | None = Field(
         None, description="A recorded assertions.json to reuse verbatim (regrade).")
+    distractors: list[Path] = Field(
+        default_factory=list, description="Other skill folders installed beside the skill "
+                                          "copy (`aeval triggers`).")
+    executor_prompt: str = Field("executor", description="The executor's system prompt: "
+                                                         "eval_skill/agents/<name>.md.")
 
     @property
     def layout(self) -> RunLayout:

@@ -6,7 +6,8 @@ from functools import cache
 from importlib.resources import files
 
 AGENTS_DIR = files("aeval.eval_skill") / "agents"
-PROMPTS = ("executor", "assertion_writer", "grader", "analyzer", "comparator", "suggester")
+PROMPTS = ("executor", "assertion_writer", "grader", "analyzer", "comparator", "suggester",
+           "trigger_executor")
 
 
 @cache

@@ -146,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_post_parser(sub)
 
+    from aeval.deployments.commands_triggers import add_parser as add_triggers_parser
+
+    add_triggers_parser(sub)
+
     sh = sub.add_parser("show", help="summarize a finished run; exit with its gate code",
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
                         description="Print a finished run's summary table, what failed with "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from aeval.artifacts import FixSuggestions, Grading, RunManifest
+from aeval.artifacts import FixSuggestions, Grading, RunManifest, TriggersReport
 from aeval.store import read_model
 
 STYLE = """
@@ -88,3 +88,49 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
                            f"<pre>- {escape(x.original)}\n+ {escape(x.replacement)}</pre>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+# ---- trigger accuracy (aeval triggers) -------------------------------------------------------
+
+
+def triggers_section(report: TriggersReport) -> str:
+    """Precision and recall per skill x runtime, then each trial with what it loaded."""
+    out = ["<h2>Trigger accuracy</h2>",
+           f"<p>Each prompt ran with the skill installed among distractor skills "
+           f"({escape(report.distractor_source)}); a trial stops after {report.max_turns} model "
+           "turn(s). Loaded = the runtime read the skill's SKILL.md or invoked it.</p>",
+           "<table><tr><th>skill</th><th>runtime</th><th>precision</th><th>recall</th>"
+           "<th>tp</th><th>fn</th><th>fp</th><th>tn</th><th>errors</th><th>prompts</th>"
+           "<th>picked instead</th></tr>"]
+    for s in report.scores:
+        picks = ", ".join(f"{k} ({v})" for k, v in s.distractor_picks.items()) or "–"
+        out.append(f"<tr><td>{escape(s.skill)}</td><td>{escape(s.runtime)}</td>"
+                   f"<td>{_pct(s.precision)}</td><td>{_pct(s.recall)}</td><td>{s.tp}</td>"
+                   f"<td>{s.fn}</td><td>{s.fp}</td><td>{s.tn}</td><td>{s.errors}</td>"
+                   f"<td>{s.source}</td><td>{escape(picks)}</td></tr>")
+    out.append("</table>")
+    for s in report.scores:
+        out.append(f"<h3>{escape(s.skill)} [{escape(s.runtime)}]</h3><p>distractors: "
+                   f"{escape(', '.join(s.distractors) or '–')}</p>"
+                   "<table><tr><th>prompt</th><th>expected</th><th>outcome</th>"
+                   "<th>loaded</th><th>evidence</th></tr>")
+        for t in s.trials:
+            ep = f" #{t.epoch}" if t.epoch is not None else ""
+            expected = "load" if t.kind == "should" else "not load"
+            ev = "; ".join(t.evidence) or (t.error or "")
+            out.append(f"<tr><td><a href='{escape(t.dir)}/'>{escape(t.prompt[:200])}</a>{ep}"
+                       f"</td><td>{expected}</td><td>{t.outcome}</td>"
+                       f"<td>{escape(', '.join(t.loaded) or '–')}</td><td>{escape(ev)}</td></tr>")
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def render_triggers_report(report: TriggersReport) -> str:
+    """report.html of a triggers run."""
+    invalid = "".join(f"<p class='invalid'>invalid: {escape(line)}</p>"
+                      for line in report.invalid)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>aeval triggers "
+            f"{escape(report.run_id)}</title><style>{STYLE}</style></head><body>"
+            f"<h1>aeval triggers {escape(report.run_id)}</h1><p>runtimes: "
+            f"{escape(', '.join(report.runtimes))}; model: {escape(report.model or '–')}; "
+            f"epochs: {report.epochs}</p>{invalid}\n{triggers_section(report)}\n</body></html>")

@@ -54,6 +54,7 @@ from aeval.artifacts.grading import (
     SelfCorrection,
     Timing,
 )
+from aeval.artifacts.triggers import TriggerScore, TriggersReport, TriggerTrial
 from aeval.contract import EvalConfig
 from aeval.events import EVENT_ADAPTER
 
@@ -74,6 +75,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "baselines": Baselines,
     "compare": CompareReport,
     "regrade": RegradeReport,
+    "triggers": TriggersReport,
 }
 # artifact file name -> schema name, for validation of a run folder
 FILE_SCHEMAS = {
@@ -90,6 +92,7 @@ FILE_SCHEMAS = {
     "baselines.json": "baselines",
     "compare.json": "compare",
     "regrade.json": "regrade",
+    "triggers.json": "triggers",
 }
 
 
@@ -153,5 +156,8 @@ __all__ = [
     "SuggesterAnswer",
     "SuggesterItem",
     "Timing",
+    "TriggerScore",
+    "TriggerTrial",
+    "TriggersReport",
     "json_schema",
 ]

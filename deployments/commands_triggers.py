@@ -1,0 +1,116 @@
+"""`aeval triggers`: trigger accuracy of skill descriptions among distractor skills.
+
+Exit codes: 0 every trial ran; 2 a usage error or an invalid skill; 3 a trial ended in an
+environment error (retry); 4 internal (from `main`). Precision and recall are reported, not
+gated: what is good enough is the skill author's call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
+from aeval.deployments.console import prefect_env, progress_logging
+
+
+def add_parser(sub) -> None:
+    """The `triggers` subcommand, self-contained."""
+    t = sub.add_parser(
+        "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
+        description="For each skill and each trigger prompt (eval.config `triggers`, or one "
+        "should-prompt from the description), a fresh workspace with the skill installed among "
+        "distractor skills; the runtime runs the prompt and aeval records, from the events, "
+        "which skills it loaded. Precision and recall per skill x runtime go to "
+        "<out>/triggers/<run-id>/triggers.json and report.html.")
+    t.add_argument("paths", nargs="+", metavar="PATH", help="skill folders or marketplace roots")
+    t.add_argument("--runtime", action="append", metavar="NAME",
+                   help="runtime to use (repeatable; default builtin)")
+    t.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    t.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    t.add_argument("--epochs", type=int, default=1, help="runs of each prompt (default 1)")
+    t.add_argument("--distractors", metavar="DIR",
+                   help="install the skills of DIR as distractors (default: the other skills "
+                        "of the marketplace, topped up with aeval's bundled set below three)")
+    t.add_argument("--max-turns", type=int, default=3,
+                   help="model turns a trial may take before it is stopped (default 3)")
+    t.add_argument("--concurrency", type=int, help="trials at once (default 4)")
+    t.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    t.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each trial's workspace for debugging")
+    t.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a trial starts [AEVAL_SANDBOX]")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    t.add_argument("-v", "--verbose", action="store_true",
+                   help="show Prefect's own logs, and the traceback of an internal error")
+    t.set_defaults(func=cmd_triggers)
+
+
+def cmd_triggers(args: argparse.Namespace) -> int:
+    for p in [*args.paths, *([args.distractors] if args.distractors else [])]:
+        if not Path(p).exists():
+            print(f"{p}: no such file or folder", file=sys.stderr)
+            return EXIT_USAGE
+    if args.epochs < 1 or args.max_turns < 1:
+        print("--epochs and --max-turns must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+    from aeval.settings import Settings
+    from aeval.skill import find_skill_roots
+    from aeval.store import new_run_id
+
+    settings = Settings()
+    model = args.model or settings.model
+    runtimes = args.runtime or ["builtin"]
+    if not model and any(rt not in ("literal", "replay") for rt in runtimes):
+        print("aeval triggers needs an agent runtime with a model: pass --model or set "
+              "AEVAL_MODEL", file=sys.stderr)
+        return EXIT_USAGE
+    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    if not roots:
+        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    if sandbox is None:
+        return EXIT_USAGE
+    from aeval.flows.runners import start_embedded_server, task_runner
+    from aeval.flows.triggers import triggers
+
+    from aeval.triggers import TriggersRequest
+
+    store = Path(args.out or settings.home)
+    run_id = new_run_id()
+    prefetch_model_client()
+    start_embedded_server()
+    flow = triggers.with_options(
+        task_runner=task_runner(args.concurrency or settings.concurrency))
+    report = flow(TriggersRequest(
+        skill_roots=[str(r) for r in roots], distractors=args.distractors, runtimes=runtimes,
+        model=model, api_base=args.api_base or settings.api_base, epochs=args.epochs,
+        max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
+        retries=settings.retries, keep_workspaces=args.keep_workspaces))
+    print(render_scores(report))
+    out = store / "triggers" / run_id
+    print(f"report: {out / 'report.html'}\ntriggers.json: {out / 'triggers.json'}")
+    if report.invalid:
+        for line in report.invalid:
+            print(f"invalid: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    return 3 if any(s.errors for s in report.scores) else 0
+
+
+def render_scores(report) -> str:
+    """The console table: one line per skill x runtime."""
+    def pct(x: float | None) -> str:
+        return "  –" if x is None else f"{x:4.0%}"
+
+    lines = [f"{'skill':<28} {'runtime':<12} precision recall  tp fn fp tn err  picked instead"]
+    for s in report.scores:
+        picks = ", ".join(f"{k} ({v})" for k, v in s.distractor_picks.items()) or "–"
+        lines.append(f"{s.skill[:28]:<28} {s.runtime[:12]:<12} {pct(s.precision):>9} "
+                     f"{pct(s.recall):>6} {s.tp:>3} {s.fn:>2} {s.fp:>2} {s.tn:>2} {s.errors:>3}"
+                     f"  {picks}")
+    return "\n".join(lines)
