@@ -16,9 +16,12 @@ an exec included: the kernel opens the program, the interpreter opens its script
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +33,8 @@ except (ImportError, OSError):  # pragma: no cover - not Linux, or inotify unava
     F = None  # type: ignore[assignment]
 
 MAX_DIRS = 2000  # a skill with more folders is watched partly (its top ones)
+_ACTIVE: dict[Path, SkillWatch] = {}  # resolved root -> the watch running on it
+_ACTIVE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ class SkillWatch:
         self._thread: threading.Thread | None = None
         self._inotify = None
         self._used: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()  # one reader of the inotify queue at a time
+        self._quiet = False
 
     def _add(self, d: Path) -> None:
         if len(self._wds) >= MAX_DIRS or self._inotify is None:
@@ -86,20 +93,46 @@ class SkillWatch:
         self._thread = threading.Thread(target=self._loop, name="aeval-skill-watch",
                                         daemon=True)
         self._thread.start()
+        with _ACTIVE_LOCK:
+            _ACTIVE[self.root.resolve()] = self
         return self
+
+    @contextlib.contextmanager
+    def quiet_uses(self) -> Iterator[None]:
+        """aeval reading the copy itself (a tool's before/after manifest): the opens it makes
+        are not the agent's uses. What was queued before is taken first; changes made inside
+        are still recorded."""
+        if self._inotify is None:
+            yield
+            return
+        self._drain(timeout_ms=0)
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._drain(timeout_ms=0)  # inotify queues events at the syscall: all are here
+            self._quiet = False
 
     def _loop(self) -> None:
         assert self._inotify is not None
+        poller = select.poll()
+        poller.register(self._inotify.fileno(), select.POLLIN)
         while not self._stop.is_set():
-            self._drain(timeout_ms=100)
+            if poller.poll(100):  # wait unlocked: `quiet_uses` must not wait on it
+                self._drain(timeout_ms=0)
         self._drain(timeout_ms=0)
 
     def _drain(self, timeout_ms: int) -> None:
-        assert self._inotify is not None
-        try:
-            events = self._inotify.read(timeout=timeout_ms)
-        except OSError:
-            return
+        with self._lock:
+            if self._inotify is None:
+                return
+            try:
+                events = self._inotify.read(timeout=timeout_ms)
+            except OSError:
+                return
+            self._record(events)
+
+    def _record(self, events: list) -> None:
         now = time.monotonic()
         for ev in events:
             if ev.mask & F.Q_OVERFLOW:
@@ -126,17 +159,34 @@ class SkillWatch:
             except ValueError:
                 continue
             if use:
-                if (rel, what) in self._used:
+                if self._quiet or (rel, what) in self._used:
                     continue  # one use per file and kind: reads come in thousands
                 self._used.add((rel, what))
             self.touched.append(Touch(rel or ".", what, now))
 
     def stop(self) -> list[Touch]:
         """Stop watching; return every change and use seen (after the events still queued)."""
+        with _ACTIVE_LOCK:
+            if _ACTIVE.get(self.root.resolve()) is self:
+                del _ACTIVE[self.root.resolve()]
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=5)
-        if self._inotify is not None:
-            self._inotify.close()
-            self._inotify = None
+        with self._lock:
+            if self._inotify is not None:
+                self._inotify.close()
+                self._inotify = None
         return self.touched
+
+
+@contextlib.contextmanager
+def quiet_uses(root: Path) -> Iterator[None]:
+    """`SkillWatch.quiet_uses` of the watch running on ``root``, if any (a tool of the
+    builtin runtime hashing the skill copy around a command)."""
+    with _ACTIVE_LOCK:
+        watch = _ACTIVE.get(Path(root).resolve())
+    if watch is None:
+        yield
+    else:
+        with watch.quiet_uses():
+            yield

@@ -213,3 +213,37 @@ def skill_files(root: Path) -> list[str]:
             if p.is_file() and n != ".DS_Store":
                 out.append(p.relative_to(root).as_posix())
     return sorted(out)
+
+
+class SkillCoverage(BaseModel):
+    """Which shipped files of a skill the runs of one runtime used (benchmark.json)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: int = Field(description="Case runs with a resource record (the graded attempt's).")
+    files: list[str] = Field(description="Every file of the skill (caches left out).")
+    read: dict[str, int] = Field(default_factory=dict,
+                                 description="File -> runs that read it (not executed).")
+    executed: dict[str, int] = Field(default_factory=dict,
+                                     description="File -> runs that executed it.")
+    written: dict[str, int] = Field(default_factory=dict,
+                                    description="File -> runs that wrote it (see Δ).")
+    untouched: list[str] = Field(default_factory=list,
+                                 description="Files no run read, executed or wrote: dead "
+                                             "scripts, untested references.")
+    watched: bool = Field(description="True when every run's watch saw opens by any process; "
+                                      "False: some runs counted from the tool calls alone.")
+
+
+def skill_coverage(files: list[str], uses: list[ResourceUse]) -> SkillCoverage:
+    """Per-file counts over the runs, and the files none of them touched."""
+    counts: dict[str, dict[str, int]] = {"read": {}, "executed": {}, "written": {}}
+    for u in uses:
+        for kind in counts:
+            for rel in getattr(u, kind):
+                counts[kind][rel] = counts[kind].get(rel, 0) + 1
+    touched = set().union(*(u.touched() for u in uses)) if uses else set()
+    return SkillCoverage(runs=len(uses), files=sorted(files),
+                         untouched=sorted(set(files) - touched),
+                         watched=bool(uses) and all(u.watched for u in uses),
+                         **{k: dict(sorted(v.items())) for k, v in counts.items()})

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from aeval.artifacts import FixSuggestions, Grading, RunManifest, TriggersReport
+from aeval.artifacts import Benchmark, FixSuggestions, Grading, RunManifest, TriggersReport
 from aeval.store import read_model
 
 STYLE = """
@@ -86,8 +86,43 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
                 out.append(f"<p><b>{x.level}</b> {escape(x.path)}:{x.start_line}-{x.end_line}"
                            f" (grounded in {escape(x.grounded_in)}): {escape(x.rationale)}</p>"
                            f"<pre>- {escape(x.original)}\n+ {escape(x.replacement)}</pre>")
+    out.append(coverage_section(run_dir, manifest))
     out.append("</body></html>")
     return "\n".join(out)
+
+
+# ---- skill resource coverage ------------------------------------------------------------------
+
+
+def coverage_section(run_dir: Path, manifest: RunManifest) -> str:
+    """Per skill x runtime: each file of the skill, how many runs read, executed or wrote it,
+    and the files no case touched."""
+    out = []
+    for s in manifest.skills:
+        for rt in manifest.runtimes:
+            p = run_dir / (s.key or s.name) / rt / "benchmark.json"
+            cov = read_model(p, Benchmark).coverage if p.is_file() else None
+            if cov is None:
+                continue
+            source = "tool calls and the watch" if cov.watched else "tool calls"
+            out.append(f"<h3>{escape(s.name)} [{escape(rt)}]: {len(cov.files) - len(cov.untouched)}"
+                       f"/{len(cov.files)} files used over {cov.runs} run(s) ({source})</h3>"
+                       "<table><tr><th>file</th><th>read</th><th>executed</th><th>written</th>"
+                       "</tr>")
+            for f in cov.files:
+                cls = " class='fail'" if f in cov.untouched else ""
+                out.append(f"<tr{cls}><td>{escape(f)}</td><td>{cov.read.get(f, 0)}</td>"
+                           f"<td>{cov.executed.get(f, 0)}</td><td>{cov.written.get(f, 0)}</td>"
+                           "</tr>")
+            out.append("</table>")
+            if cov.untouched:
+                out.append("<p>untouched by every case: " + ", ".join(
+                    f"<code>{escape(f)}</code>" for f in cov.untouched) + "</p>")
+    if not out:
+        return ""
+    return "<h2>Skill resource coverage</h2><p>Which files of each skill the cases read, " \
+           "executed or wrote (counts are runs); files no case touched are dead scripts or " \
+           "untested references.</p>\n" + "\n".join(out)
 
 
 # ---- trigger accuracy (aeval triggers) -------------------------------------------------------
