@@ -65,9 +65,9 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     settings = Settings()
     model = args.model or settings.model
     runtimes = args.runtime or ["builtin"]
-    if not model and any(rt not in ("literal", "replay") for rt in runtimes):
-        print("aeval triggers needs an agent runtime with a model: pass --model or set "
-              "AEVAL_MODEL", file=sys.stderr)
+    if not model or any(rt in ("literal", "replay") for rt in runtimes):
+        print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
+              "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
         return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:

@@ -167,3 +167,17 @@ def test_bad_triggers_are_one_clear_line(tmp_path, triggers, message):
         parse_config(path)
     (problem,) = exc.value.problems
     assert str(problem).replace(str(tmp_path) + "/", "") == message
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [[], ["--runtime", "literal", "--model", "openai/x"],
+                                   ["--model", "openai/x", "--distractors", "/nonexistent"]])
+def test_triggers_usage_errors_exit_2_before_anything_runs(ws, extra, capsys):
+    from aeval.deployments.cli import main
+
+    _, skill = ws
+    assert main(["triggers", str(skill), *extra]) == 2
+    err = capsys.readouterr().err
+    assert "needs an agent runtime" in err or "/nonexistent: no such file" in err
