@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.artifacts.triggers import TriggerScore, TriggerTrial
 from aeval.coverage import PATH_KEYS, command_uses, skill_relative
 from aeval.events import Event, ToolCallEvent
+from aeval.sandbox import SandboxMode
 
 SKILL_TOOLS = frozenset({"skill", "Skill", "use_skill", "load_skill"})
 SKILL_INPUT_KEYS = ("skill", "name", "skill_name", "command")
@@ -131,7 +132,8 @@ class TriggersRequest(BaseModel):
     store: str = Field(".aeval", description="Run store (triggers runs go to "
                                              "<store>/triggers/<run-id>/).")
     run_id: str = Field(description="The triggers run id.")
-    sandbox: str = Field("auto", description="auto | require | none.")
+    sandbox: SandboxMode = Field("auto", description="bubblewrap around every process a "
+                                                     "trial starts: auto | require | none.")
     retries: int = Field(2, ge=0, le=10, description="Retries of a trial after a transient "
                                                      "model-API error.")
     keep_workspaces: bool = False

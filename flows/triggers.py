@@ -7,15 +7,12 @@
 
 from __future__ import annotations
 
-from aeval.tasks.triggers import prepare_triggers, trigger_trial, write_triggers
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from aeval.tasks.triggers import prepare_triggers_run, trigger_trial, write_triggers
+from prefect import flow
 
 from aeval.artifacts import TriggersReport
 from aeval.hardening import harden_process
 from aeval.triggers import TriggersRequest
-
-prepare = task(name="prepare-triggers", cache_policy=NO_CACHE)(prepare_triggers)
 
 
 @flow(name="aeval-triggers", flow_run_name="triggers {request.run_id}")
@@ -23,7 +20,7 @@ def triggers(request: TriggersRequest) -> TriggersReport:
     """Does each skill's description make the runtime load it among distractor skills, and
     only when it should?"""
     harden_process()
-    prepared = prepare(request)
+    prepared = prepare_triggers_run(request)
     futures = [trigger_trial.submit(tp, request.retries) for tp in prepared.trials]
     trials = [f.result() for f in futures]
     return write_triggers(prepared, trials)

@@ -90,19 +90,23 @@ def choose_distractors(skill: Examined, marketplace: list[Path], folder: Path | 
     else:
         siblings = [d for d in Path(skill.root).parent.iterdir() if (d / "SKILL.md").is_file()]
         pool, source = _named([*marketplace, *sorted(siblings)]), "marketplace"
-    taken = {skill.name}
+    # names and folder names unique: each copy sits at <skills>/<folder name>, beside the skill
+    taken, folders = {skill.name}, {skill.name}
     chosen: list[Path] = []
-    for name, root in pool:
-        if name in taken or root == Path(skill.root).resolve():
-            continue
+
+    def take(name: str, root: Path) -> None:
+        if name in taken or root.name in folders or root == Path(skill.root).resolve():
+            return
         taken.add(name)
+        folders.add(root.name)
         chosen.append(root)
+
+    for name, root in pool:
+        take(name, root)
     if folder is None and len(chosen) < MIN_DISTRACTORS:
         source = "marketplace+bundled" if chosen else "bundled"
         for name, root in _named(sorted(BUNDLED.iterdir())):
-            if name not in taken:
-                taken.add(name)
-                chosen.append(root)
+            take(name, root)
     return chosen, source
 
 
@@ -194,6 +198,16 @@ def run_trial(tp: TriggerPlan, retries: int = 2) -> TriggerTrial:
     finally:
         if execution is not None and not plan.keep_workspace:
             shutil.rmtree(execution.attempt_root, ignore_errors=True)
+
+
+@task(name="prepare-triggers", task_run_name="prepare triggers {request.run_id}",
+      cache_policy=NO_CACHE)
+def prepare_triggers_run(request: TriggersRequest) -> PreparedTriggers:
+    """Examine the skills, choose their distractors, plan every trial."""
+    prepared = prepare_triggers(request)
+    progress("%d skill(s), %d trigger trial(s), runtime(s): %s", len(prepared.distractors),
+             len(prepared.trials), ", ".join(request.runtimes))
+    return prepared
 
 
 @task(name="trigger-trial", task_run_name="trigger {tp.plan.label}", cache_policy=NO_CACHE)

@@ -131,15 +131,18 @@ def test_generic_tier_and_bundled_distractors(tmp_path, monkeypatch):
     out = tmp_path / "store"
     with ScriptedModelServer([script]) as srv:
         code = main(["triggers", str(skill), "--model", "openai/scripted", "--api-base",
-                     srv.base_url_openai, "--out", str(out), "-q"])
+                     srv.base_url_openai, "--out", str(out), "-q", "--epochs", "2"])
     assert code == 0
     (run_dir,) = (out / "triggers").iterdir()
     data = json.loads((run_dir / "triggers.json").read_text())
+    jsonschema.validate(data, json_schema("triggers"))
     (score,) = data["scores"]
-    assert data["distractor_source"] == "bundled"
-    assert score["source"] == "generic" and "git-commit-messages" in score["distractors"]
-    (trial,) = score["trials"]
-    assert trial["prompt"].endswith("Summarize a git log into a short changelog grouped by "
-                                    "type.")
-    assert trial["outcome"] == "fn" and score["recall"] == 0.0 and score["precision"] is None
-    assert score["distractor_picks"] == {"git-commit-messages": 1}
+    assert data["distractor_source"] == "bundled" and data["epochs"] == 2
+    assert score["source"] == "generic" and len(score["distractors"]) == 6
+    assert [t["epoch"] for t in score["trials"]] == [1, 2]
+    for trial in score["trials"]:
+        assert trial["prompt"].endswith("Summarize a git log into a short changelog grouped "
+                                        "by type.")
+        assert trial["outcome"] == "fn" and trial["dir"].endswith(f"epoch-{trial['epoch']}")
+    assert score["recall"] == 0.0 and score["precision"] is None  # nothing loaded: no 0/0
+    assert score["distractor_picks"] == {"git-commit-messages": 2}

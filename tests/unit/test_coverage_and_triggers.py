@@ -181,3 +181,35 @@ def test_triggers_usage_errors_exit_2_before_anything_runs(ws, extra, capsys):
     assert main(["triggers", str(skill), *extra]) == 2
     err = capsys.readouterr().err
     assert "needs an agent runtime" in err or "/nonexistent: no such file" in err
+
+
+# ---- distractors -----------------------------------------------------------------------------
+
+
+def _skill(root: Path, name: str, folder: str | None = None) -> Path:
+    d = root / (folder or name)
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Does {name} things.\n---\n")
+    return d
+
+
+def test_distractors_marketplace_topped_up_dir_and_no_clashes(tmp_path):
+    from aeval.tasks.examine import examine
+    from aeval.tasks.triggers import choose_distractors
+
+    skills = tmp_path / "skills"
+    me = _skill(skills, "csv-stats")
+    _skill(skills, "release-notes")
+    ex = examine(me)
+    chosen, source = choose_distractors(ex, [me], None)
+    names = [load_skill(d).name for d in chosen]
+    assert source == "marketplace+bundled" and names[0] == "release-notes"
+    assert "spreadsheet-cleanup" in names and "csv-stats" not in names
+    assert len({d.name for d in chosen}) == len(chosen)  # one folder per copy
+
+    other = tmp_path / "other"
+    _skill(other, "pdf-tools")
+    _skill(other, "csv-stats-v2", folder="csv-stats")  # its copy would land on the skill's
+    _skill(other, "csv-stats", folder="csv-stats-old")  # the same name as the skill
+    chosen, source = choose_distractors(ex, [me], other)
+    assert source == str(other) and [d.name for d in chosen] == ["pdf-tools"]
