@@ -16,38 +16,6 @@ from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import prefect_env, progress_logging
 
 
-def add_parser(sub) -> None:
-    """The `triggers` subcommand, self-contained."""
-    t = sub.add_parser(
-        "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
-        description="For each skill and each trigger prompt (eval.config `triggers`, or one "
-        "should-prompt from the description), a fresh workspace with the skill installed among "
-        "distractor skills; the runtime runs the prompt and aeval records, from the events, "
-        "which skills it loaded. Precision and recall per skill x runtime go to "
-        "<out>/triggers/<run-id>/triggers.json and report.html.")
-    t.add_argument("paths", nargs="+", metavar="PATH", help="skill folders or marketplace roots")
-    t.add_argument("--runtime", action="append", metavar="NAME",
-                   help="runtime to use (repeatable; default builtin)")
-    t.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
-    t.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
-    t.add_argument("--epochs", type=int, default=1, help="runs of each prompt (default 1)")
-    t.add_argument("--distractors", metavar="DIR",
-                   help="install the skills of DIR as distractors (default: the other skills "
-                        "of the marketplace, topped up with aeval's bundled set below three)")
-    t.add_argument("--max-turns", type=int, default=3,
-                   help="model turns a trial may take before it is stopped (default 3)")
-    t.add_argument("--concurrency", type=int, help="trials at once (default 4)")
-    t.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
-    t.add_argument("--keep-workspaces", action="store_true",
-                   help="keep each trial's workspace for debugging")
-    t.add_argument("--sandbox", choices=("auto", "require", "none"),
-                   help="bubblewrap around every process a trial starts [AEVAL_SANDBOX]")
-    t.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    t.add_argument("-v", "--verbose", action="store_true",
-                   help="show Prefect's own logs, and the traceback of an internal error")
-    t.set_defaults(func=cmd_triggers)
-
-
 def cmd_triggers(args: argparse.Namespace) -> int:
     for p in [*args.paths, *([args.distractors] if args.distractors else [])]:
         if not Path(p).exists():
