@@ -213,3 +213,36 @@ def test_distractors_marketplace_topped_up_dir_and_no_clashes(tmp_path):
     _skill(other, "csv-stats", folder="csv-stats-old")  # the same name as the skill
     chosen, source = choose_distractors(ex, [me], other)
     assert source == str(other) and [d.name for d in chosen] == ["pdf-tools"]
+
+
+def test_an_invalid_skill_is_listed_and_the_others_are_planned(tmp_path):
+    import json
+    import shutil
+
+    from aeval.tasks.triggers import prepare_triggers
+
+    from aeval.triggers import TriggersRequest
+
+    good = _skill(tmp_path / "skills", "csv-stats")
+    (good / "eval.config").write_text(json.dumps({
+        "evals": [{"id": "a", "prompt": "p", "expected_outcome": "o"}],
+        "triggers": {"should": ["Profile data.csv", "Describe table.csv"],
+                     "should_not": ["Resize logo.png"]}}))
+    bad = _skill(tmp_path / "skills", "broken")
+    (bad / "eval.config").write_text('{"evals": [], "triggers": {"should": [1]}}')
+    prepared = prepare_triggers(TriggersRequest(
+        skill_roots=[str(good), str(bad)], runtimes=["builtin", "opencode"], model="m",
+        store=str(tmp_path / "store"), run_id="r1", epochs=2))
+    try:
+        (line,) = prepared.invalid
+        assert "broken/eval.config:evals: List should have at least 1 item" in line
+        assert len(prepared.trials) == 3 * 2 * 2  # prompts x runtimes x epochs
+        kinds = sorted({(t.kind, t.plan.case.id) for t in prepared.trials})
+        assert kinds == [("should", "should-1"), ("should", "should-2"),
+                         ("should_not", "should_not-1")]
+        plan = prepared.trials[0].plan
+        assert plan.executor_prompt == "trigger_executor" and plan.case.max_turns == 3
+        assert prepared.distractors == {"csv-stats": [load_skill(d).name
+                                                      for d in plan.distractors]}
+    finally:
+        shutil.rmtree(prepared.workspace_root, ignore_errors=True)
