@@ -136,4 +136,6 @@ class TriggersRequest(BaseModel):
                                                      "trial starts: auto | require | none.")
     retries: int = Field(2, ge=0, le=10, description="Retries of a trial after a transient "
                                                      "model-API error.")
+    retry_delay_s: float = Field(2.0, ge=0, le=600, description="First retry delay in "
+                                                                "seconds; doubles.")
     keep_workspaces: bool = False

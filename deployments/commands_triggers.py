@@ -1,8 +1,8 @@
 """`aeval triggers`: trigger accuracy of skill descriptions among distractor skills.
 
 Exit codes: 0 every trial ran; 2 a usage error or an invalid skill; 3 a trial ended in an
-environment error (retry); 4 internal (from `main`). Precision and recall are reported, not
-gated: what is good enough is the skill author's call.
+environment error (retry); 4 internal (aeval itself failed, on a trial or in `main`).
+Precision and recall are reported, not gated: what is good enough is the skill author's call.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import prefect_env, progress_logging
 
@@ -46,6 +46,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from aeval.flows.runners import start_embedded_server, task_runner
     from aeval.flows.triggers import triggers
+    from aeval.tasks.triggers import INTERNAL
 
     from aeval.triggers import TriggersRequest
 
@@ -59,7 +60,8 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         skill_roots=[str(r) for r in roots], distractors=args.distractors, runtimes=runtimes,
         model=model, api_base=args.api_base or settings.api_base, epochs=args.epochs,
         max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
-        retries=settings.retries, keep_workspaces=args.keep_workspaces))
+        retries=settings.retries, retry_delay_s=settings.retry_delay_s,
+        keep_workspaces=args.keep_workspaces))
     print(render_scores(report))
     out = store / "triggers" / run_id
     print(f"report: {out / 'report.html'}\ntriggers.json: {out / 'triggers.json'}")
@@ -67,7 +69,12 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         for line in report.invalid:
             print(f"invalid: {line}", file=sys.stderr)
         return EXIT_USAGE
-    return 3 if any(s.errors for s in report.scores) else 0
+    errors = [t.error or "" for s in report.scores for t in s.trials if t.outcome == "error"]
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    if any(e.startswith(INTERNAL) for e in errors):
+        return EXIT_INTERNAL  # aeval's own bug, not the environment's
+    return 3 if errors else 0
 
 
 def render_scores(report) -> str:

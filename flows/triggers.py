@@ -21,6 +21,7 @@ def triggers(request: TriggersRequest) -> TriggersReport:
     only when it should?"""
     harden_process()
     prepared = prepare_triggers_run(request)
-    futures = [trigger_trial.submit(tp, request.retries) for tp in prepared.trials]
+    futures = [trigger_trial.submit(tp, request.retries, request.retry_delay_s)
+               for tp in prepared.trials]
     trials = [f.result() for f in futures]
     return write_triggers(prepared, trials)

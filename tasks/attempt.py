@@ -157,7 +157,10 @@ class Attempt:
         restored = restored_changes(self.baseline, manifest(self.ws.skill_dir),
                                     [(t.path, t.what, t.at - t0) for t in touches
                                      if t.what in CHANGES])  # opens are not edits
-        self.record.resources = self._resources(touches)
+        try:
+            self.record.resources = self._resources(touches)
+        except (OSError, ValueError):  # coverage is a by-product: it never costs Δ
+            self.record.resources = None
         return delta + restored
 
     def _resources(self, touches: list[Touch]) -> ResourceUse | None:
@@ -166,10 +169,7 @@ class Attempt:
         events_file = self.dir / "events.jsonl"
         if not events_file.is_file():
             return None
-        try:
-            events = read_events(events_file)
-        except ValueError:
-            events = []
+        events = read_events(events_file)
         files = [p for p, v in self.baseline.items() if v.startswith("file ")]
         watched = self.watch is not None and self.watch.problem is None
         return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir),

@@ -43,6 +43,7 @@ from aeval.triggers import (
 )
 
 BUNDLED = Path(str(files("aeval.eval_skill") / "distractors"))
+INTERNAL = "internal error"  # a trial's error that is aeval's own bug, not the environment's
 
 
 class TriggerPlan(BaseModel):
@@ -164,7 +165,7 @@ def _contract_triggers(ex: Examined):
         return None
 
 
-def run_trial(tp: TriggerPlan, retries: int = 2) -> TriggerTrial:
+def run_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0) -> TriggerTrial:
     """One trial: an attempt (retried on a transient model error), then the loads seen in its
     events. Never raises: a failed trial is an `error` outcome with the reason."""
     plan = tp.plan
@@ -179,7 +180,7 @@ def run_trial(tp: TriggerPlan, retries: int = 2) -> TriggerTrial:
             except TransientError:
                 if attempt == retries:
                     raise
-                time.sleep(min(30.0, 2.0 * 2 ** attempt))  # each retry from a fresh workspace
+                time.sleep(min(60.0, retry_delay_s * 2 ** attempt))  # from a fresh workspace
         assert execution is not None
         skills = {plan.skill.name: execution.skill_copy}
         for d in plan.distractors:
@@ -194,7 +195,7 @@ def run_trial(tp: TriggerPlan, retries: int = 2) -> TriggerTrial:
         return TriggerTrial(**base, outcome="error", error=str(exc)[:400])
     except Exception as exc:  # a bug of aeval's own: recorded, the run goes on
         return TriggerTrial(**base, outcome="error",
-                            error=f"internal error: {type(exc).__name__}: {exc}"[:400])
+                            error=f"{INTERNAL}: {type(exc).__name__}: {exc}"[:400])
     finally:
         if execution is not None and not plan.keep_workspace:
             shutil.rmtree(execution.attempt_root, ignore_errors=True)
@@ -211,9 +212,10 @@ def prepare_triggers_run(request: TriggersRequest) -> PreparedTriggers:
 
 
 @task(name="trigger-trial", task_run_name="trigger {tp.plan.label}", cache_policy=NO_CACHE)
-def trigger_trial(tp: TriggerPlan, retries: int = 2) -> TriggerTrial:
+def trigger_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0
+                  ) -> TriggerTrial:
     """One trigger trial: did the runtime load the skill on this prompt?"""
-    trial = run_trial(tp, retries)
+    trial = run_trial(tp, retries, retry_delay_s)
     progress("%s: %s%s", tp.plan.label, trial.outcome.upper(),
              f" (loaded {', '.join(trial.loaded)})" if trial.loaded else "")
     return trial
