@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aeval.adapters.watch import quiet_uses
+
 from aeval.redact import Redactor
 from aeval.shell import cap_text, run_command
 from aeval.workspace import manifest
@@ -182,10 +184,12 @@ class Toolbox:
         if not isinstance(command, str) or not command.strip():
             raise ToolError("command (a non-empty string) is required")
         timeout = min(_timeout(args.get("timeout_s")), max(time_left, 1))
-        before = manifest(self.skill_dir)
+        with quiet_uses(self.skill_dir):  # aeval's own reads are not the agent's uses
+            before = manifest(self.skill_dir)
         r = run_command(command, self.ws, self.env, timeout, self.cap, redactor=self.redactor,
                         sandbox=self.sandbox)
-        after = manifest(self.skill_dir)
+        with quiet_uses(self.skill_dir):
+            after = manifest(self.skill_dir)
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         out = r.combined()
         body = f"exit code: {r.exit_code if not r.timed_out else 'killed (timeout)'}\n{out}"

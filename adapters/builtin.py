@@ -19,9 +19,15 @@ from typing import Any, ClassVar
 from aeval.adapters.agent_tools import TOOL_SPECS, Toolbox
 from aeval.adapters.llm import case_retry_budget, complete, is_anthropic
 
-from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
+from aeval.errors import (
+    ContractError,
+    EnvironmentFailure,
+    ModelTransientError,
+    RuntimeUnavailable,
+)
 from aeval.events import Usage
 from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.skill import load_skill
 
 SKILL_NOTE = """
 ## Your skill
@@ -34,12 +40,48 @@ One agent skill is installed for this task:
 _EPHEMERAL = {"type": "ephemeral"}
 
 
+SKILLS_NOTE = """
+## Your skills
+
+{count} agent skills are installed; each is for the tasks its description names:
+
+{items}
+"""
+SKILLS_ITEM = """- **{name}**: {description}
+  Location: `{path}/` (its SKILL.md first; scripts and references sit beside it)."""
+
+
+def installed_skills(request: RunRequest) -> list[tuple[str, str, str]]:
+    """(name, description, workspace-relative folder) of every skill beside the skill copy
+    (`aeval triggers` installs distractors there), sorted by folder name; the copy alone
+    when it has no neighbours."""
+    found = []
+    for d in sorted(request.skill_dir.parent.iterdir()):
+        if d == request.skill_dir or not (d / "SKILL.md").is_file():
+            continue
+        try:
+            s = load_skill(d)
+        except ContractError:
+            continue
+        found.append((s.name, s.description, d.relative_to(request.workspace).as_posix()))
+    if not found:
+        return []
+    rel = request.skill_dir.relative_to(request.workspace).as_posix()
+    found.append((request.skill_name, request.skill_description, rel))
+    return sorted(found, key=lambda x: x[2])
+
+
 def system_prompt(request: RunRequest) -> str:
     """The executor rules, and the installed skill announced (none without the skill)."""
     rel = request.skill_dir.relative_to(request.workspace).as_posix()
     base = request.system_prompt.replace("{skill_path}", rel)
     if not request.skill_installed:
         return base.rstrip() + "\n"
+    skills = installed_skills(request)
+    if skills:
+        items = "\n".join(SKILLS_ITEM.format(name=n, description=d, path=p)
+                          for n, d, p in skills)
+        return base.rstrip() + "\n" + SKILLS_NOTE.format(count=len(skills), items=items)
     return base.rstrip() + "\n" + SKILL_NOTE.format(name=request.skill_name,
                                                    description=request.skill_description,
                                                    path=rel)

@@ -252,10 +252,47 @@ class EvalCase(_Strict):
         return value
 
 
+class Triggers(_Strict):
+    """Prompts that should, and should not, make an agent load the skill (`aeval triggers`).
+
+    The skill is installed among distractor skills; a should-prompt on which the agent loads
+    this skill is a hit, a should_not-prompt on which it does is a false trigger. The skill's
+    description is what is under test."""
+
+    should: list[Annotated[str, Field(min_length=1, max_length=4000)]] = Field(
+        default_factory=list, description="Prompts on which an agent should load this skill.")
+    should_not: list[Annotated[str, Field(min_length=1, max_length=4000)]] = Field(
+        default_factory=list,
+        description="Prompts on which an agent should not load it (another skill's task, or "
+                    "none's).")
+
+    @field_validator("should", "should_not")
+    @classmethod
+    def _clean_prompts(cls, value: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for i, prompt in enumerate(value):
+            if not prompt.strip():
+                raise ValueError(f"prompt [{i}] is blank")
+            if prompt.strip() in seen:
+                raise ValueError(f"prompt [{i}] is a duplicate: {prompt.strip()[:80]!r}")
+            seen.add(prompt.strip())
+        return value
+
+    @model_validator(mode="after")
+    def _not_both(self) -> Triggers:
+        both = set(map(str.strip, self.should)) & set(map(str.strip, self.should_not))
+        if both:
+            raise ValueError(f"prompt in both should and should_not: {sorted(both)[0][:80]!r}")
+        return self
+
+
 class EvalConfig(_Strict):
     """The whole eval.config."""
 
     evals: list[EvalCase] = Field(min_length=1, description="Independent test cases.")
+    triggers: Triggers | None = Field(
+        None, description="Trigger prompts for `aeval triggers` (None: the generic tier's one "
+                          "should-prompt derived from the description).")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> EvalConfig:
@@ -373,7 +410,14 @@ def generic_config(skill: Skill) -> EvalConfig:
         "steps": blocks,
         "doc_test": True,
         "assertions": [GENERIC_OUTCOME],
-    }]})
+    }], "triggers": generic_triggers(skill).model_dump()})
+
+
+def generic_triggers(skill: Skill) -> Triggers:
+    """One should-prompt from the description: a task the description says the skill is for,
+    phrased without naming the skill (naming it would test the name, not the description)."""
+    text = " ".join(skill.description.split())
+    return Triggers(should=[f"I need help with this: {text}"])
 
 
 def find_contract(skill: Skill, marketplace: Path | None) -> tuple[Tier, Path | None]:

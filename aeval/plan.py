@@ -72,6 +72,11 @@ class CasePlan(BaseModel):
     fingerprint: str | None = Field(
         None, description="What the verdict depends on, hashed (aeval/fingerprint.py); set "
                           "when the run skips unchanged case runs (sweeps).")
+    distractors: list[Path] = Field(
+        default_factory=list, description="Other skill folders installed beside the skill "
+                                          "copy (`aeval triggers`).")
+    executor_prompt: str = Field("executor", description="The executor's system prompt: "
+                                                         "eval_skill/agents/<name>.md.")
 
     @property
     def layout(self) -> RunLayout:

@@ -301,6 +301,20 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
                      excluded=excluded)
 
 
+def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
+    """Copy other skills beside the skill copy (distractors, `aeval triggers`), each under
+    its folder name; they are not outputs. Returns their copies."""
+    copies = []
+    for src in skill_dirs:
+        dst = ws.skill_dir.parent / Path(src).name
+        if dst == ws.skill_dir or dst.exists():
+            continue
+        shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        ws.excluded.append(dst)
+        copies.append(dst)
+    return copies
+
+
 def collect_outputs(ws: Workspace, before: dict[str, tuple[int, int]], dest: Path,
                     redactor: Redactor | None = None, max_file_bytes: int = 1_000_000,
                     max_total_bytes: int = 20_000_000) -> list[OutputFile]:

@@ -1,6 +1,7 @@
 """The `aeval` command line: the parser and `main`. The commands live in
 ``commands_eval.py`` (run, sweep, compare, regrade), ``commands_info.py`` (validate, schema,
-runtimes, show) and ``post.py`` (post); what they print, in ``console.py``.
+runtimes, show), ``commands_triggers.py`` (triggers) and ``post.py`` (post); what they print,
+in ``console.py``.
 
 Exit codes of `run` (first match wins): 1 a case failed (a skill defect); 2 a usage error or
 an invalid skill; 3 an environment error (and no skill failure); 0 everything passed; 4 an
@@ -16,6 +17,7 @@ import traceback
 from aeval.deployments.cli_common import EPILOG, EXIT_INTERNAL, EXIT_USAGE
 from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
 from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
+from aeval.deployments.commands_triggers import cmd_triggers
 from aeval.deployments.console import QuietPipe, prefect_env
 
 from aeval.hardening import harden_process
@@ -158,6 +160,34 @@ def build_parser() -> argparse.ArgumentParser:
     from aeval.deployments.post import add_parser as add_post_parser
 
     add_post_parser(sub)
+
+    t = sub.add_parser(
+        "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
+        description="For each skill and each trigger prompt (eval.config `triggers`, or one "
+        "should-prompt from the description), a fresh workspace with the skill installed among "
+        "distractor skills; the runtime runs the prompt and aeval records, from the events, "
+        "which skills it loaded. Precision and recall per skill x runtime go to "
+        "<out>/triggers/<run-id>/triggers.json and report.html. Exit 0; 2 a usage error or an "
+        "invalid skill; 3 a trial ended in an environment error.")
+    t.add_argument("paths", nargs="+", metavar="PATH", help="skill folders or marketplace roots")
+    t.add_argument("--runtime", action="append", metavar="NAME",
+                   help="agent runtime to use (repeatable; default builtin)")
+    t.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    t.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    t.add_argument("--epochs", type=int, default=1, help="runs of each prompt (default 1)")
+    t.add_argument("--distractors", metavar="DIR",
+                   help="install the skills of DIR as distractors (default: the other skills "
+                        "of the marketplace, topped up with aeval's bundled set below three)")
+    t.add_argument("--max-turns", type=int, default=3,
+                   help="model turns a trial may take before it is stopped (default 3)")
+    t.add_argument("--concurrency", type=int, help="trials at once (default 4)")
+    t.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    t.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each trial's workspace for debugging")
+    t.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a trial starts [AEVAL_SANDBOX]")
+    _add_quiet_verbose(t)
+    t.set_defaults(func=cmd_triggers)
 
     sh = sub.add_parser("show", help="summarize a finished run; exit with its gate code",
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -15,10 +15,12 @@ from aeval.artifacts import (
     AnalysisNotes,
     Benchmark,
     CaseResult,
+    EvalMetadata,
     Grading,
     MultiEvalReport,
     RateStats,
 )
+from aeval.coverage import SkillCoverage, skill_coverage, skill_files
 from aeval.errors import EnvironmentFailure
 from aeval.events import Usage
 from aeval.prompts import load_prompt
@@ -212,12 +214,29 @@ def narrate(notes: AnalysisNotes, bench: Benchmark, model: str, api_base: str | 
     return notes.model_copy(update={"notes": notes.notes + extra, "model": model})
 
 
+def coverage(run_dir: Path, cases: list[CaseResult], skill_root: Path) -> SkillCoverage | None:
+    """Resource coverage over the cases' graded attempts (eval_metadata.json), against the
+    files of the original skill; None when no attempt recorded its resource use."""
+    uses = []
+    for c in cases:
+        p = Path(run_dir) / c.dir / "eval_metadata.json"
+        if not p.is_file():
+            continue
+        attempts = read_model(p, EvalMetadata).attempts
+        if attempts and attempts[-1].resources is not None:
+            uses.append(attempts[-1].resources)
+    return skill_coverage(skill_files(skill_root), uses) if uses else None
+
+
 def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[CaseResult],
-              model: str | None = None, api_base: str | None = None) -> MultiEvalReport:
+              model: str | None = None, api_base: str | None = None,
+              skill_root: Path | None = None) -> MultiEvalReport:
     """Write the per skill x runtime artifacts into ``out``; return the multi-eval report."""
     out = Path(out)
     pairs = load_gradings(Path(run_dir), cases)
     bench = benchmark(skill, runtime, pairs)
+    if skill_root is not None:
+        bench.coverage = coverage(Path(run_dir), cases, Path(skill_root))
     notes = analyze(skill, runtime, pairs)
     if model and pairs:
         notes = narrate(notes, bench, model, api_base)

@@ -18,11 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aeval.adapters import get_runtime
-from aeval.adapters.watch import SkillWatch
+from aeval.adapters.watch import CHANGES, SkillWatch, Touch
 from aeval.tasks.install import install, resolve_credentials, tool_env
 from aeval.tasks.sandboxing import attempt_sandbox
 
 from aeval.artifacts import AttemptRecord
+from aeval.coverage import ResourceUse, resource_use, uses_from_events
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
 from aeval.events import read_events, render_transcript
 from aeval.layout import RunLayout
@@ -35,6 +36,7 @@ from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write
 from aeval.workspace import (
     FileChange,
     Workspace,
+    add_skills,
     collect_outputs,
     diff_skill,
     manifest,
@@ -97,6 +99,7 @@ class Attempt:
             self.sandbox = attempt_sandbox(self.plan, self.root)
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
                               credentials, self.dir / "install.log", self.sandbox)
+            add_skills(self.ws, self.plan.distractors)
             self.baseline = manifest(self.ws.skill_dir)  # after setup and preflight
             before = self.ws.snapshot()
             self.watch = SkillWatch(self.ws.skill_dir).start()
@@ -133,8 +136,8 @@ class Attempt:
             model=plan.model, api_base=plan.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
                           output_cap=plan.output_cap),
-            system_prompt=(load_prompt("executor") if plan.install_skill
-                           else load_prompt("executor_no_skill")),
+            system_prompt=load_prompt(plan.executor_prompt if plan.install_skill
+                                      else "executor_no_skill"),
             raw_log=raw, sandbox=self.sandbox)
         try:
             result = runtime.run(request, recorder)
@@ -151,12 +154,30 @@ class Attempt:
         plus what the watch saw changed and put back during the run."""
         if self.ws is None or self.baseline is None:
             return []
-        delta = diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
+        # stopped first: reading the copy for Δ would show as uses of every file
         touches = self.watch.stop() if self.watch is not None else []
+        delta = diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
         t0 = self.clock_start if self.clock_start is not None else 0.0
         restored = restored_changes(self.baseline, manifest(self.ws.skill_dir),
-                                    [(t.path, t.what, t.at - t0) for t in touches])
+                                    [(t.path, t.what, t.at - t0) for t in touches
+                                     if t.what in CHANGES])  # opens are not edits
+        try:
+            self.record.resources = self._resources(touches)
+        except (OSError, ValueError):  # coverage is a by-product: it never costs Δ
+            self.record.resources = None
         return delta + restored
+
+    def _resources(self, touches: list[Touch]) -> ResourceUse | None:
+        """What the attempt read, executed and wrote of the shipped skill files."""
+        assert self.ws is not None and self.baseline is not None
+        events_file = self.dir / "events.jsonl"
+        if not events_file.is_file():
+            return None
+        events = read_events(events_file)
+        files = [p for p, v in self.baseline.items() if v.startswith("file ")]
+        watched = self.watch is not None and self.watch.problem is None
+        return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir),
+                            [(t.path, t.what) for t in touches], files, watched=watched)
 
     def _publish(self, before: dict) -> list:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""

@@ -31,7 +31,7 @@ def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
         regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
                        Path(request.store), request.baseline)
     return aggregate(layout.run_dir, out, group.name, group.runtime, cases,
-                     request.grader_model, request.api_base)
+                     request.grader_model, request.api_base, skill_root=group.root)
 
 
 @task(name="conclude", task_run_name="conclude {group.name} [{group.runtime}]",

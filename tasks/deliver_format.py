@@ -119,6 +119,18 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         out += ["", f"**Suggestions:** {inline} inline on the diff, {fallback} in the fallback "
                     f"note ({levels.count('LV1')} LV1, {levels.count('LV2')} LV2)."]
         out += [f"- skipped: {_cell(r)}" for r in skipped or []]
+    for rt, cov in report.coverage.items():
+        used = len(cov.files) - len(cov.untouched)
+        out += ["", f"<details><summary>Skill files used [{rt}]: {used}/{len(cov.files)}"
+                    f"{f', {len(cov.untouched)} untouched by every case' if cov.untouched else ''}"
+                    "</summary>", "",
+                *[f"- `{_code(f)}`: " + (", ".join(
+                    f"{kind} {n}x" for kind, n in (("executed", cov.executed.get(f, 0)),
+                                                    ("read", cov.read.get(f, 0)),
+                                                    ("written", cov.written.get(f, 0))) if n)
+                    or "**untouched**") for f in cov.files[:50]],
+                *([f"- … {len(cov.files) - 50} more"] if len(cov.files) > 50 else []),
+                "", "</details>"]
     if sk.warnings:
         out += ["", "<details><summary>Lint warnings</summary>", "",
                 *[f"- {_cell(w)}" for w in sk.warnings], "", "</details>"]

@@ -18,7 +18,15 @@ from aeval.adapters.gitlab import (
 )
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.artifacts import FixSuggestion, FixSuggestions, Grading, RunManifest, SkillResult
+from aeval.artifacts import (
+    Benchmark,
+    FixSuggestion,
+    FixSuggestions,
+    Grading,
+    RunManifest,
+    SkillResult,
+)
+from aeval.coverage import SkillCoverage
 from aeval.plan import safe
 from aeval.store import read_model
 
@@ -69,6 +77,8 @@ class SkillReport(_M):
     result: SkillResult
     gradings: dict[str, Grading] = Field(default_factory=dict)
     suggestions: list[LocatedSuggestion] = Field(default_factory=list)
+    coverage: dict[str, SkillCoverage] = Field(
+        default_factory=dict, description="runtime -> the skill's files the cases used.")
 
 
 class RunBundle(_M):
@@ -182,6 +192,9 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
             if p.is_file():
                 report.suggestions += [_locate(s, rt, report, skill_dir, repo_root)
                                        for s in read_model(p, FixSuggestions).suggestions]
+            bench = run_dir / (sk.key or safe(sk.name)) / rt / "benchmark.json"
+            if bench.is_file() and (cov := read_model(bench, Benchmark).coverage) is not None:
+                report.coverage[rt] = cov
         reports.append(report)
     return RunBundle(run_dir=run_dir, manifest=manifest, repo_root=repo_root, skills=reports)
 

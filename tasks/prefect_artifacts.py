@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.artifacts import CaseResult, Grading
+from aeval.artifacts import CaseResult, Grading, TriggersReport
 from aeval.layout import safe
 from aeval.store import read_model
 
@@ -26,3 +26,12 @@ def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:
             ev = e.evidence.replace("|", "\\|").replace("\n", " ")[:200]
             lines.append(f"| {e.id} | {e.status} | {e.text.replace('|', '/')} | {ev} |")
     return "\n".join(lines)
+
+
+def trigger_rows(report: TriggersReport) -> list[dict]:
+    """The Prefect table of a triggers run: one row per skill x runtime."""
+    return [{"skill": s.skill, "runtime": s.runtime, "precision": s.precision,
+             "recall": s.recall, "tp": s.tp, "fn": s.fn, "fp": s.fp, "tn": s.tn,
+             "errors": s.errors, "prompts": s.source,
+             "picked instead": ", ".join(f"{k} ({v})" for k, v in s.distractor_picks.items()),
+             "distractors": len(s.distractors)} for s in report.scores]

@@ -7,7 +7,14 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from aeval.artifacts import FixSuggestions, Grading, RunManifest, UpliftReport
+from aeval.artifacts import (
+    Benchmark,
+    FixSuggestions,
+    Grading,
+    RunManifest,
+    TriggersReport,
+    UpliftReport,
+)
 from aeval.store import read_model
 
 STYLE = """
@@ -87,6 +94,7 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
                 out.append(f"<p><b>{x.level}</b> {escape(x.path)}:{x.start_line}-{x.end_line}"
                            f" (grounded in {escape(x.grounded_in)}): {escape(x.rationale)}</p>"
                            f"<pre>- {escape(x.original)}\n+ {escape(x.replacement)}</pre>")
+    out.append(coverage_section(run_dir, manifest))
     if (run_dir / "uplift.json").is_file():
         out += uplift_section(read_model(run_dir / "uplift.json", UpliftReport))
     out.append("</body></html>")
@@ -136,3 +144,83 @@ def uplift_section(report: UpliftReport) -> list[str]:
                 f"<td>{tokens}</td><td>{wall}</td><td>{verdict}</td></tr>")
     out.append("</table>")
     return out
+
+
+# ---- skill resource coverage ------------------------------------------------------------------
+
+
+def coverage_section(run_dir: Path, manifest: RunManifest) -> str:
+    """Per skill x runtime: each file of the skill, how many runs read, executed or wrote it,
+    and the files no case touched."""
+    out = []
+    for s in manifest.skills:
+        for rt in manifest.runtimes:
+            p = run_dir / (s.key or s.name) / rt / "benchmark.json"
+            cov = read_model(p, Benchmark).coverage if p.is_file() else None
+            if cov is None:
+                continue
+            source = "tool calls and the watch" if cov.watched else "tool calls"
+            out.append(f"<h3>{escape(s.name)} [{escape(rt)}]: {len(cov.files) - len(cov.untouched)}"
+                       f"/{len(cov.files)} files used over {cov.runs} run(s) ({source})</h3>"
+                       "<table><tr><th>file</th><th>read</th><th>executed</th><th>written</th>"
+                       "</tr>")
+            for f in cov.files:
+                cls = " class='fail'" if f in cov.untouched else ""
+                out.append(f"<tr{cls}><td>{escape(f)}</td><td>{cov.read.get(f, 0)}</td>"
+                           f"<td>{cov.executed.get(f, 0)}</td><td>{cov.written.get(f, 0)}</td>"
+                           "</tr>")
+            out.append("</table>")
+            if cov.untouched:
+                out.append("<p>untouched by every case: " + ", ".join(
+                    f"<code>{escape(f)}</code>" for f in cov.untouched) + "</p>")
+    if not out:
+        return ""
+    return "<h2>Skill resource coverage</h2><p>Which files of each skill the cases read, " \
+           "executed or wrote (counts are runs); files no case touched are dead scripts or " \
+           "untested references.</p>\n" + "\n".join(out)
+
+
+# ---- trigger accuracy (aeval triggers) -------------------------------------------------------
+
+
+def triggers_section(report: TriggersReport) -> str:
+    """Precision and recall per skill x runtime, then each trial with what it loaded."""
+    out = ["<h2>Trigger accuracy</h2>",
+           f"<p>Each prompt ran with the skill installed among distractor skills "
+           f"({escape(report.distractor_source)}); a trial stops after {report.max_turns} model "
+           "turn(s). Loaded = the runtime read the skill's SKILL.md or invoked it.</p>",
+           "<table><tr><th>skill</th><th>runtime</th><th>precision</th><th>recall</th>"
+           "<th>tp</th><th>fn</th><th>fp</th><th>tn</th><th>errors</th><th>prompts</th>"
+           "<th>picked instead</th></tr>"]
+    for s in report.scores:
+        picks = ", ".join(f"{k} ({v})" for k, v in s.distractor_picks.items()) or "–"
+        out.append(f"<tr><td>{escape(s.skill)}</td><td>{escape(s.runtime)}</td>"
+                   f"<td>{_pct(s.precision)}</td><td>{_pct(s.recall)}</td><td>{s.tp}</td>"
+                   f"<td>{s.fn}</td><td>{s.fp}</td><td>{s.tn}</td><td>{s.errors}</td>"
+                   f"<td>{s.source}</td><td>{escape(picks)}</td></tr>")
+    out.append("</table>")
+    for s in report.scores:
+        out.append(f"<h3>{escape(s.skill)} [{escape(s.runtime)}]</h3><p>distractors: "
+                   f"{escape(', '.join(s.distractors) or '–')}</p>"
+                   "<table><tr><th>prompt</th><th>expected</th><th>outcome</th>"
+                   "<th>loaded</th><th>evidence</th></tr>")
+        for t in s.trials:
+            ep = f" #{t.epoch}" if t.epoch is not None else ""
+            expected = "load" if t.kind == "should" else "not load"
+            ev = "; ".join(t.evidence) or (t.error or "")
+            out.append(f"<tr><td><a href='{escape(t.dir)}/'>{escape(t.prompt[:200])}</a>{ep}"
+                       f"</td><td>{expected}</td><td>{t.outcome}</td>"
+                       f"<td>{escape(', '.join(t.loaded) or '–')}</td><td>{escape(ev)}</td></tr>")
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def render_triggers_report(report: TriggersReport) -> str:
+    """report.html of a triggers run."""
+    invalid = "".join(f"<p class='invalid'>invalid: {escape(line)}</p>"
+                      for line in report.invalid)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>aeval triggers "
+            f"{escape(report.run_id)}</title><style>{STYLE}</style></head><body>"
+            f"<h1>aeval triggers {escape(report.run_id)}</h1><p>runtimes: "
+            f"{escape(', '.join(report.runtimes))}; model: {escape(report.model or '–')}; "
+            f"epochs: {report.epochs}</p>{invalid}\n{triggers_section(report)}\n</body></html>")

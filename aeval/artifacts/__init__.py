@@ -61,6 +61,7 @@ from aeval.artifacts.grading import (
     SelfCorrection,
     Timing,
 )
+from aeval.artifacts.triggers import TriggerScore, TriggersReport, TriggerTrial
 from aeval.artifacts.uplift import (
     ArmStats,
     CaseUplift,
@@ -92,6 +93,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "compare": CompareReport,
     "regrade": RegradeReport,
     "uplift": UpliftReport,
+    "triggers": TriggersReport,
 }
 # artifact file name -> schema name, for validation of a run folder
 FILE_SCHEMAS = {
@@ -109,6 +111,7 @@ FILE_SCHEMAS = {
     "verdicts.json": "verdicts",
     "compare.json": "compare",
     "uplift.json": "uplift",
+    "triggers.json": "triggers",
 }
 
 
@@ -189,6 +192,9 @@ __all__ = [
     "SuggesterItem",
     "TierDifference",
     "Timing",
+    "TriggerScore",
+    "TriggerTrial",
+    "TriggersReport",
     "UpliftGate",
     "UpliftReport",
     "UpliftStats",

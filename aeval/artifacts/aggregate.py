@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.case import Artifact, CaseStatus
 from aeval.contract import Tier
+from aeval.coverage import SkillCoverage
 from aeval.events import Usage
 from aeval.sandbox import SandboxStatus
 
@@ -48,6 +49,9 @@ class Benchmark(Artifact):
         default_factory=dict,
         description="case[/epoch] -> assertion id -> first-attempt pass (None = ungraded).",
     )
+    coverage: SkillCoverage | None = Field(
+        None, description="The skill's files the runs read, executed or wrote, and those "
+                          "none touched; None when no run recorded its resource use.")
 
 
 # ---- analysis_notes.json --------------------------------------------------------------------

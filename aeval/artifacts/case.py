@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.contract import DeterministicCheck, Tier
+from aeval.coverage import ResourceUse
 from aeval.events import Usage
 from aeval.sandbox import SandboxStatus
 from aeval.workspace import OutputFile
@@ -82,6 +83,9 @@ class AttemptRecord(BaseModel):
         default_factory=list,
         description="Δ of this attempt, `<change> <path>` per skill file: recorded for every "
                     "attempt, also one that raised.")
+    resources: ResourceUse | None = Field(
+        None, description="The skill copy's files this attempt read, executed or wrote (from "
+                          "the tool calls and the watch); None when it never ran.")
 
 
 class EvalMetadata(Artifact):

@@ -1,0 +1,249 @@
+"""Skill resource coverage: which files of the skill copy a run read, executed or wrote.
+
+Two sources, joined per file:
+
+- **the events** (what the agent asked for): a file tool's path (`read_file` -> read,
+  `write_file` / `edit_file` -> written); in a `bash` command, a skill path in command
+  position or as the script of an interpreter (``python3 $SKILL_DIR/scripts/run.py``,
+  ``bash x.sh``, ``./x.sh``) -> executed, a skill path after ``>`` / ``>>`` / ``tee`` ->
+  written, any other skill path the command names (``cat``, an argument) -> read;
+- **the watch** on the skill copy (inotify, `adapters/watch.py`), which sees every process,
+  the CLI runtimes' own tools included: a file opened or accessed -> read; written, created
+  or re-moded -> written. An execution shows to inotify only as an open by the interpreter,
+  so *executed* comes from the events alone, and a file executed is not also listed as read.
+
+Paths are attributed to the skill copy when, after ``$SKILL_DIR`` / ``${SKILL_DIR}`` is
+expanded and a relative path is taken from the workspace root, the path (or the file it
+resolves to through symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
+Prefect, no I/O beyond resolving symlinks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aeval.events import Event, ToolCallEvent
+
+Use = Literal["read", "executed", "written"]
+PATH_KEYS = ("path", "file_path", "filePath", "notebook_path", "target_file")
+READ_TOOLS = frozenset({"read_file"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+INTERPRETERS = frozenset({
+    "python", "python3", "python2", "bash", "sh", "zsh", "dash", "node", "deno", "bun", "ruby",
+    "perl", "php", "Rscript", "lua", "tclsh", "pwsh", "uv", "poetry", "pipx", "npx", "source",
+    ".", "exec", "env", "time", "nice", "timeout", "xargs", "sudo"})
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "{", "}", "then", "do", "else",
+                         "!", "if", "while", "until"})
+_REDIRECTS = frozenset({">", ">>", "1>", "2>", "&>", "1>>", "2>>"})
+_SKILL_VAR = re.compile(r"\$\{SKILL_DIR\}|\$SKILL_DIR\b")
+
+
+class ResourceUse(BaseModel):
+    """The files of the skill copy one attempt used, by skill-relative POSIX path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    read: list[str] = Field(default_factory=list,
+                            description="Read: a file tool, a command naming it, or an open the "
+                                        "watch saw (not executed).")
+    executed: list[str] = Field(default_factory=list,
+                                description="Run as a program or as an interpreter's script by "
+                                            "a command of the agent.")
+    written: list[str] = Field(default_factory=list,
+                               description="Written by a file tool or a redirection, or seen "
+                                           "written by the watch.")
+    watched: bool = Field(False, description="True when the watch saw opens (any process): "
+                                             "False means the events alone were used.")
+
+    def touched(self) -> set[str]:
+        return set(self.read) | set(self.executed) | set(self.written)
+
+
+def skill_relative(raw: str, workspace: Path, skill_dir: Path) -> str | None:
+    """The skill-relative path ``raw`` names, or None when it lies outside the skill copy.
+
+    ``$SKILL_DIR`` is expanded; a relative path is taken from the workspace root; a path
+    that reaches the copy through a symlink (or the copy's real path) counts."""
+    if not raw or "\0" in raw:
+        return None
+    text = _SKILL_VAR.sub(str(skill_dir).replace("\\", "\\\\"), raw.strip())
+    p = Path(text)
+    if not p.is_absolute():
+        p = Path(workspace) / p
+    roots = {Path(os.path.normpath(skill_dir))}
+    with contextlib.suppress(OSError):
+        roots.add(Path(os.path.realpath(skill_dir)))
+    candidates = [Path(os.path.normpath(p))]
+    with contextlib.suppress(OSError):
+        candidates.append(Path(os.path.realpath(p)))
+    for cand in candidates:
+        for root in roots:
+            if cand == root:
+                return None  # the folder itself is not a file of it
+            if cand.is_relative_to(root):
+                return cand.relative_to(root).as_posix()
+    return None
+
+
+def _words(command: str) -> list[str]:
+    """Shell words of ``command``; separators (``;``, ``&&``, ``|`` ...) as words of their own.
+    A command shlex cannot split (an open quote) falls back to whitespace."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer)
+    except ValueError:
+        return command.split()
+
+
+def command_uses(command: str, workspace: Path, skill_dir: Path) -> list[tuple[str, Use]]:
+    """(skill path, use) for each skill file a bash command names, in order (see the module
+    docstring for the rule)."""
+    out: list[tuple[str, Use]] = []
+    at_start, after_interpreter, redirect, tee = True, False, False, False
+    for word in _words(command):
+        if word in _SEPARATORS:
+            at_start, after_interpreter, redirect, tee = True, False, False, False
+            continue
+        if word in _REDIRECTS:
+            redirect = True
+            continue
+        if word in ("<", "<<", "<<<"):
+            continue
+        names = [word] + ([word.split("=", 1)[1]] if "=" in word else [])
+        rel = next((r for r in (skill_relative(n, workspace, skill_dir) for n in names) if r),
+                   None)
+        if rel is not None:
+            use: Use = ("written" if redirect or tee else
+                        "executed" if at_start or after_interpreter else "read")
+            out.append((rel, use))
+        base = os.path.basename(word)
+        if redirect:
+            redirect = False
+        elif at_start and "=" in word and not word.startswith("-"):
+            continue  # VAR=value before the command
+        elif at_start or after_interpreter:
+            if base in INTERPRETERS or re.fullmatch(r"python3?\.\d+", base):
+                at_start, after_interpreter = False, True
+                tee = False
+            elif after_interpreter and word.startswith("-"):
+                if word in ("-m", "-c"):
+                    after_interpreter = False  # a module or inline code, not a file
+                continue
+            else:
+                at_start, after_interpreter = False, False
+                tee = base == "tee"
+    return out
+
+
+def _input_path(data: dict[str, Any]) -> str | None:
+    for key in PATH_KEYS:
+        value = data.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def uses_from_events(events: Iterable[Event], workspace: Path, skill_dir: Path
+                     ) -> list[tuple[str, Use]]:
+    """(skill path, use) from the tool calls of a run."""
+    out: list[tuple[str, Use]] = []
+    for e in events:
+        if not isinstance(e, ToolCallEvent):
+            continue
+        if e.tool == "bash" and isinstance(e.input.get("command"), str):
+            out += command_uses(e.input["command"], workspace, skill_dir)
+            continue
+        raw = _input_path(e.input)
+        if raw is None:
+            continue
+        rel = skill_relative(raw, workspace, skill_dir)
+        if rel is None:
+            continue
+        if e.tool in WRITE_TOOLS:
+            out.append((rel, "written"))
+        elif e.tool in READ_TOOLS:
+            out.append((rel, "read"))
+    return out
+
+
+WATCH_USES: dict[str, Use] = {"opened": "read", "accessed": "read", "written": "written",
+                              "created": "written", "attributes": "written", "moved": "written"}
+
+
+def resource_use(event_uses: Iterable[tuple[str, Use]], watch_touches: Iterable[tuple[str, str]],
+                 files: Iterable[str] | None = None, watched: bool = False) -> ResourceUse:
+    """Join the uses from the events with what the watch saw (``(path, what)`` pairs). With
+    ``files`` (the copy's files), only those are kept (folders and deleted names drop out).
+    A file executed is not listed as read as well."""
+    uses: dict[Use, set[str]] = {"read": set(), "executed": set(), "written": set()}
+    for rel, use in event_uses:
+        uses[use].add(rel)
+    for rel, what in watch_touches:
+        use = WATCH_USES.get(what)
+        if use is not None and rel != ".":
+            uses[use].add(rel)
+    keep = set(files) if files is not None else None
+    for k in uses:
+        if keep is not None:
+            uses[k] &= keep
+    uses["read"] -= uses["executed"]
+    return ResourceUse(read=sorted(uses["read"]), executed=sorted(uses["executed"]),
+                       written=sorted(uses["written"]), watched=watched)
+
+
+def skill_files(root: Path) -> list[str]:
+    """Every regular file of a skill folder (skill-relative POSIX paths; caches and VCS
+    folders left out), sorted: what coverage is counted over."""
+    root = Path(root)
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git")]
+        for n in filenames:
+            p = Path(dirpath) / n
+            if p.is_file() and n != ".DS_Store":
+                out.append(p.relative_to(root).as_posix())
+    return sorted(out)
+
+
+class SkillCoverage(BaseModel):
+    """Which shipped files of a skill the runs of one runtime used (benchmark.json)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: int = Field(description="Case runs with a resource record (the graded attempt's).")
+    files: list[str] = Field(description="Every file of the skill (caches left out).")
+    read: dict[str, int] = Field(default_factory=dict,
+                                 description="File -> runs that read it (not executed).")
+    executed: dict[str, int] = Field(default_factory=dict,
+                                     description="File -> runs that executed it.")
+    written: dict[str, int] = Field(default_factory=dict,
+                                    description="File -> runs that wrote it (see Δ).")
+    untouched: list[str] = Field(default_factory=list,
+                                 description="Files no run read, executed or wrote: dead "
+                                             "scripts, untested references.")
+    watched: bool = Field(description="True when every run's watch saw opens by any process; "
+                                      "False: some runs counted from the tool calls alone.")
+
+
+def skill_coverage(files: list[str], uses: list[ResourceUse]) -> SkillCoverage:
+    """Per-file counts over the runs, and the files none of them touched."""
+    counts: dict[str, dict[str, int]] = {"read": {}, "executed": {}, "written": {}}
+    for u in uses:
+        for kind in counts:
+            for rel in getattr(u, kind):
+                counts[kind][rel] = counts[kind].get(rel, 0) + 1
+    touched = set().union(*(u.touched() for u in uses)) if uses else set()
+    return SkillCoverage(runs=len(uses), files=sorted(files),
+                         untouched=sorted(set(files) - touched),
+                         watched=bool(uses) and all(u.watched for u in uses),
+                         **{k: dict(sorted(v.items())) for k, v in counts.items()})

@@ -1,0 +1,91 @@
+"""`aeval triggers`: trigger accuracy of skill descriptions among distractor skills.
+
+Exit codes: 0 every trial ran; 2 a usage error or an invalid skill; 3 a trial ended in an
+environment error (retry); 4 internal (aeval itself failed, on a trial or in `main`).
+Precision and recall are reported, not gated: what is good enough is the skill author's call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE
+from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
+from aeval.deployments.console import prefect_env, progress_logging
+
+
+def cmd_triggers(args: argparse.Namespace) -> int:
+    for p in [*args.paths, *([args.distractors] if args.distractors else [])]:
+        if not Path(p).exists():
+            print(f"{p}: no such file or folder", file=sys.stderr)
+            return EXIT_USAGE
+    if args.epochs < 1 or args.max_turns < 1:
+        print("--epochs and --max-turns must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+    from aeval.settings import Settings
+    from aeval.skill import find_skill_roots
+    from aeval.store import new_run_id
+
+    settings = Settings()
+    model = args.model or settings.model
+    runtimes = args.runtime or ["builtin"]
+    if not model or any(rt in ("literal", "replay") for rt in runtimes):
+        print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
+              "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
+        return EXIT_USAGE
+    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
+    if not roots:
+        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    if sandbox is None:
+        return EXIT_USAGE
+    from aeval.flows.runners import start_embedded_server, task_runner
+    from aeval.flows.triggers import triggers
+    from aeval.tasks.triggers import INTERNAL
+
+    from aeval.triggers import TriggersRequest
+
+    store = Path(args.out or settings.home)
+    run_id = new_run_id()
+    prefetch_model_client()
+    start_embedded_server()
+    flow = triggers.with_options(
+        task_runner=task_runner(args.concurrency or settings.concurrency))
+    report = flow(TriggersRequest(
+        skill_roots=[str(r) for r in roots], distractors=args.distractors, runtimes=runtimes,
+        model=model, api_base=args.api_base or settings.api_base, epochs=args.epochs,
+        max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
+        retries=settings.retries, retry_delay_s=settings.retry_delay_s,
+        keep_workspaces=args.keep_workspaces))
+    print(render_scores(report))
+    out = store / "triggers" / run_id
+    print(f"report: {out / 'report.html'}\ntriggers.json: {out / 'triggers.json'}")
+    if report.invalid:
+        for line in report.invalid:
+            print(f"invalid: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    errors = [t.error or "" for s in report.scores for t in s.trials if t.outcome == "error"]
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    if any(e.startswith(INTERNAL) for e in errors):
+        return EXIT_INTERNAL  # aeval's own bug, not the environment's
+    return 3 if errors else 0
+
+
+def render_scores(report) -> str:
+    """The console table: one line per skill x runtime."""
+    def pct(x: float | None) -> str:
+        return "  –" if x is None else f"{x:4.0%}"
+
+    lines = [f"{'skill':<28} {'runtime':<12} precision recall  tp fn fp tn err  picked instead"]
+    for s in report.scores:
+        picks = ", ".join(f"{k} ({v})" for k, v in s.distractor_picks.items()) or "–"
+        lines.append(f"{s.skill[:28]:<28} {s.runtime[:12]:<12} {pct(s.precision):>9} "
+                     f"{pct(s.recall):>6} {s.tp:>3} {s.fn:>2} {s.fp:>2} {s.tn:>2} {s.errors:>3}"
+                     f"  {picks}")
+    return "\n".join(lines)

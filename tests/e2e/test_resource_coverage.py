@@ -1,0 +1,95 @@
+"""Skill resource coverage end to end: the builtin runtime against the scripted model server
+runs a skill's script and reads its reference; the attempt records what it executed and read
+(also a file only a script of the skill opened, seen by the watch), benchmark.json names the
+untouched files, and report.html and the MR note show them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+from aeval.deployments.cli import main
+from aeval.tasks.deliver_format import skill_note_body
+from aeval.tasks.deliver_run import load_run
+
+from aeval.artifacts import json_schema
+from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
+from tests.conftest import EXAMPLES
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
+
+SKILL = ".agents/skills/csv-stats"
+PROMPT = "Compute statistics of fixtures/data.csv and save them to outputs/stats.json."
+
+
+def bash(cmd: str) -> Turn:
+    return Turn(tool_calls=[ToolCall(name="bash", arguments={"command": cmd})])
+
+
+AGENT = Script(name="stats", match="Compute statistics of fixtures/data.csv", turns=[
+    Turn(text="Reading the skill.", tool_calls=[
+        ToolCall(name="read_file", arguments={"path": f"{SKILL}/SKILL.md"})]),
+    bash(f"cat {SKILL}/references/columns.md"),
+    bash("python3 $SKILL_DIR/scripts/stats.py fixtures/data.csv --out outputs/stats.json"),
+    bash("bash $SKILL_DIR/scripts/units.sh > outputs/units.txt"),
+], final="Done: rows: 5.")
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    """csv-stats with a reference the agent reads, a helper script whose own data file only
+    the script opens, and a script nothing uses."""
+    dst = tmp_path / "skills" / "csv-stats"
+    shutil.copytree(EXAMPLES / "skills" / "csv-stats", dst)
+    (dst / "references").mkdir()
+    (dst / "references" / "columns.md").write_text("# Columns\n\nname, population, area_km2\n")
+    (dst / "references" / "units.txt").write_text("population: people\narea_km2: km2\n")
+    (dst / "scripts" / "units.sh").write_text(
+        '#!/bin/sh\ncat "$(dirname "$0")/../references/units.txt"\n')
+    (dst / "scripts" / "legacy_plot.py").write_text("print('never used')\n")
+    (dst / "eval.config").write_text(json.dumps({"evals": [{
+        "id": "stats", "prompt": PROMPT, "files": ["fixtures/data.csv"],
+        "expected_outcome": "outputs/stats.json holds the statistics.",
+        "assertions": [{"type": "file_exists", "path": "outputs/stats.json"}]}]}))
+    return dst
+
+
+def test_coverage_names_executed_read_and_untouched_files(skill, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    out = tmp_path / "store"
+    with ScriptedModelServer([AGENT]) as srv:
+        code = main(["run", str(skill), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(out), "-q", "--no-grader"])
+    assert code == 0
+    (run_dir,) = (out / "runs").iterdir()
+    case = run_dir / "csv-stats" / "builtin" / "stats"
+
+    meta = json.loads((case / "eval_metadata.json").read_text())
+    jsonschema.validate(meta, json_schema("eval-metadata"))
+    res = meta["attempts"][-1]["resources"]
+    assert res["executed"] == ["scripts/stats.py", "scripts/units.sh"]
+    # units.txt is opened by the script, not by any tool call: only the watch sees it
+    assert {"SKILL.md", "references/columns.md", "references/units.txt"} <= set(res["read"])
+    assert res["written"] == [] and res["watched"] is True
+    assert meta["status"] == "pass"  # opens are not edits: S1 still passes
+
+    bench = json.loads((case.parent / "benchmark.json").read_text())
+    jsonschema.validate(bench, json_schema("benchmark"))
+    cov = bench["coverage"]
+    assert cov["runs"] == 1 and cov["executed"] == {"scripts/stats.py": 1, "scripts/units.sh": 1}
+    assert cov["read"]["references/columns.md"] == 1
+    assert "scripts/legacy_plot.py" in cov["untouched"]
+    assert "scripts/stats.py" not in cov["untouched"] and "SKILL.md" not in cov["untouched"]
+
+    html = (run_dir / "report.html").read_text()
+    assert "Skill resource coverage" in html and "<code>scripts/legacy_plot.py</code>" in html
+
+    bundle = load_run(run_dir)
+    (report,) = bundle.skills
+    note = skill_note_body(report, bundle.manifest, report_url=None)
+    assert "<details><summary>Skill files used [builtin]:" in note
+    assert "- `scripts/legacy_plot.py`: **untouched**" in note
+    assert "- `scripts/stats.py`: executed 1x" in note
