@@ -20,7 +20,7 @@ from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, 
 from aeval.deployments.commands_triggers import cmd_triggers
 from aeval.deployments.console import QuietPipe, prefect_env
 
-from aeval.hardening import harden_process
+from aeval.hardening import harden_process, limit_malloc_arenas
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,6 +233,7 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse, dispatch, return the exit code. Output to a closed pipe ends quietly; an
     unexpected exception prints one line (the traceback with -v) and exits 4."""
+    limit_malloc_arenas()  # before any thread starts
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))

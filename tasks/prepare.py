@@ -118,6 +118,9 @@ def prepare(request: EvalRequest) -> PreparedRun:
         skill_roots=[str(r) for r in roots], sandbox=status)
     if request.resume:
         manifest.created_at = read_model(layout.manifest, RunManifest).created_at
+        for tmp in layout.run_dir.rglob(".*.tmp"):  # an atomic write cut short by a kill
+            if "outputs" not in tmp.relative_to(layout.run_dir).parts:  # not the agent's
+                tmp.unlink(missing_ok=True)
     write_model(layout.manifest, manifest)
     ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
     plans = plan_cases(examined, run_id, layout.run_dir, request.runtimes, request.epochs,
