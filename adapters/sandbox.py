@@ -188,7 +188,7 @@ class BwrapSandbox:
         shutil.rmtree(self._args_dir, ignore_errors=True)
 
     def _args_file(self, options: list[str]) -> Path:
-        """bwrap's options in a file it reads through ``--args 3``: its command line (which a
+        """bwrap's options in a file it reads through ``--args FD``: its command line (which a
         process inside can read from /proc/1/cmdline) then names no hidden path. The file's
         folder is hidden inside too, and bwrap closes the descriptor after reading it."""
         self._args_dir.mkdir(parents=True, exist_ok=True)
@@ -237,8 +237,9 @@ class BwrapSandbox:
         for k in ("PATH", "VIRTUAL_ENV", "PYTHONUSERBASE", "NPM_CONFIG_PREFIX", "TMPDIR"):
             out += ["--setenv", k, inside[k]]
         out += ["--unsetenv", "PYTHONHOME"]
-        out = ["/bin/sh", "-c", 'exec 3<"$0" && exec "$@"', str(self._args_file(out)),
-               self.bwrap, "--args", "3"]
+        # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact
+        out = ["/bin/bash", "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"',
+               str(self._args_file(out)), self.bwrap]
         limits = []
         if p.memory_bytes:
             limits.append(f"--data={p.memory_bytes}")
