@@ -13,7 +13,9 @@ Everything it reads or writes outside the workspace lives under the attempt's pr
   (`aeval.adapters.keyproxy`), which holds the real key; OpenCode only gets the attempt's
   token, written to a pipe the process inherits and read once as ``{file:/dev/fd/N}``;
 - the executor prompt as an ``instructions`` file in the private home (added to OpenCode's own
-  system prompt), ``agent.build.steps`` = max turns, bash and edits allowed;
+  system prompt), ``agent.build.steps`` = max turns, bash and edits allowed; paths outside
+  the project (``external_directory``) allowed only inside aeval's sandbox (unsandboxed,
+  OpenCode's default asks, and nobody answers: refused);
 - offline: no model catalogue fetch, no autoupdate, no LSP download, no default or external
   plugins, and every config dir it uses (``$XDG_CONFIG_HOME/opencode``, ``.opencode/``)
   pre-filled with the ``node_modules/`` + package files that stop its plugin install.
@@ -126,7 +128,10 @@ def opencode_config(request: RunRequest, instructions: Path, key_fd: int,
         "model": model,
         "instructions": [str(instructions)],
         "agent": {"build": {"steps": request.limits.max_turns}},
-        "permission": {"bash": "allow", "edit": "allow"},
+        "permission": {"bash": "allow", "edit": "allow",
+                       # inside aeval's sandbox the host is read-only and the original skill
+                       # hidden: reading outside the project needs no person to approve it
+                       **({"external_directory": "allow"} if sandboxed(request) else {})},
         "autoupdate": False,
         "share": "disabled",
     }
