@@ -23,14 +23,16 @@ until the attempt ends (`grant` revokes it on exit).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import secrets
+import shutil
 import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -88,13 +90,13 @@ class KeyProxy:
         self._client: Any = None
         self._dir = Path(tempfile.mkdtemp(prefix="aeval-keyproxy-"))
         os.chmod(self._dir, 0o700)
+        atexit.register(shutil.rmtree, self._dir, True)
         self.socket_path = str(self._dir / "proxy.sock")
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         tcp.bind(("127.0.0.1", 0))
         unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         unix.bind(self.socket_path)
-        os.chmod(self.socket_path, 0o666)  # a sandboxed process may run as another uid
         self.port = tcp.getsockname()[1]
         self._sockets = [tcp, unix]
         self._started = threading.Event()
@@ -156,7 +158,6 @@ class KeyProxy:
             print(f"aeval key proxy stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
 
     async def _forward(self, request: Any) -> Any:
-        from starlette.background import BackgroundTask
         from starlette.responses import StreamingResponse
 
         upstream = self._lookup(_token_of(request.headers))
@@ -179,8 +180,15 @@ class KeyProxy:
             return _json_error(502, f"aeval key proxy: upstream unreachable "
                                     f"({type(exc).__name__})")
         out = {k: v for k, v in answer.headers.items() if k.lower() not in HOP_BY_HOP}
-        return StreamingResponse(answer.aiter_raw(), status_code=answer.status_code,
-                                 headers=out, background=BackgroundTask(answer.aclose))
+
+        async def body() -> AsyncIterator[bytes]:
+            try:  # raw bytes: the content-encoding header stays true
+                async for chunk in answer.aiter_raw():
+                    yield chunk
+            finally:  # also when the CLI goes away mid-stream
+                await answer.aclose()
+
+        return StreamingResponse(body(), status_code=answer.status_code, headers=out)
 
 
 _proxy: KeyProxy | None = None
