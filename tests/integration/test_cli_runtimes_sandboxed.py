@@ -34,11 +34,12 @@ FRAGMENT = "Q7R2X9K4"
 REAL_KEY = f"sk-live-{FRAGMENT}-sandbox-canary-8d1e"
 """A distinctive model key in aeval's environment: it must reach the upstream and nothing
 else (no process in the sandbox, no artifact, no Prefect state)."""
-# The probe builds the fragment at run time, so its own command line does not contain it.
+# The probe builds the fragment at run time and hands it to grep as a file, so no command
+# line (its own, grep's) contains it.
 PROBE = ("echo PIDS: $(ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' '); "
          "F=Q7R2; F=${F}X9K4; "
          "echo hits=$(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null "
-         "| tr '\\0' '\\n' | grep -ac \"$F\"); "
+         "| tr '\\0' '\\n' | grep -acf <(echo \"$F\")); "
          "echo CMDLINES:; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; "
          "echo; done; echo ENVIRON:; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' "
          "| cut -c1-60 | sort -u | head -80; echo PROBE-END")
@@ -165,7 +166,7 @@ def test_unsandboxed_cli_still_goes_through_the_proxy(cli, tmp_path, env):
     skill = segmentation_copy(tmp_path)
     script = Script(name="probe", match=cli.match, turns=[
         Turn(tool_calls=[cli.shell("F=Q7R2; F=${F}X9K4; echo parent=$(tr '\\0' '\\n' "
-                                   "< /proc/$PPID/environ | grep -ac \"$F\"); "
+                                   "< /proc/$PPID/environ | grep -acf <(echo \"$F\")); "
                                    "echo pid=$$")]),
         Turn(text="Done.")])
     with ScriptedModelServer([script]) as srv:
