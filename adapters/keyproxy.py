@@ -165,6 +165,8 @@ class KeyProxy:
             return _json_error(401, "aeval key proxy: unknown or expired token")
         headers = [(k, v) for k, v in request.headers.items()
                    if k.lower() not in HOP_BY_HOP and k.lower() not in CREDENTIAL_HEADERS]
+        if "accept-encoding" not in request.headers:  # else httpx would ask for compression
+            headers.append(("accept-encoding", "identity"))
         if upstream.style == "anthropic":
             headers.append(("x-api-key", upstream.key))
         else:
