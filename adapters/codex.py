@@ -14,18 +14,17 @@ written there:
 - ``shell_environment_policy``: commands inherit the Codex process environment (the case's
   environment, nothing else from aeval) minus ``CODEX_HOME`` and the key variable; no login
   shell, so PATH is the case's PATH;
-- unsandboxed by aeval (``--sandbox none``): Codex's own ``workspace-write`` sandbox with
-  network allowed and ``.agents/`` (read-only for Codex by default) writable, so edits to the
-  skill copy happen and show up in Δ.
+- Codex's own ``workspace-write`` sandbox with network allowed and ``.agents/`` (read-only for
+  Codex by default) writable, so edits to the skill copy happen and show up in Δ.
 
 Under aeval's bubblewrap sandbox the whole Codex process runs inside it (`in_sandbox`), and
-Codex runs with ``-s danger-full-access``: aeval's sandbox is the boundary. Codex's own Linux
-sandbox does start nested inside bwrap (checked by hand with ``codex sandbox``), but it finds
-its helper (``codex-linux-sandbox``) only through links it makes in ``CODEX_HOME``, and it
-refuses to make them when ``CODEX_HOME`` is under the temporary dir, which inside bwrap is
-always the case (``TMPDIR=/tmp``, the attempt root under it): every command would fail. It
-would add nothing aeval's sandbox does not already enforce (read-only host, writes only in
-the attempt root, own PID namespace).
+Codex's own sandbox still runs, nested (bubblewrap inside bubblewrap works here: checked by
+the runtime tests, which run sandboxed by default). One condition: Codex finds its helper
+(``codex-linux-sandbox``) only through links it makes in ``CODEX_HOME``, and refuses to make
+them when ``CODEX_HOME`` is under the temporary dir; inside aeval's sandbox ``TMPDIR`` is
+``/tmp`` (the attempt root under it), so Codex is started through ``env TMPDIR=<attempt
+home>/.tmp``. Codex's sandbox makes no PID namespace of its own: its tools can see the Codex
+process, and so the proxy token (never the key).
 
 Codex has no turn limit: the adapter counts tool calls and stops the process after
 ``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `aeval.adapters._codex_parse`
@@ -155,12 +154,12 @@ class CodexRuntime:
         # Codex links its sandbox helper (`codex-linux-sandbox`) into CODEX_HOME, and refuses
         # to when CODEX_HOME is under the temporary dir, which ours is (under /tmp): then its
         # bubblewrap sandbox cannot find the helper and every command fails. A TMPDIR of the
-        # attempt's own makes CODEX_HOME not "temporary" to it (unsandboxed runs only).
+        # attempt's own makes CODEX_HOME not "temporary" to it.
         tmp = request.home / ".tmp"
         tmp.mkdir(parents=True, exist_ok=True)
-        own_sandbox = "danger-full-access" if sandboxed(request) else "workspace-write"
-        argv = [binary, "exec", "--json", "--skip-git-repo-check", "-C", str(request.workspace),
-                "-s", own_sandbox, "--", request.prompt]
+        pre = ["/usr/bin/env", f"TMPDIR={tmp}"] if sandboxed(request) else []  # see above
+        argv = [*pre, binary, "exec", "--json", "--skip-git-repo-check", "-C",
+                str(request.workspace), "-s", "workspace-write", "--", request.prompt]
         recorder.message("user", request.prompt)
         parser = CodexParser(workspace=str(request.workspace),
                              output_cap=request.limits.output_cap, model=request.model)
