@@ -167,7 +167,7 @@ def test_unsandboxed_cli_still_goes_through_the_proxy(cli, tmp_path, env):
     script = Script(name="probe", match=cli.match, turns=[
         Turn(tool_calls=[cli.shell("F=Q7R2; F=${F}X9K4; echo parent=$(tr '\\0' '\\n' "
                                    "< /proc/$PPID/environ | grep -acf <(echo \"$F\")); "
-                                   "echo pid=$$")]),
+                                   "echo pid=$$ parent_name=$(cat /proc/$PPID/comm)")]),
         Turn(text="Done.")])
     with ScriptedModelServer([script]) as srv:
         _, case = run(cli, skill, srv, tmp_path / "s", "--sandbox", "none")
@@ -176,6 +176,7 @@ def test_unsandboxed_cli_still_goes_through_the_proxy(cli, tmp_path, env):
     assert load(case / "eval_metadata.json")["sandbox"]["used"] == "none"
     (probe,) = tool_outputs(case)
     assert "parent=0" in probe  # the CLI that started the tool holds no key
+    assert re.search(r"parent_name=(claude|codex|opencode|node)", probe), probe
     assert int(re.search(r"pid=(\d+)", probe).group(1)) > 1  # host PIDs: not sandboxed
     assert_key_nowhere(tmp_path / "s")
 
