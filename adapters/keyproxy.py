@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ipaddress
 import os
 import secrets
 import shutil
@@ -52,6 +53,7 @@ class Upstream:
     origin: str  # scheme://host[:port]
     key: str
     style: AuthStyle
+    loopback: bool  # reached directly, never through the HTTP(S)_PROXY of aeval's environment
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,15 @@ def _json_error(status: int, message: str) -> Any:
                         status_code=status)
 
 
+def _is_loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
 def _token_of(headers: Any) -> str | None:
     key = headers.get("x-api-key") or headers.get("api-key")
     if key:
@@ -87,7 +98,7 @@ class KeyProxy:
     def __init__(self) -> None:
         self._grants: dict[str, Upstream] = {}
         self._lock = threading.Lock()
-        self._client: Any = None
+        self._clients: dict[bool, Any] = {}  # by Upstream.loopback
         self._dir = Path(tempfile.mkdtemp(prefix="aeval-keyproxy-"))
         os.chmod(self._dir, 0o700)
         atexit.register(shutil.rmtree, self._dir, True)
@@ -114,7 +125,8 @@ class KeyProxy:
             raise ValueError(f"not an http(s) base URL: {upstream_base!r}")
         token = "aeval-proxy-" + secrets.token_urlsafe(32)
         with self._lock:
-            self._grants[token] = Upstream(f"{parts.scheme}://{parts.netloc}", key, style)
+            self._grants[token] = Upstream(f"{parts.scheme}://{parts.netloc}", key, style,
+                                           _is_loopback(parts.hostname))
         base = f"http://127.0.0.1:{self.port}{parts.path.rstrip('/')}"
         return Grant(token=token, base_url=base, socket_path=self.socket_path, port=self.port)
 
@@ -144,8 +156,9 @@ class KeyProxy:
         async def main() -> None:
             import httpx
 
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=READ_TIMEOUT_S),
-                                             follow_redirects=False)
+            timeout = httpx.Timeout(60.0, read=READ_TIMEOUT_S)
+            self._clients = {loop: httpx.AsyncClient(timeout=timeout, trust_env=not loop)
+                             for loop in (True, False)}
             serving = asyncio.create_task(server.serve(sockets=self._sockets))
             while not server.started and not serving.done():
                 await asyncio.sleep(0.01)
@@ -175,9 +188,10 @@ class KeyProxy:
         url = upstream.origin + request.url.path
         if request.url.query:
             url += "?" + request.url.query
-        req = self._client.build_request(request.method, url, headers=headers, content=body)
+        client = self._clients[upstream.loopback]
+        req = client.build_request(request.method, url, headers=headers, content=body)
         try:
-            answer = await self._client.send(req, stream=True)
+            answer = await client.send(req, stream=True)
         except Exception as exc:  # the upstream is down: the CLI sees a 502 (transient)
             return _json_error(502, f"aeval key proxy: upstream unreachable "
                                     f"({type(exc).__name__})")
