@@ -1,6 +1,7 @@
 """Helpers shared by the adapters that drive an agent CLI as a subprocess (codex,
-opencode): finding the pinned binary, its version, streaming its JSONL output under a
-timeout, the executor prompt, and emitting parsed events."""
+opencode, and claude-code's launcher): finding the pinned binary, its version, the CLI's
+command line inside the attempt's sandbox, streaming its JSONL output under a timeout, the
+executor prompt, and emitting parsed events."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from aeval.adapters.keyproxy import Grant, bridged
 
 from aeval.events import (
     EndEvent,
@@ -65,6 +68,27 @@ def cli_version(binary: str) -> str | None:
             return None
     lines = proc.stdout.strip().splitlines()
     return lines[0].strip() if proc.returncode == 0 and lines else None
+
+
+def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str], grant: Grant,
+               scratch: Path) -> list[str]:
+    """The command line that starts the CLI ``argv`` (with ``env``) wholly inside the
+    attempt's sandbox; ``argv`` itself when the attempt is unsandboxed. The network stays
+    shared so the CLI reaches the key proxy on loopback; when the policy unshares it, the CLI
+    starts behind a bridge (written under ``scratch``) that serves the proxy's port inside the
+    sandbox's own loopback and forwards to the proxy's unix socket, bound in."""
+    sandbox = request.sandbox
+    if sandbox is None or sandbox.name != "bwrap":
+        return list(argv)
+    if sandbox.policy.network:
+        return sandbox.argv(list(argv), request.workspace, env)
+    return sandbox.argv(bridged(list(argv), grant, scratch / "bridge.py"),  # type: ignore[call-arg]
+                        request.workspace, env, binds=(grant.socket_path,))
+
+
+def sandboxed(request: RunRequest) -> bool:
+    """Whether the attempt's commands (and so the CLI) run under bubblewrap."""
+    return request.sandbox is not None and request.sandbox.name == "bwrap"
 
 
 @dataclass(frozen=True)

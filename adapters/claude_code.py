@@ -10,14 +10,22 @@ Isolation, per attempt:
   workspace), and only project settings load (``setting_sources=["project"]``), so nothing of
   the machine's ``~/.claude`` is read or written. ``TMPDIR`` is private too (the CLI keeps task
   output and sockets there). Telemetry, auto-update and other non-essential traffic are off.
+- The key: the CLI never has it. ``ANTHROPIC_BASE_URL`` is aeval's key proxy
+  (`aeval.adapters.keyproxy`), which holds the real key and forwards to ``--api-base`` (default:
+  Anthropic); the CLI's "API key" is the attempt's proxy token, revoked when the run ends.
 - Environment: the SDK starts the CLI with aeval's whole environment plus its options. So it
-  starts a small launcher instead (written into the private home) that execs the CLI with
-  exactly the case's environment (`RunRequest.env`) plus the CLI's own settings, and hands the
-  model API key over through a pipe (``CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR``): the key is in
-  no environment at all, the CLI drains the pipe at start, and tool processes do not inherit
-  the descriptor. Limits: tool processes also see the variables Claude Code itself sets
-  (``CLAUDECODE``, ``CLAUDE_CODE_*`` session ids, ``ANTHROPIC_BASE_URL``, ``SHELL``, ...), and
-  the key is in the CLI's memory, readable by a process of the same user that goes looking.
+  starts a small launcher instead (written into the private home, run by aeval's Python
+  outside the sandbox) that execs the CLI with exactly the case's environment
+  (`RunRequest.env`) plus the CLI's own settings, and hands the token over through a pipe
+  (``CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR``): it is in no environment, the CLI drains the pipe
+  at start, and tool processes do not inherit the descriptor. Limits: tool processes also see
+  the variables Claude Code itself sets (``CLAUDECODE``, ``CLAUDE_CODE_*`` session ids,
+  ``ANTHROPIC_BASE_URL``, ``SHELL``, ...), and the token is in the CLI's memory.
+- Sandbox: under aeval's bubblewrap sandbox the launcher execs bwrap (`in_sandbox`), so the
+  whole CLI and every tool process run inside it; bwrap and everything in the sandbox get
+  only the launcher's filtered environment (the namespace's init, which a tool can read in
+  /proc/1, holds no more). At the deadline the launcher's pid (then bwrap's) gets the signals:
+  bwrap going down takes the whole PID namespace with it.
 - Permissions: running as root refuses ``bypassPermissions``, so ``acceptEdits`` with the
   read / run tools in ``allowed_tools``. Writes are NOT pre-allowed (an allowed ``Write``
   writes anywhere): acceptEdits accepts them inside the workspace, and the rest reach
@@ -53,6 +61,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from aeval.adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
+from aeval.adapters._cli import in_sandbox
+from aeval.adapters.keyproxy import Grant, grant
 
 from aeval.errors import RuntimeUnavailable
 from aeval.events import (
@@ -78,10 +88,7 @@ CLI_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # telemetry, error reports, updates
     "DISABLE_AUTOUPDATER": "1",
 }
-PASS_THROUGH = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
-                "NODE_EXTRA_CA_CERTS")
-"""Variables of aeval's environment the CLI needs to reach a remote model behind a proxy (they
-reach tool processes too)."""
+ANTHROPIC_BASE = "https://api.anthropic.com"
 LOOPBACK_KEY = "aeval-loopback-no-key"
 KILL_GRACE_S = 5.0
 """Seconds between SIGTERM and SIGKILL when a run hits its timeout."""
@@ -91,13 +98,15 @@ EVENT_KINDS = {cls.model_fields["kind"].default: cls for cls in
                (MessageEvent, ToolCallEvent, ToolResultEvent, UsageEvent, ErrorEvent, EndEvent)}
 
 LAUNCHER = '''#!{python} -I
-"""aeval's launcher for the Claude Code CLI: exec it with only the variables aeval names, and
-the model API key in a pipe instead of the environment."""
+"""aeval's launcher for the Claude Code CLI: exec it (inside the attempt's sandbox, when there
+is one) with only the variables aeval names, and the key proxy's token in a pipe instead of
+the environment."""
+import json
 import os
 import sys
 
 env = dict(os.environ)
-cli = env.pop("AEVAL_CLAUDE_CLI")
+argv = json.loads(env.pop("AEVAL_CLAUDE_ARGV"))
 keep = set(env.pop("AEVAL_CLAUDE_KEEP", "").split(","))
 key = env.pop("AEVAL_CLAUDE_API_KEY", "")
 with open(env.pop("AEVAL_CLAUDE_PIDFILE"), "w") as fh:
@@ -111,7 +120,7 @@ os.write(w, key.encode() + b"\\n")
 os.close(w)
 os.set_inheritable(r, True)
 env["CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR"] = str(r)
-os.execve(cli, [cli, *sys.argv[1:]], env)
+os.execve(argv[0], [*argv, *sys.argv[1:]], env)
 '''
 
 
@@ -184,21 +193,29 @@ class ClaudeCodeRuntime:
         raise RuntimeUnavailable(f"the claude-code runtime needs {self.api_key_env} set (or "
                                  "--api-base on loopback)")
 
-    def _cli_env(self, request: RunRequest, cli: str, launcher_key: str) -> dict[str, str]:
-        """The CLI's whole environment, as the launcher will exec it (AEVAL_* are its input)."""
-        home = request.home
-        env = {**request.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-               "TMPDIR": str(home / "tmp"), **CLI_ENV}
-        if request.api_base:
-            # Anthropic base URLs exclude the version path; accept one given with it, as the
-            # OpenAI-style runtimes need it ("--api-base http://host/v1" for all runtimes).
-            base = request.api_base.rstrip("/")
-            env["ANTHROPIC_BASE_URL"] = base.removesuffix("/v1")
-        if not is_loopback(request.api_base):
-            env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
-        return {**env, "AEVAL_CLAUDE_KEEP": ",".join(sorted(env)), "AEVAL_CLAUDE_CLI": cli,
-                "AEVAL_CLAUDE_API_KEY": launcher_key,
+    def _cli_env(self, request: RunRequest, argv: list[str], g: Grant) -> dict[str, str]:
+        """The CLI's whole environment, as the launcher will exec it (AEVAL_* are its input);
+        ``argv``: the CLI's command line (inside the sandbox or not), ``g``: the proxy grant."""
+        env = self._base_env(request, g)
+        argv = in_sandbox(request, argv, env, g, request.home / ".aeval")
+        return {**env, "AEVAL_CLAUDE_KEEP": ",".join(sorted(env)),
+                "AEVAL_CLAUDE_ARGV": json.dumps(argv), "AEVAL_CLAUDE_API_KEY": g.token,
                 "AEVAL_CLAUDE_PIDFILE": str(_pidfile(request.home))}
+
+    @staticmethod
+    def _base_env(request: RunRequest, g: Grant) -> dict[str, str]:
+        home = request.home
+        return {**request.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "TMPDIR": str(home / "tmp"), **CLI_ENV, "ANTHROPIC_BASE_URL": g.base_url}
+
+    @staticmethod
+    def upstream(request: RunRequest) -> str:
+        """The Anthropic API the key proxy forwards to. Anthropic base URLs exclude the version
+        path; accept one given with it, as the OpenAI-style runtimes need it ("--api-base
+        http://host/v1" for all runtimes)."""
+        if not request.api_base:
+            return ANTHROPIC_BASE
+        return request.api_base.rstrip("/").removesuffix("/v1")
 
     @staticmethod
     def _write_launcher(home: Path) -> Path:
@@ -236,7 +253,12 @@ class ClaudeCodeRuntime:
         for d in (request.home / ".claude", request.home / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
         launcher = self._write_launcher(request.home)
-        env = self._cli_env(request, cli, self._api_key(request))
+        with grant(self.upstream(request), self._api_key(request), "anthropic") as g:
+            return self._run(request, recorder, launcher,
+                             self._cli_env(request, [cli], g), start)
+
+    def _run(self, request: RunRequest, recorder: EventRecorder, launcher: Path,
+             env: dict[str, str], start: float) -> RunResult:
         stderr: list[str] = []
         options = self._options(request, launcher, env, stderr)
         parser = StreamParser(cap=request.limits.output_cap)

@@ -4,17 +4,27 @@ One attempt is one ``codex exec`` process in the workspace, with a private ``COD
 (``<home>/.codex``) and ``HOME`` outside the workspace, configured by a ``config.toml``
 written there:
 
-- a model provider ``aeval`` (Responses API) at ``--api-base`` (default: OpenAI), whose key is
-  read from the variable ``AEVAL_CODEX_API_KEY`` that only the Codex process has; Codex's own
-  request and stream retries are 0, so a 429 / 5xx ends the attempt as a
-  `ModelTransientError` and aeval retries the case from a fresh workspace;
+- a model provider ``aeval`` (Responses API) at aeval's key proxy (`aeval.adapters.keyproxy`),
+  which forwards to ``--api-base`` (default: OpenAI) with the real key. Codex only gets the
+  attempt's proxy token, in the variable ``AEVAL_CODEX_API_KEY``; the real key never leaves
+  aeval's process. Codex's own request and stream retries are 0, so a 429 / 5xx ends the
+  attempt as a `ModelTransientError` and aeval retries the case from a fresh workspace;
 - the executor prompt as ``developer_instructions`` (a developer message beside Codex's own
   base instructions); the skill copy at ``.agents/skills/<name>/`` is discovered by Codex;
 - ``shell_environment_policy``: commands inherit the Codex process environment (the case's
   environment, nothing else from aeval) minus ``CODEX_HOME`` and the key variable; no login
   shell, so PATH is the case's PATH;
-- the ``workspace-write`` sandbox with network allowed and ``.agents/`` (read-only for Codex
-  by default) writable, so edits to the skill copy happen and show up in Δ.
+- Codex's own ``workspace-write`` sandbox with network allowed and ``.agents/`` (read-only for
+  Codex by default) writable, so edits to the skill copy happen and show up in Δ.
+
+Under aeval's bubblewrap sandbox the whole Codex process runs inside it (`in_sandbox`), and
+Codex's own sandbox still runs, nested (bubblewrap inside bubblewrap works here: checked by
+the runtime tests, which run sandboxed by default). One condition: Codex finds its helper
+(``codex-linux-sandbox``) only through links it makes in ``CODEX_HOME``, and refuses to make
+them when ``CODEX_HOME`` is under the temporary dir; inside aeval's sandbox ``TMPDIR`` is
+``/tmp`` (the attempt root under it), so Codex is started through ``env TMPDIR=<attempt
+home>/.tmp``. Codex's sandbox makes no PID namespace of its own: its tools can see the Codex
+process, and so the proxy token (never the key).
 
 Codex has no turn limit: the adapter counts tool calls and stops the process after
 ``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `aeval.adapters._codex_parse`
@@ -32,9 +42,12 @@ from aeval.adapters._cli import (
     emit,
     executor_prompt,
     find_cli,
+    in_sandbox,
+    sandboxed,
     stream_jsonl,
 )
 from aeval.adapters._codex_parse import CodexParser, classify_error_text
+from aeval.adapters.keyproxy import grant
 
 from aeval.errors import (
     ModelPermanentError,
@@ -69,8 +82,8 @@ def toml_value(value: Any) -> str:
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
-def codex_config(request: RunRequest, model: str) -> str:
-    """config.toml for one attempt (see the module docstring)."""
+def codex_config(request: RunRequest, model: str, base_url: str) -> str:
+    """config.toml for one attempt (see the module docstring); ``base_url``: the key proxy's."""
     top = {
         "model": model,
         "model_provider": "aeval",
@@ -85,7 +98,7 @@ def codex_config(request: RunRequest, model: str) -> str:
                                      "exclude": ["CODEX_HOME", KEY_VAR]},
         "sandbox_workspace_write": {"network_access": True,
                                     "writable_roots": [str(request.workspace / ".agents")]},
-        "model_providers.aeval": {"name": "aeval", "base_url": request.api_base or OPENAI_BASE,
+        "model_providers.aeval": {"name": "aeval", "base_url": base_url,
                                   "wire_api": "responses", "env_key": KEY_VAR,
                                   "request_max_retries": 0, "stream_max_retries": 0},
     }
@@ -103,8 +116,8 @@ class CodexRuntime:
     install_hint: ClassVar[str] = f"npm install -g {CODEX_PACKAGE}"
 
     def __init__(self, api_key_env: str = "OPENAI_API_KEY"):
-        """``api_key_env``: the variable of aeval's environment holding the model key; only
-        the Codex process gets its value (as ``AEVAL_CODEX_API_KEY``)."""
+        """``api_key_env``: the variable of aeval's environment holding the model key; it
+        stays in aeval's key proxy (Codex gets a per-attempt token)."""
         self.api_key_env = api_key_env
 
     def binary(self) -> str | None:
@@ -138,17 +151,15 @@ class CodexRuntime:
         model = request.model.removeprefix("openai/")
         codex_home = request.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(codex_config(request, model), encoding="utf-8")
         # Codex links its sandbox helper (`codex-linux-sandbox`) into CODEX_HOME, and refuses
         # to when CODEX_HOME is under the temporary dir, which ours is (under /tmp): then its
         # bubblewrap sandbox cannot find the helper and every command fails. A TMPDIR of the
         # attempt's own makes CODEX_HOME not "temporary" to it.
         tmp = request.home / ".tmp"
         tmp.mkdir(parents=True, exist_ok=True)
-        env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
-               "TMPDIR": str(tmp), KEY_VAR: self._key(request)}
-        argv = [binary, "exec", "--json", "--skip-git-repo-check", "-C", str(request.workspace),
-                "-s", "workspace-write", "--", request.prompt]
+        pre = ["/usr/bin/env", f"TMPDIR={tmp}"] if sandboxed(request) else []  # see above
+        argv = [*pre, binary, "exec", "--json", "--skip-git-repo-check", "-C",
+                str(request.workspace), "-s", "workspace-write", "--", request.prompt]
         recorder.message("user", request.prompt)
         parser = CodexParser(workspace=str(request.workspace),
                              output_cap=request.limits.output_cap, model=request.model)
@@ -158,8 +169,14 @@ class CodexRuntime:
             emit(recorder, parser.feed(record))
             return parser.tool_calls > max_turns
 
-        outcome = stream_jsonl(argv, request.workspace, env, request.limits.timeout_s,
-                               request.raw_log, on_record)
+        with grant(request.api_base or OPENAI_BASE, self._key(request), "bearer") as g:
+            (codex_home / "config.toml").write_text(codex_config(request, model, g.base_url),
+                                                    encoding="utf-8")
+            env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
+                   "TMPDIR": str(tmp), KEY_VAR: g.token}
+            outcome = stream_jsonl(in_sandbox(request, argv, env, g, request.home / ".aeval"),
+                                   request.workspace, env, request.limits.timeout_s,
+                                   request.raw_log, on_record)
         version = self.version()
         if parser.turn_failed and parser.failure is not None and not outcome.stopped:
             f = parser.failure

@@ -8,14 +8,20 @@ Everything it reads or writes outside the workspace lives under the attempt's pr
 
 - with ``--api-base``: a provider ``aeval`` (``@ai-sdk/openai-compatible``, bundled) at that
   URL, the model id being ``--model`` without its ``provider/`` prefix; without it, the
-  ``provider/model`` of OpenCode's own catalogue. The key is written to a pipe the process
-  inherits and read once as ``{file:/dev/fd/N}``: it is in no environment and no file;
+  ``provider/model`` of OpenCode's own catalogue (``openai`` or ``anthropic``: the providers
+  whose API address aeval knows). Either way the provider's base URL is aeval's key proxy
+  (`aeval.adapters.keyproxy`), which holds the real key; OpenCode only gets the attempt's
+  token, written to a pipe the process inherits and read once as ``{file:/dev/fd/N}``;
 - the executor prompt as an ``instructions`` file in the private home (added to OpenCode's own
-  system prompt), ``agent.build.steps`` = max turns, bash and edits allowed;
+  system prompt), ``agent.build.steps`` = max turns, bash and edits allowed; paths outside
+  the project (``external_directory``) allowed only inside aeval's sandbox (unsandboxed,
+  OpenCode's default asks, and nobody answers: refused);
 - offline: no model catalogue fetch, no autoupdate, no LSP download, no default or external
   plugins, and every config dir it uses (``$XDG_CONFIG_HOME/opencode``, ``.opencode/``)
   pre-filled with the ``node_modules/`` + package files that stop its plugin install.
   ``rg`` must be on PATH (else it downloads ripgrep).
+
+Under aeval's bubblewrap sandbox the whole OpenCode process runs inside it (`in_sandbox`).
 
 Tool processes: OpenCode starts its bash tool with its own environment. ``SHELL`` points to a
 wrapper in the private home that ``exec env -i`` the case's environment and then bash, so
@@ -33,8 +39,17 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aeval.adapters._cli import cli_version, emit, executor_prompt, find_cli, stream_jsonl
+from aeval.adapters._cli import (
+    cli_version,
+    emit,
+    executor_prompt,
+    find_cli,
+    in_sandbox,
+    sandboxed,
+    stream_jsonl,
+)
 from aeval.adapters._opencode_parse import OpenCodeParser
+from aeval.adapters.keyproxy import AuthStyle, grant
 
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.runtime import EventRecorder, RunRequest, RunResult
@@ -53,6 +68,11 @@ PLUGIN_FILES = {
     "package-lock.json": {"lockfileVersion": 3,
                           "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}},
 }
+PROVIDER_APIS: dict[str, tuple[str, AuthStyle]] = {
+    "openai": ("https://api.openai.com/v1", "bearer"),
+    "anthropic": ("https://api.anthropic.com/v1", "anthropic"),
+}
+"""Catalogue providers aeval can put behind its key proxy without ``--api-base``."""
 _MODEL_STALL = re.compile(r"stream error|APICallError|Cannot connect|socket connection",
                           re.IGNORECASE)
 
@@ -73,9 +93,23 @@ def shell_wrapper(env: dict[str, str]) -> str:
     return f"#!/bin/sh\nexec {shlex.quote(envbin)} -i {assigns} {shlex.quote(bash)} \"$@\"\n"
 
 
-def opencode_config(request: RunRequest, instructions: Path,
-                    key_fd: int) -> tuple[dict[str, Any], str]:
-    """The configuration and the ``provider/model`` to run; the key is read from ``key_fd``."""
+def upstream(request: RunRequest) -> tuple[str, AuthStyle]:
+    """Where the key proxy sends the model requests, and how it authenticates there."""
+    assert request.model
+    if request.api_base:
+        return request.api_base, "bearer"
+    prefix = request.model.partition("/")[0]
+    if prefix not in PROVIDER_APIS:
+        raise RuntimeUnavailable(
+            f"the opencode runtime needs --api-base for provider {prefix!r} (aeval's key proxy "
+            f"knows the API address of: {', '.join(sorted(PROVIDER_APIS))})")
+    return PROVIDER_APIS[prefix]
+
+
+def opencode_config(request: RunRequest, instructions: Path, key_fd: int,
+                    base_url: str) -> tuple[dict[str, Any], str]:
+    """The configuration and the ``provider/model`` to run; the key (the proxy's token) is
+    read from ``key_fd``, ``base_url`` is the proxy's."""
     assert request.model
     key_ref = "{file:/dev/fd/" + str(key_fd) + "}"
     prefix, _, model_id = request.model.partition("/")
@@ -83,18 +117,21 @@ def opencode_config(request: RunRequest, instructions: Path,
         model_id = model_id or prefix
         provider = {"aeval": {
             "npm": "@ai-sdk/openai-compatible", "name": "aeval",
-            "options": {"baseURL": request.api_base, "apiKey": key_ref},
+            "options": {"baseURL": base_url, "apiKey": key_ref},
             "models": {model_id: {"name": model_id, "tool_call": True}}}}
         model = f"aeval/{model_id}"
     else:
-        provider = {prefix: {"options": {"apiKey": key_ref}}}
+        provider = {prefix: {"options": {"apiKey": key_ref, "baseURL": base_url}}}
         model = request.model
     config = {
         "provider": provider,
         "model": model,
         "instructions": [str(instructions)],
         "agent": {"build": {"steps": request.limits.max_turns}},
-        "permission": {"bash": "allow", "edit": "allow"},
+        "permission": {"bash": "allow", "edit": "allow",
+                       # inside aeval's sandbox the host is read-only and the original skill
+                       # hidden: reading outside the project needs no person to approve it
+                       **({"external_directory": "allow"} if sandboxed(request) else {})},
         "autoupdate": False,
         "share": "disabled",
     }
@@ -110,8 +147,8 @@ class OpenCodeRuntime:
 
     def __init__(self, api_key_env: str | None = None):
         """``api_key_env``: the variable of aeval's environment holding the model key
-        (default: ``<PROVIDER>_API_KEY`` of ``--model``, e.g. OPENAI_API_KEY); only the
-        OpenCode process gets its value."""
+        (default: ``<PROVIDER>_API_KEY`` of ``--model``, e.g. OPENAI_API_KEY); it stays in
+        aeval's key proxy (OpenCode gets a per-attempt token)."""
         self.api_key_env = api_key_env
 
     def binary(self) -> str | None:
@@ -156,7 +193,8 @@ class OpenCodeRuntime:
         own = home / ".aeval"
         (own / "bin").mkdir(parents=True, exist_ok=True)
         wrapper = own / "bin" / "bash"
-        wrapper.write_text(shell_wrapper(request.env), encoding="utf-8")
+        inside = request.sandbox.inside_env(request.env) if sandboxed(request) else request.env  # type: ignore[union-attr]
+        wrapper.write_text(shell_wrapper(inside), encoding="utf-8")
         wrapper.chmod(0o700)
         return {**request.env, "HOME": str(home), **{k: str(v) for k, v in xdg.items()},
                 **OFFLINE_ENV, "SHELL": str(wrapper)}
@@ -171,17 +209,8 @@ class OpenCodeRuntime:
         env = self._prepare_home(request)
         instructions = request.home / ".aeval" / "executor.md"
         instructions.write_text(executor_prompt(request), encoding="utf-8")
-        key = self._key(request).encode()
-        key_fd, key_writer = os.pipe()  # the key travels in a pipe, never in an environment
-        try:
-            os.write(key_writer, key)
-        finally:
-            os.close(key_writer)
-        config, model = opencode_config(request, instructions, key_fd)
-        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
-        argv = [binary, "run", "--format", "json", "--pure", "--print-logs", "--log-level",
-                "ERROR", "--title", f"aeval {request.case_id}", "-m", model, "--",
-                request.prompt]
+        base, style = upstream(request)
+        key = self._key(request)
         recorder.message("user", request.prompt)
         parser = OpenCodeParser(workspace=str(request.workspace),
                                 output_cap=request.limits.output_cap, model=request.model)
@@ -191,11 +220,23 @@ class OpenCodeRuntime:
             emit(recorder, parser.feed(record))
             return parser.steps > max_turns + 1  # backstop: agent.build.steps is the limit
 
-        try:
-            outcome = stream_jsonl(argv, request.workspace, env, request.limits.timeout_s,
-                                   request.raw_log, on_record, pass_fds=(key_fd,))
-        finally:
-            os.close(key_fd)
+        with grant(base, key, style) as g:
+            key_fd, key_writer = os.pipe()  # the token travels in a pipe, in no environment
+            try:
+                os.write(key_writer, g.token.encode())
+            finally:
+                os.close(key_writer)
+            config, model = opencode_config(request, instructions, key_fd, g.base_url)
+            env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+            argv = [binary, "run", "--format", "json", "--pure", "--print-logs", "--log-level",
+                    "ERROR", "--title", f"aeval {request.case_id}", "-m", model, "--",
+                    request.prompt]
+            try:
+                outcome = stream_jsonl(in_sandbox(request, argv, env, g, request.home / ".aeval"),
+                                       request.workspace, env, request.limits.timeout_s,
+                                       request.raw_log, on_record, pass_fds=(key_fd,))
+            finally:
+                os.close(key_fd)
         version = self.version()
         if parser.failure is not None and not outcome.stopped:
             f = parser.failure

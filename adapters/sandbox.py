@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import uuid
 import weakref
@@ -116,8 +117,12 @@ class NoSandbox:
         return run_argv([*BASH, command], cwd, env, timeout_s, cap, redactor=redactor,
                         label=command)
 
-    def argv(self, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
+    def argv(self, argv: list[str], cwd: Path, env: dict[str, str],
+             binds: tuple[str, ...] = ()) -> list[str]:
         return list(argv)
+
+    def inside_env(self, env: dict[str, str]) -> dict[str, str]:
+        return dict(env)
 
 
 PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
@@ -172,25 +177,48 @@ class BwrapSandbox:
         self.cgroup = pids_cgroup(policy.max_processes) if policy.max_processes else None
         if self.cgroup is not None:
             weakref.finalize(self, _remove_cgroup, self.cgroup)
+        self._args_dir = Path(tempfile.mkdtemp(prefix="aeval-bwrap-args-"))
+        weakref.finalize(self, shutil.rmtree, self._args_dir, True)
 
     def close(self) -> None:
-        """Remove the attempt's cgroup (also done when the sandbox is garbage-collected)."""
+        """Remove the attempt's cgroup and argument files (also done when the sandbox is
+        garbage-collected)."""
         if self.cgroup is not None:
             _remove_cgroup(self.cgroup)
+        shutil.rmtree(self._args_dir, ignore_errors=True)
 
-    def argv(self, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
-        p = self.policy
-        root = Path(p.root).resolve()
+    def _args_file(self, options: list[str]) -> Path:
+        """bwrap's options in a file it reads through ``--args FD``: its command line (which a
+        process inside can read from /proc/1/cmdline) then names no hidden path. The file's
+        folder is hidden inside too, and bwrap closes the descriptor after reading it."""
+        self._args_dir.mkdir(parents=True, exist_ok=True)
+        path = self._args_dir / f"{uuid.uuid4().hex}.args"
+        path.write_bytes(b"".join(o.encode() + b"\0" for o in options))
+        return path
+
+    def inside_env(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` as a sandboxed process sees it (what `argv` sets on top of it)."""
+        root = Path(self.policy.root).resolve()
         home = env.get("HOME") or str(root / "home")
         pybin = attempt_python(root)
-        out = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm",
+        return {**{k: v for k, v in env.items() if k != "PYTHONHOME"},
+                "PATH": sandbox_path(env.get("PATH", os.defpath), home, pybin),
+                "VIRTUAL_ENV": str(pybin.parent), "PYTHONUSERBASE": f"{home}/.local",
+                "NPM_CONFIG_PREFIX": f"{home}/.npm-global", "TMPDIR": "/tmp"}
+
+    def argv(self, argv: list[str], cwd: Path, env: dict[str, str],
+             binds: tuple[str, ...] = ()) -> list[str]:
+        """``binds``: further host paths bound at their own place (e.g. a unix socket)."""
+        p = self.policy
+        root = Path(p.root).resolve()
+        out = ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm",
                "--proc", "/proc", "--tmpfs", "/tmp",
                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
                "--new-session"]
         if not p.network:
             out.append("--unshare-net")
         hidden_dirs = []
-        for h in p.hidden:
+        for h in [*p.hidden, self._args_dir]:
             h = Path(h).resolve()
             if h.is_dir():
                 out += ["--tmpfs", str(h)]
@@ -200,14 +228,18 @@ class BwrapSandbox:
         for w in [root, *p.writable]:
             w = str(Path(w).resolve())
             out += ["--bind", w, w]
+        for b in binds:
+            out += ["--bind", b, b]
         for h in hidden_dirs:  # empty and read-only: a write there fails instead of vanishing
             out += ["--remount-ro", h]
-        out += ["--chdir", str(Path(cwd).resolve()),
-                "--setenv", "PATH", sandbox_path(env.get("PATH", os.defpath), home, pybin),
-                "--setenv", "VIRTUAL_ENV", str(pybin.parent),
-                "--setenv", "PYTHONUSERBASE", f"{home}/.local",
-                "--setenv", "NPM_CONFIG_PREFIX", f"{home}/.npm-global",
-                "--setenv", "TMPDIR", "/tmp", "--unsetenv", "PYTHONHOME"]
+        out += ["--chdir", str(Path(cwd).resolve())]
+        inside = self.inside_env(env)
+        for k in ("PATH", "VIRTUAL_ENV", "PYTHONUSERBASE", "NPM_CONFIG_PREFIX", "TMPDIR"):
+            out += ["--setenv", k, inside[k]]
+        out += ["--unsetenv", "PYTHONHOME"]
+        # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact
+        out = ["/bin/bash", "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"',
+               str(self._args_file(out)), self.bwrap]
         limits = []
         if p.memory_bytes:
             limits.append(f"--data={p.memory_bytes}")

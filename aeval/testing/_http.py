@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import socket
 import sys
 import threading
@@ -155,6 +156,16 @@ def record_headers(handler: Handler) -> dict[str, str]:
             value = f"{scheme} ***".strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     return headers
+
+
+def credential_hash(handler: Handler) -> str | None:
+    """sha256 (hex) of the request's credential, or None when it sent none."""
+    h = handler.headers
+    value = h.get("x-api-key") or h.get("api-key")
+    if not value:
+        scheme, _, token = (h.get("authorization") or "").partition(" ")
+        value = token.strip() if scheme.lower() == "bearer" else ""
+    return hashlib.sha256(value.encode()).hexdigest() if value else None
 
 
 def models_list() -> dict[str, Any]:

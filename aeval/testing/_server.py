@@ -19,6 +19,7 @@ from aeval.testing._anthropic import Messages
 from aeval.testing._http import (
     Handler,
     HTTPServer,
+    credential_hash,
     error_body,
     model_entry,
     models_list,
@@ -52,6 +53,10 @@ class RecordedRequest(BaseModel):
     path: str = Field(description="URL path, without the query string.")
     headers: dict[str, str] = Field(
         description="Headers with lower-case keys; credentials redacted to '***'."
+    )
+    credential_sha256: str | None = Field(
+        None, description="sha256 (hex) of the credential sent (``x-api-key``, ``api-key`` or "
+                          "the bearer token): which key arrived, without recording it."
     )
     body: Any = Field(None, description="The parsed JSON body, or None when empty or invalid.")
     body_bytes: int = Field(0, ge=0, description="Length of the raw body as sent.")
@@ -203,6 +208,7 @@ class ScriptedModelServer:
                 method=handler.command,
                 path=urlsplit(handler.path).path,
                 headers=record_headers(handler),
+                credential_sha256=credential_hash(handler),
                 body=body,
                 body_bytes=raw,
                 **fields,
