@@ -14,6 +14,7 @@ The chain never raises: whatever happens becomes the case's status (an execution
 
 from __future__ import annotations
 
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,7 +22,7 @@ from aeval.tasks.assertions import needs_probe, write_assertions_file
 from aeval.tasks.execute import execute_case
 from aeval.tasks.grade import grade_and_publish
 from aeval.tasks.probe import run_probe
-from aeval.tasks.progress import progress
+from aeval.tasks.progress import progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
@@ -78,6 +79,10 @@ def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseR
 @task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE)
 def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
     """One case chain: assertions, execute (with retries), grade."""
+    # in whichever process runs it (a Dask worker too): its declared secrets leave no log
+    declared = {n: os.environ[n] for n in plan.case.required_credentials if os.environ.get(n)}
+    if declared:
+        redact_logs(declared, add=True)
     result = chain(plan, retries, retry_delay_s)
     progress("%s: %s", plan.label, result.status.upper())
     return result

@@ -19,13 +19,20 @@ def progress(msg: str, *args: object, warning: bool = False) -> None:
         pass
 
 
-def redact_logs(secrets: dict[str, str]) -> int:
+_REDACTED: dict[str, str] = {}
+
+
+def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
     """Redact ``secrets`` (and their encodings) from every record that reaches a handler of any
     logger of this process: the console, Prefect's API log handler (its database), aeval's
-    progress lines. Replaces what an earlier call installed. Returns the handlers covered."""
+    progress lines. Replaces what an earlier call installed, or with ``add`` adds to it (a case
+    chain in a Dask worker process adds its own case's). Returns the handlers covered."""
     from aeval.redact import RedactingFilter, Redactor
 
-    redactor = Redactor(secrets)
+    if not add:
+        _REDACTED.clear()
+    _REDACTED.update(secrets)
+    redactor = Redactor(dict(_REDACTED))
     loggers = [logging.getLogger(), *(logging.getLogger(n) for n in
                                       list(logging.root.manager.loggerDict))]
     handlers = {id(h): h for lg in loggers for h in getattr(lg, "handlers", [])}

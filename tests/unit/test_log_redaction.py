@@ -34,3 +34,24 @@ def test_every_handler_redacts_the_secret_and_its_encodings():
         assert out.getvalue().endswith(f"plain {SECRET}\n")
     finally:
         logger.removeHandler(handler)
+
+
+def test_a_case_in_a_worker_adds_its_secrets_to_the_runs():
+    """A Dask worker runs case chains of several cases: each adds its declared secrets, and
+    the earlier ones stay redacted."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    logger = logging.getLogger("prefect.task_runs.test-redaction-add")
+    logger.addHandler(handler)
+    logger.propagate = False
+    other = "sk-live-worker2-9QpLm"
+    try:
+        redact_logs({"GH_TOKEN": SECRET})
+        redact_logs({"STRIPE_KEY": other}, add=True)
+        logger.warning("%s %s", SECRET, other)
+        text = out.getvalue()
+        assert SECRET not in text and other not in text
+        assert "[REDACTED:GH_TOKEN]" in text and "[REDACTED:STRIPE_KEY]" in text
+    finally:
+        redact_logs({})
+        logger.removeHandler(handler)
