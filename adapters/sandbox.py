@@ -164,6 +164,34 @@ def _remove_cgroup(cg: Path, wait_s: float = 2.0) -> None:
             time.sleep(0.02)
 
 
+TMP = Path("/tmp")
+
+
+def tmp_prefixes(argv: list[str], path: str, private: list[Path]) -> list[str]:
+    """Install prefixes under /tmp that a sandboxed command needs, to bind read-only over the
+    sandbox's private /tmp: aeval's own venv and interpreter, the folders of ``PATH``, and
+    the programs ``argv`` names (an agent CLI in ``<clone>/.ci/node_modules``, a checkout
+    under /tmp in CI). A program or ``bin`` folder gives its prefix (``.../node_modules`` of
+    ``.../node_modules/bin/codex``). Never /tmp itself, nor a folder holding or inside a
+    ``private`` path (the attempt, the hidden ones): those stay as the policy says."""
+    private = [Path(x).resolve() for x in private]
+    found: set[Path] = set()
+    for c in [sys.prefix, sys.base_prefix, *path.split(os.pathsep),
+              *(a for a in argv if a.startswith("/"))]:
+        for q in {Path(c).absolute(), Path(c).resolve()}:
+            if not q.is_relative_to(TMP) or not q.exists():
+                continue
+            prefix = q if q.is_dir() else q.parent
+            if prefix.name == "bin":
+                prefix = prefix.parent
+            if prefix == TMP or any(prefix.is_relative_to(x) or x.is_relative_to(prefix)
+                                    for x in private):
+                continue
+            found.add(prefix)
+    return sorted(str(f) for f in found if not any(f != g and f.is_relative_to(g)
+                                                   for g in found))
+
+
 class BwrapSandbox:
     """bubblewrap around every command (see the module docstring for what it guarantees)."""
 
@@ -217,6 +245,9 @@ class BwrapSandbox:
                "--new-session"]
         if not p.network:
             out.append("--unshare-net")
+        for prefix in tmp_prefixes(argv, env.get("PATH", ""), [root, *p.hidden,
+                                                               self._args_dir]):
+            out += ["--ro-bind", prefix, prefix]
         hidden_dirs = []
         for h in [*p.hidden, self._args_dir]:
             h = Path(h).resolve()

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import zipfile
@@ -20,7 +21,7 @@ import pytest
 from aeval.adapters.sandbox import BwrapSandbox, bwrap_problem, make_sandbox, wrapper_script
 
 from aeval.sandbox import Sandbox, SandboxPolicy
-from aeval.shell import base_env, run_command
+from aeval.shell import base_env, run_argv, run_command
 from aeval.workspace import manifest, prepare_workspace
 from tests.conftest import EXAMPLES
 from tests.procs import alive
@@ -272,3 +273,48 @@ def test_wrapper_script_runs_a_cli_inside_with_its_arguments(attempt):
     first, count = out.splitlines()
     pid = int(first.split()[0].removeprefix("pid="))
     assert pid < 10 and first.endswith(f"args={original} two words") and count == "0"
+
+
+def test_a_program_installed_under_tmp_runs_and_its_neighbours_stay_private(attempt):
+    """A checkout (and its venv or CLIs) under /tmp, as CI clones are: the sandbox's private
+    /tmp must not hide the program a case runs, nor reveal the folders beside it."""
+    sb, ws, env, _original, _store = attempt
+    top = Path(tempfile.mkdtemp(prefix="aeval-test-clone-"))
+    neighbour = Path(tempfile.mkdtemp(prefix="aeval-test-other-"))
+    try:
+        prefix = top / ".ci" / "node_modules"
+        (prefix / "lib" / "reporter").mkdir(parents=True)
+        (prefix / "lib" / "reporter" / "data.txt").write_text("from the package\n")
+        (prefix / "bin").mkdir()
+        tool = prefix / "bin" / "reporter"
+        tool.write_text(f"#!/bin/sh\ncat {prefix}/lib/reporter/data.txt\n")
+        tool.chmod(0o755)
+        (neighbour / "notes.txt").write_text("another user's file\n")
+        r = run_argv(sb.argv([str(tool)], ws.path, env), ws.path, env, 60)
+        assert r.exit_code == 0 and "from the package" in r.stdout, r.combined()
+        r = run(sb, ws, env, f"cat {neighbour}/notes.txt")
+        assert r.exit_code != 0 and "another user's file" not in r.combined()
+        on_path = {**env, "PATH": f"{prefix}/bin:{env['PATH']}"}
+        r = run(sb, ws, on_path, "reporter")
+        assert r.exit_code == 0 and "from the package" in r.stdout, r.combined()
+        r = run(sb, ws, on_path, f"touch {prefix}/lib/x")
+        assert r.exit_code != 0 and "Read-only file system" in r.combined()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        shutil.rmtree(neighbour, ignore_errors=True)
+
+
+def test_tmp_prefixes_never_expose_tmp_or_the_attempt():
+    from aeval.adapters.sandbox import tmp_prefixes
+
+    base = Path(tempfile.mkdtemp(prefix="aeval-test-prefix-"))
+    try:
+        (base / "venv" / "bin").mkdir(parents=True)
+        (base / "attempt").mkdir()
+        got = tmp_prefixes([str(base / "venv" / "bin"), "/tmp", str(base / "attempt" / "x")],
+                           f"{base}/venv/bin:/usr/bin", [base / "attempt"])
+        assert str(base / "venv") in got
+        assert "/tmp" not in got and not any(str(base / "attempt") in g for g in got)
+        assert str(base) not in got  # it holds the attempt
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
