@@ -112,15 +112,29 @@ def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
 
     if not shutil.which("setpriv") or os.geteuid() != 0:
         pytest.skip("needs root to switch to an unprivileged user with setpriv")
-    code = ("import os, subprocess, sys; from aeval.hardening import harden_process; "
+    # the unprivileged user may not reach the checkout (a clone under a 0700 folder): it gets
+    # aeval's hardening module, as is, in a folder it can read
+    import tempfile
+
+    from aeval import hardening
+
+    shared = Path(tempfile.mkdtemp(prefix="aeval-hardening-"))
+    shared.chmod(0o755)
+    shutil.copy(hardening.__file__, shared / "aeval_hardening.py")
+    (shared / "aeval_hardening.py").chmod(0o644)
+    code = ("import os, subprocess, sys; from aeval_hardening import harden_process; "
             "harden and harden_process(); "
             "r = subprocess.run(['cat', f'/proc/{os.getpid()}/environ'], capture_output=True); "
             "sys.exit(0 if b'sk-canary' in r.stdout else 7)")
-    base = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c"]
-    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-canary", "HOME": str(tmp_path),
-           "PYTHONPATH": str(ROOT)}
-    unhardened = subprocess.run([*base, "harden = False; " + code], env=env, cwd=tmp_path)
-    hardened = subprocess.run([*base, "harden = True; " + code], env=env, cwd=tmp_path)
+    base = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            sys._base_executable, "-c"]
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-canary", "HOME": str(shared),
+           "PYTHONPATH": str(shared)}
+    try:
+        unhardened = subprocess.run([*base, "harden = False; " + code], env=env, cwd=shared)
+        hardened = subprocess.run([*base, "harden = True; " + code], env=env, cwd=shared)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
     assert unhardened.returncode == 0  # the leak is real without hardening
     assert hardened.returncode == 7
 
