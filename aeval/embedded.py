@@ -12,6 +12,13 @@ The server gets a scrubbed environment (``scrubbed_environ``: no model keys, no 
 dies with aeval: terminated at exit (after Prefect's own exit handlers, which flush logs and
 events to it), and sent SIGTERM by the kernel if aeval is killed (``PR_SET_PDEATHSIG``).
 
+A fresh PREFECT_HOME (every CI job) makes the server create and migrate its SQLite database:
+~5.4 s instead of ~3 s. The first server that does so leaves a copy of the migrated database
+(taken with SQLite's backup API as soon as it answers, before any flow runs) in aeval's cache
+(``AEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/aeval``, else ``~/.cache/aeval``), one per Prefect
+version; a later fresh PREFECT_HOME starts from that copy (Alembic then has nothing to do,
+or only the migrations of a newer Prefect). Not when a database URL is configured.
+
 This module imports no Prefect: that is its point. Where Prefect is already imported (aeval
 called in-process, a test), or a server is configured (``PREFECT_API_URL``), it does nothing
 and Prefect's own start applies.
@@ -23,6 +30,7 @@ import atexit
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +65,64 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PDEATHSIG
 
 
+def cache_dir() -> Path:
+    """aeval's cache folder (not created here)."""
+    if d := os.environ.get("AEVAL_CACHE_DIR"):
+        return Path(d)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aeval"
+
+
+def default_database() -> Path | None:
+    """The SQLite file the embedded server will use, or None when a database is configured
+    (an environment variable or the Prefect profile names one: not aeval's to touch)."""
+    if any("DATABASE" in k for k in os.environ if k.startswith("PREFECT_")):
+        return None
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml")
+    with contextlib.suppress(OSError):
+        if "DATABASE" in profiles.read_text():
+            return None
+    return home / "prefect.db"
+
+
+def template_database() -> Path | None:
+    """The cached migrated database for the installed Prefect, or None (no Prefect)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return cache_dir() / f"prefect-{version('prefect')}.db"
+    except PackageNotFoundError:
+        return None
+
+
+def seed_database(db: Path | None, template: Path | None) -> bool:
+    """Copy the template into a PREFECT_HOME that has no database yet; True when done."""
+    if db is None or template is None or db.exists() or not template.is_file():
+        return False
+    db.parent.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+    shutil.copyfile(template, tmp)
+    os.replace(tmp, db)
+    return True
+
+
+def save_template(db: Path, template: Path) -> None:
+    """Snapshot a freshly migrated database into the cache (best effort: it is a cache)."""
+    import sqlite3
+
+    with contextlib.suppress(OSError, sqlite3.Error):
+        template.parent.mkdir(parents=True, exist_ok=True)
+        tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
+        src, dst = sqlite3.connect(db), sqlite3.connect(tmp)
+        try:
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
+        os.replace(tmp, template)
+
+
 class EmbeddedServer:
     """One embedded Prefect server process of aeval's, on a free loopback port."""
 
@@ -64,6 +130,7 @@ class EmbeddedServer:
         self.port = port or _free_port()
         self.process: subprocess.Popen | None = None
         self.ready = False
+        self.fresh_db: Path | None = None  # a database this server creates: snapshot it
 
     @property
     def api_url(self) -> str:
@@ -78,6 +145,10 @@ class EmbeddedServer:
                "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
         env.pop("PREFECT_API_URL", None)
         env.pop(MARK_VAR, None)
+        db, template = default_database(), template_database()
+        if db is not None and template is not None and not db.exists() \
+                and not seed_database(db, template):
+            self.fresh_db = db
         linux = sys.platform.startswith("linux")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
@@ -104,6 +175,8 @@ class EmbeddedServer:
                 with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as r:
                     if r.status == 200:
                         self.ready = True
+                        if self.fresh_db is not None and (t := template_database()):
+                            save_template(self.fresh_db, t)
                         return self.api_url
             except (urllib.error.URLError, OSError):
                 pass

@@ -12,6 +12,8 @@ import pytest
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="aeval-test-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
+# aeval's cache (the migrated Prefect database a fresh PREFECT_HOME starts from) stays private
+os.environ["AEVAL_CACHE_DIR"] = os.path.join(_PREFECT_HOME, "aeval-cache")
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "WARNING"

@@ -127,3 +127,39 @@ def test_the_embedded_server_dies_with_a_killed_aeval(tmp_path):
     proc.wait(timeout=10)
     assert _wait_for(lambda: not os.path.exists(f"/proc/{server[0]}"), 10), \
         "the embedded server was orphaned by a killed aeval"
+
+
+def test_a_fresh_prefect_home_starts_from_the_cached_migrated_database(tmp_path):
+    """The first fresh PREFECT_HOME leaves its migrated database in aeval's cache; the next
+    fresh one starts from it (a marker planted in the template shows up there)."""
+    import sqlite3
+
+    cache = tmp_path / "cache"
+    aeval = os.path.join(os.path.dirname(sys.executable), "aeval")
+    skills = _example_skill(tmp_path)
+
+    def run(home: str) -> subprocess.CompletedProcess:
+        env = {**_cli_env(tmp_path), "PREFECT_HOME": str(tmp_path / home),
+               "AEVAL_CACHE_DIR": str(cache)}
+        return subprocess.run([aeval, "run", str(skills), "--runtime", "literal", "--out",
+                               str(tmp_path / f"store-{home}"), "-q"], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    first = run("home-1")
+    assert first.returncode == 1, first.stderr  # invoice-totals fails under literal
+    (template,) = cache.glob("prefect-*.db")
+    db = sqlite3.connect(template)
+    assert db.execute("select count(*) from alembic_version").fetchone() == (1,)
+    assert db.execute("select count(*) from flow_run").fetchone() == (0,)  # no run in it
+    db.execute("create table aeval_test_marker (x int)")
+    db.commit()
+    db.close()  # closing checkpoints the write-ahead log into the file
+    second = run("home-2")
+    assert second.returncode == 1, second.stderr
+    db = sqlite3.connect(tmp_path / "home-2" / "prefect.db")
+    try:
+        tables = {r[0] for r in db.execute("select name from sqlite_master")}
+        assert "aeval_test_marker" in tables
+        assert db.execute("select count(*) from flow_run").fetchone()[0] >= 1
+    finally:
+        db.close()
