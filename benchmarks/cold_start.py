@@ -6,9 +6,12 @@ same run on the now-warm one, and the time from process start to the first model
 
 Rows:
 - ``cli``: ``aeval --version`` (interpreter start + the command line's imports: the floor);
-- ``model cold`` / ``model warm``: two one-case ``ledger`` skills (see _workload.py) on the
-  builtin runtime against the scripted model server (``--requests`` requests of
-  ``--delay`` s each); the first model request is timed from the process start;
+- ``model cold`` / ``model cached`` / ``model warm``: two one-case ``ledger`` skills (see
+  _workload.py) on the builtin runtime against the scripted model server (``--requests``
+  requests of ``--delay`` s each); the first model request is timed from the process start.
+  cold: a fresh PREFECT_HOME and an empty aeval cache (a fresh CI container); cached: a fresh
+  PREFECT_HOME, aeval's cache holding the migrated database the cold run left (a CI job
+  with the template's cache); warm: the cold run's PREFECT_HOME again;
 - with ``--examples``: ``examples cold`` / ``examples warm``: the example marketplace under
   the literal runtime (the figure of issue 13: ~55 s cold).
 Prints one JSON line per row, then a table.
@@ -80,12 +83,17 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
         mp = tmp / "marketplace"
         write_marketplace(mp, args.skills)
-        env = clean_env(tmp / "prefect-home-model")  # does not exist yet: a fresh one
-        for temp in ("cold", "warm"):
-            rows.append(model_run(f"model {temp}", mp, tmp / f"out-model-{temp}", env, args))
+        cache = {"AEVAL_CACHE_DIR": str(tmp / "aeval-cache")}  # empty: nothing cached yet
+        env = clean_env(tmp / "prefect-home-model", **cache)  # does not exist yet: fresh
+        for temp, run_env in (("cold", env),
+                              ("cached", clean_env(tmp / "prefect-home-model-2", **cache)),
+                              ("warm", env)):
+            rows.append(model_run(f"model {temp}", mp, tmp / f"out-model-{temp}", run_env,
+                                  args))
             print(json.dumps(rows[-1]), flush=True)
         if args.examples:
-            env = clean_env(tmp / "prefect-home-examples")
+            env = clean_env(tmp / "prefect-home-examples",
+                            AEVAL_CACHE_DIR=str(tmp / "aeval-cache-examples"))
             for temp in ("cold", "warm"):
                 rows.append(literal_run(f"examples {temp}", EXAMPLES, tmp / f"out-ex-{temp}",
                                         env))
