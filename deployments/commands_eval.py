@@ -12,20 +12,24 @@ from aeval.deployments.console import prefect_env, print_summary, progress_loggi
 from aeval.embedded import start_early
 
 
-def prefetch_model_client() -> None:
-    """Import the model client (litellm) in the background while the embedded server starts
-    and the skills are examined; the first model call otherwise waits for it, and every other
-    worker waits on the import lock behind that call."""
+def prefetch_model_client(model: bool = True) -> None:
+    """Import in the background what the run will need later: the model client (litellm)
+    while the embedded server starts, then pandas (the per-skill aggregation) while the cases
+    run. Otherwise the first model call waits for litellm with every other worker behind it
+    on the import lock, and at the end every skill's conclusion waits for pandas the same
+    way (20 worker threads in the import lock in the last second of a 20-skill run)."""
     import threading
 
     def load() -> None:
         try:
-            import aeval.adapters.llm  # noqa: F401 (sets litellm's offline options first)
-            import litellm  # noqa: F401
+            if model:
+                import aeval.adapters.llm  # noqa: F401 (sets litellm's offline options first)
+                import litellm  # noqa: F401
+            import pandas  # noqa: F401
         except Exception:  # the call that needs it will say what is wrong
             pass
 
-    threading.Thread(target=load, name="aeval-prefetch-litellm", daemon=True).start()
+    threading.Thread(target=load, name="aeval-prefetch", daemon=True).start()
 
 
 def check_sandbox(mode: str) -> str | None:
@@ -156,8 +160,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    if model or args.grader_model or settings.grader_model:
-        prefetch_model_client()  # litellm takes seconds to import: overlap the server start
+    # litellm takes seconds to import, pandas one: overlap the server start and the cases
+    prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
     start_embedded_server()  # before any flow: with a scrubbed environment
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(
