@@ -15,12 +15,14 @@ suggester) goes through `complete()`, which:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -34,6 +36,25 @@ from aeval.settings import Settings
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 _slots = threading.BoundedSemaphore(Settings().model_concurrency)
+MODEL_LIMIT_VAR = "AEVAL_MODEL_LIMIT"
+"""Names a Prefect global concurrency limit that bounds model calls instead of the in-process
+semaphore: set where the calls of one run happen in several processes (Dask workers) or
+several runs share a Prefect server (`aeval.flows.runners.use_global_model_limit`)."""
+
+
+@contextlib.contextmanager
+def model_slot() -> Iterator[None]:
+    """One of the AEVAL_MODEL_CONCURRENCY model calls in flight: from this process's
+    semaphore, or from the Prefect global concurrency limit named by AEVAL_MODEL_LIMIT."""
+    name = os.environ.get(MODEL_LIMIT_VAR)
+    if not name:
+        with _slots:
+            yield
+        return
+    from prefect.concurrency.sync import concurrency
+
+    with concurrency(name, occupy=1, strict=True):
+        yield
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -212,7 +233,7 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
         kwargs["api_key"] = api_key
     n = 0
     while True:
-        with _slots:
+        with model_slot():
             try:
                 resp = litellm.completion(**kwargs)
                 break

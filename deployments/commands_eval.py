@@ -67,7 +67,12 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate
-    from aeval.flows.runners import start_embedded_server, task_runner
+    from aeval.flows.runners import (
+        shares_a_server,
+        start_embedded_server,
+        task_runner,
+        use_global_model_limit,
+    )
 
     try:
         runner = task_runner(args.concurrency or settings.concurrency, args.dask)
@@ -79,6 +84,8 @@ def resume_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
     start_embedded_server()  # before any flow: with a scrubbed environment
+    if args.dask or shares_a_server():  # model calls bounded across processes and runs
+        use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(
         paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
@@ -153,7 +160,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate
-    from aeval.flows.runners import start_embedded_server, task_runner
+    from aeval.flows.runners import (
+        shares_a_server,
+        start_embedded_server,
+        task_runner,
+        use_global_model_limit,
+    )
 
     try:
         runner = task_runner(args.concurrency or settings.concurrency, args.dask)
@@ -163,6 +175,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
     prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
     start_embedded_server()  # before any flow: with a scrubbed environment
+    if args.dask or shares_a_server():  # model calls bounded across processes and runs
+        use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,

@@ -103,3 +103,36 @@ def test_dask_argument_errors_are_usage_errors(workdir: Path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert message in proc.stderr
+
+
+def test_model_calls_stay_bounded_across_dask_worker_processes(tmp_path: Path):
+    """AEVAL_MODEL_CONCURRENCY bounds the model calls of the whole run, not of each worker
+    process: with --dask the bound is a Prefect global concurrency limit."""
+    from aeval.testing import ScriptedModelServer, Turn
+
+    market = tmp_path / "marketplace"
+    for name in ("ledger-a", "ledger-b", "ledger-c", "ledger-d"):
+        d = market / name
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Totals the {name} "
+                                    "ledger.\n---\nAnswer with the total.\n")
+        (d / "eval.config").write_text(json.dumps({"evals": [{
+            "id": "total", "prompt": f"What does {name} total?",
+            "expected_outcome": "the total", "assertions": [
+                {"type": "transcript_contains", "text": "total is"}]}]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), OPENAI_API_KEY="sk-scripted",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", AEVAL_MODEL_CONCURRENCY="1")
+    delay = 1.5
+    with ScriptedModelServer([], default=Turn(text="The total is 12.", delay_s=delay)) as srv:
+        proc = subprocess.run([AEVAL, "run", str(market), "--out", str(tmp_path / "out"),
+                               "--runtime", "builtin", "--model", "openai/scripted",
+                               "--api-base", srv.base_url_openai, "--no-grader",
+                               "--dask", "local", "--concurrency", "4"], env=env,
+                              capture_output=True, text=True, timeout=240)
+        starts = sorted(r.t for r in srv.requests if r.wire == "chat")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(starts) == 4
+    # one call in flight at a time: each request arrives after the previous one was answered
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert min(gaps) >= delay - 0.1, gaps
