@@ -93,3 +93,20 @@ def test_coverage_names_executed_read_and_untouched_files(skill, tmp_path, monke
     assert "<details><summary>Skill files used [builtin]:" in note
     assert "- `scripts/legacy_plot.py`: **untouched**" in note
     assert "- `scripts/stats.py`: executed 1x" in note
+
+    # the Prefect UI shows the same table: one row per file, untouched ones flagged
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["coverage-csv-stats-builtin"])))
+    (art,) = [a for a in arts if run_dir.name in (a.description or "")]
+    assert art.type == "table"
+    rows = json.loads(art.data) if isinstance(art.data, str) else art.data
+    by = {r["file"]: r for r in rows}
+    assert set(by) == set(cov["files"])
+    assert by["scripts/stats.py"]["executed"] == 1 and by["scripts/stats.py"]["untouched"] == ""
+    assert by["references/columns.md"]["read"] == 1
+    assert by["scripts/legacy_plot.py"]["untouched"] == "UNTOUCHED"
+    assert "untouched" in art.description and "csv-stats [builtin]" in art.description
