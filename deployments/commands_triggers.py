@@ -15,6 +15,8 @@ from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import prefect_env, progress_logging
 
+from aeval.embedded import start_early
+
 
 def cmd_triggers(args: argparse.Namespace) -> int:
     for p in [*args.paths, *([args.distractors] if args.distractors else [])]:
@@ -37,10 +39,19 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
               "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
         return EXIT_USAGE
+    from aeval.adapters import RUNTIMES
+
+    if unknown := [r for r in runtimes if r not in RUNTIMES]:
+        print(f"aeval triggers: --runtime {unknown[0]}: unknown runtime; known: builtin, "
+              "claude-code, codex, opencode", file=sys.stderr)
+        return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:
         print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
+    # the embedded Prefect server boots now, before Prefect is imported: started later, it
+    # would swap this process's environment while the model client is imported beside it
+    start_early()
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
         return EXIT_USAGE
