@@ -174,7 +174,10 @@ class Attempt:
         if not events_file.is_file():
             return None
         events = read_events(events_file)
-        files = [p for p, v in self.baseline.items() if v.startswith("file ")]
+        # the files the skill ships: regular ones, and symlinks to a file (a reference read
+        # through its link counts for the link; the watch sees the file it points to)
+        files = [p for p, v in self.baseline.items() if v.startswith("file ") or (
+            v.startswith("symlink ") and (self.ws.skill_dir / p).is_file())]
         watched = self.watch is not None and self.watch.problem is None
         return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir),
                             [(t.path, t.what) for t in touches], files, watched=watched)
