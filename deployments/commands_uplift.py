@@ -154,7 +154,7 @@ def print_uplift(report, store: Path) -> None:
         if s.stats.flagged:
             st = s.stats
             console.print(
-                f"[red]{escape(f'negative uplift: {s.skill} [{s.runtime}]')}[/]: "
+                f"[red]{escape(f'negative uplift: {s.label()} [{s.runtime}]')}[/]: "
                 f"{st.with_skill.passed}/{st.pairs} pass with the skill, "
                 f"{st.without_skill.passed}/{st.pairs} without (p = {st.mcnemar_p:.3g})")
     runs = RunStore(store)

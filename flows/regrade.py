@@ -15,8 +15,9 @@ from aeval.store import RunStore, new_run_id, read_model
 
 
 def recordings_of(source: Path, src: RunManifest, runtime: str) -> dict[str, str]:
-    """``skill/case`` (``skill/case#epoch`` with epochs) -> the recorded case folder."""
-    return {f"{s.name}/{c.case_id}" + (f"#{c.epoch}" if c.epoch is not None else ""):
+    """``skill/case`` (``skill/case#epoch`` with epochs) -> the recorded case folder;
+    ``skill`` is the skill's folder key in the run (two skills may share a name)."""
+    return {f"{s.key or s.name}/{c.case_id}" + (f"#{c.epoch}" if c.epoch is not None else ""):
             str(source / c.dir) for s in src.skills for c in s.cases if c.runtime == runtime}
 
 

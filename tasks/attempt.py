@@ -129,7 +129,8 @@ class Attempt:
         request = RunRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
             home=ws.home,
-            skill_name=plan.skill.name, skill_description=plan.skill.description,
+            skill_name=plan.skill.name, skill_key=plan.skill_key,
+            skill_description=plan.skill.description,
             skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
             env=tool_env(plan, ws, credentials), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,

@@ -269,3 +269,44 @@ def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, ca
     (cmp_dir,) = (tmp_path / "s" / "compare").iterdir()
     rows = json.loads((cmp_dir / "compare.json").read_text())["rows"]
     assert [r["statuses"] for r in rows] == [{"fail": 1}] * 4  # nobody trained: file missing
+
+
+def test_regrade_replays_each_of_two_skills_of_one_name_from_its_own_recording(tmp_path):
+    """`skills/csv-report` and `legacy/csv-report` share a name and a case id. Each replay
+    must re-emit its own skill's recording (events and outputs) and be graded against its own
+    assertions: keyed by name, both replays got the first skill's."""
+    mp = tmp_path / "mp"
+    for folder, fmt, ext in (("skills", "markdown", "md"), ("legacy", "plain text", "txt")):
+        d = mp / folder / "csv-report"
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(
+            f"---\nname: csv-report\ndescription: Write a {fmt} report of a CSV file. Use "
+            f"for CSV reports.\n---\n# CSV report\n\nWrite outputs/report.{ext}.\n")
+        (d / "data.csv").write_text("city,population\nOslo,709000\n")
+        (d / "eval.config").write_text(json.dumps({"evals": [{
+            "id": "report", "prompt": f"Write a {fmt} report of data.csv.",
+            "expected_outcome": f"outputs/report.{ext} holds a {fmt} report",
+            "files": ["data.csv"], "assertions": [f"The report is {fmt}"]}]}))
+    agents = [Script(name=ext, match=f"(?s)EXECUTOR.*Write a {fmt} report", turns=[
+        Turn(tool_calls=[ToolCall(name="bash", arguments={
+            "command": f"mkdir -p outputs && echo '{fmt} report' > outputs/report.{ext}"})])],
+        final="Done.") for fmt, ext in (("markdown", "md"), ("plain text", "txt"))]
+    store = tmp_path / "s"
+    judge = grader("grader", {"A1": (True, False)})
+    with ScriptedModelServer([NO_EXTRA, judge, *agents]) as srv:
+        assert main(["run", str(mp), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(store), "-q"]) == 0
+        (source,) = (store / "runs").iterdir()
+        assert main(["regrade", source.name, "--grader-model", "openai/grader-a",
+                     "--api-base", srv.base_url_openai, "--out", str(store), "-q"]) == 0
+    (replay,) = (store / "runs").glob("*-g1-builtin")
+    src = json.loads((source / "run.json").read_text())
+    assert sorted(s["path"].split("/")[-2] for s in src["skills"]) == ["legacy", "skills"]
+    for s in src["skills"]:
+        ext, other = ("txt", "md") if s["path"].split("/")[-2] == "legacy" else ("md", "txt")
+        replayed = replay / s["key"] / "replay" / "report"
+        assert (replayed / "outputs" / "outputs" / f"report.{ext}").is_file(), s["key"]
+        assert not (replayed / "outputs" / "outputs" / f"report.{other}").exists()
+        texts = [e["text"] for e in json.loads((replayed / "grading.json").read_text())[
+            "expectations"]]
+        assert f"The report is {'plain text' if ext == 'txt' else 'markdown'}" in texts
