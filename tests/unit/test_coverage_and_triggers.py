@@ -190,6 +190,9 @@ def test_generic_tier_derives_one_should_prompt(ws):
     ({"should": ["a"], "should_not": ["a"]},
      "eval.config:triggers: prompt in both should and should_not: 'a'"),
     ({"shuold": ["a"]}, "eval.config:triggers.shuold: unknown field"),
+    # declared but empty: `aeval triggers` would run nothing and exit 0 with an empty table
+    ({"should": []}, "eval.config:triggers: no prompt in should or should_not (leave "
+                     "triggers out to derive a should-prompt from the description)"),
 ])
 def test_bad_triggers_are_one_clear_line(tmp_path, triggers, message):
     import json
