@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aeval.flows.evaluate import evaluate
 from aeval.tasks.compare import write_regrade
+from aeval.tasks.progress import progress
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
@@ -37,6 +38,8 @@ def regrade(run: str, grader_models: list[str], store: str = ".aeval",
         for runtime in src.runtimes:
             recordings = recordings_of(source, src, runtime)
             run_id = f"{new_id}-g{i}-{runtime}"
+            progress("regrade %s: grader %s on %s [%s] (run %s)", new_id, model, src.run_id,
+                     runtime, run_id)
             try:
                 evaluate(EvalRequest(
                     paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,

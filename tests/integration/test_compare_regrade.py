@@ -271,7 +271,8 @@ def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, ca
     assert [r["statuses"] for r in rows] == [{"fail": 1}] * 4  # nobody trained: file missing
 
 
-def test_regrade_replays_each_of_two_skills_of_one_name_from_its_own_recording(tmp_path):
+def test_regrade_replays_each_of_two_skills_of_one_name_from_its_own_recording(tmp_path,
+                                                                                capsys):
     """`skills/csv-report` and `legacy/csv-report` share a name and a case id. Each replay
     must re-emit its own skill's recording (events and outputs) and be graded against its own
     assertions: keyed by name, both replays got the first skill's."""
@@ -297,9 +298,14 @@ def test_regrade_replays_each_of_two_skills_of_one_name_from_its_own_recording(t
         assert main(["run", str(mp), "--model", "openai/scripted", "--api-base",
                      srv.base_url_openai, "--out", str(store), "-q"]) == 0
         (source,) = (store / "runs").iterdir()
+        capsys.readouterr()
         assert main(["regrade", source.name, "--grader-model", "openai/grader-a",
-                     "--api-base", srv.base_url_openai, "--out", str(store), "-q"]) == 0
+                     "--api-base", srv.base_url_openai, "--out", str(store)]) == 0
     (replay,) = (store / "runs").glob("*-g1-builtin")
+    # the progress lines say which grader is at work (the replay's own gate line is not
+    # regrade's exit code)
+    console = "".join(capsys.readouterr())
+    assert f"grader openai/grader-a on {source.name} [builtin] (run {replay.name})" in console
     src = json.loads((source / "run.json").read_text())
     assert sorted(s["path"].split("/")[-2] for s in src["skills"]) == ["legacy", "skills"]
     for s in src["skills"]:
