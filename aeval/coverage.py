@@ -41,6 +41,7 @@ INTERPRETERS = frozenset({
     "python", "python3", "python2", "bash", "sh", "zsh", "dash", "node", "deno", "bun", "ruby",
     "perl", "php", "Rscript", "lua", "tclsh", "pwsh", "uv", "poetry", "pipx", "npx", "source",
     ".", "exec", "env", "time", "nice", "timeout", "xargs", "sudo"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "{", "}", "then", "do", "else",
                          "!", "if", "while", "until"})
 _REDIRECTS = frozenset({">", ">>", "1>", "2>", "&>", "1>>", "2>>"})
@@ -134,7 +135,12 @@ def command_uses(command: str, workspace: Path, skill_dir: Path,
     var = skill_var or skill_dir
     cwd, saved = Path(workspace), []
     at_start, after_interpreter, redirect, tee, cd = True, False, False, False, False
+    shell, inline = False, False  # `bash -c '<script>'` (how Codex reports every command)
     for word in _words(command):
+        if inline:
+            out += command_uses(word, cwd, skill_dir, var)
+            inline = False
+            continue
         sep = word in _SEPARATORS or (bool(word) and set(word) <= set(";&|()"))
         if cd and (sep or not word.startswith("-") or word == "-"):
             cwd, cd = _cd(None if sep else word, cwd, workspace, var), False
@@ -179,9 +185,11 @@ def command_uses(command: str, workspace: Path, skill_dir: Path,
         elif at_start or after_interpreter:
             if base in INTERPRETERS or re.fullmatch(r"python3?\.\d+", base):
                 at_start, after_interpreter = False, True
-                tee = False
+                tee, shell = False, base in SHELLS
             elif after_interpreter and word.startswith("-"):
-                if word in ("-m", "-c"):
+                if shell and not word.startswith("--") and "c" in word[1:]:
+                    after_interpreter, inline = False, True  # the next word is the script
+                elif word in ("-m", "-c"):
                     after_interpreter = False  # a module or inline code, not a file
                 continue
             else:

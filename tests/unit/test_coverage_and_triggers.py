@@ -131,6 +131,21 @@ def test_skill_loads_from_file_tools_bash_and_skill_tools(ws):
     assert loads[1].how == "Skill tool"
 
 
+def test_bash_c_runs_the_script_it_is_given(ws):
+    """An agent that wraps a command in `bash -lc '<the command>'` (as Codex reports its own,
+    when the adapter has not unwrapped it) ran the command inside: read as a plain argument,
+    the skill files it names were missed and the skill never counted as loaded."""
+    workspace, skill = ws
+    assert command_uses("/bin/bash -lc 'cat .agents/skills/csv-stats/SKILL.md'", workspace,
+                        skill) == [("SKILL.md", "read")]
+    assert command_uses("bash -c \"cd .agents/skills/csv-stats && python3 scripts/stats.py\"",
+                        workspace, skill) == [("scripts/stats.py", "executed")]
+    events = [call(0, "bash", command="/bin/bash -lc 'sed -n 1,80p "
+                                      ".agents/skills/csv-stats/SKILL.md'")]
+    assert [ld.skill for ld in skill_loads(events, workspace, {"csv-stats": skill})] == [
+        "csv-stats"]
+
+
 def test_skill_dir_names_only_the_skill_it_points_to(ws):
     """In a trial `$SKILL_DIR` is the skill under test's copy: `cat "$SKILL_DIR/SKILL.md"`
     loads that skill, not every distractor installed beside it; a `cd` into a distractor's
