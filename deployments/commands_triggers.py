@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE
+from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import prefect_env, progress_logging
 
@@ -49,6 +49,10 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     if not roots:
         print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
+    if args.distractors and not find_skill_roots(Path(args.distractors)):
+        print(f"aeval triggers: --distractors {args.distractors}: no SKILL.md found there "
+              "(leave it out to use the marketplace's other skills)", file=sys.stderr)
+        return EXIT_USAGE
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
     # would swap this process's environment while the model client is imported beside it
     start_early()
@@ -58,21 +62,27 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     from aeval.flows.runners import start_embedded_server, task_runner
     from aeval.flows.triggers import triggers
     from aeval.tasks.triggers import INTERNAL
+    from pydantic import ValidationError
 
     from aeval.triggers import TriggersRequest
 
     store = Path(args.out or settings.home)
     run_id = new_run_id()
+    try:
+        request = TriggersRequest(
+            skill_roots=[str(r) for r in roots], distractors=args.distractors,
+            runtimes=runtimes, model=model, api_base=args.api_base or settings.api_base,
+            epochs=args.epochs, max_turns=args.max_turns, store=str(store), run_id=run_id,
+            sandbox=sandbox, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
+            keep_workspaces=args.keep_workspaces)
+    except ValidationError as exc:
+        print(f"aeval triggers: {flag_problem(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     prefetch_model_client()
     start_embedded_server()
     flow = triggers.with_options(
         task_runner=task_runner(args.concurrency or settings.concurrency))
-    report = flow(TriggersRequest(
-        skill_roots=[str(r) for r in roots], distractors=args.distractors, runtimes=runtimes,
-        model=model, api_base=args.api_base or settings.api_base, epochs=args.epochs,
-        max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
-        retries=settings.retries, retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces))
+    report = flow(request)
     print(render_scores(report))
     out = store / "triggers" / run_id
     print(f"report: {out / 'report.html'}\ntriggers.json: {out / 'triggers.json'}")

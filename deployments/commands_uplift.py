@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.cli_common import EXIT_USAGE, flag_problem
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import make_console, prefect_env, progress_logging
 
@@ -106,19 +106,24 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     if sandbox is None:
         return EXIT_USAGE
 
+    from pydantic import ValidationError
+
     from aeval.requests import UpliftRequest
     from aeval.store import new_run_id
 
-    request = UpliftRequest(
-        paths=[str(p) for p in args.paths], skill_roots=[str(r) for r in roots],
-        runtimes=runtimes, model=model, grader_model=None if args.no_grader else (
-            args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, store=str(args.out or settings.home),
-        uplift_id=new_run_id(), epochs=args.epochs,
-        concurrency=args.concurrency or settings.concurrency, retries=settings.retries,
-        retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
-        output_cap=settings.output_cap)
+    try:
+        request = UpliftRequest(
+            paths=[str(p) for p in args.paths], skill_roots=[str(r) for r in roots],
+            runtimes=runtimes, model=model, grader_model=None if args.no_grader else (
+                args.grader_model or settings.grader_model or model),
+            api_base=args.api_base or settings.api_base, store=str(args.out or settings.home),
+            uplift_id=new_run_id(), epochs=args.epochs,
+            concurrency=args.concurrency or settings.concurrency, retries=settings.retries,
+            retry_delay_s=settings.retry_delay_s,
+            keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
+            output_cap=settings.output_cap)
+    except ValidationError as exc:
+        return usage(flag_problem(exc))
     from aeval.flows.runners import start_embedded_server
     from aeval.flows.uplift import uplift
 

@@ -56,3 +56,30 @@ def test_help_says_what_each_command_exits_with(command, codes):
     for code in codes:
         assert f"\n  {code}  " in block, (code, block)
 
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["uplift", "--epochs", "101"], "--epochs"),
+    (["triggers", "--epochs", "101"], "--epochs"),
+    (["triggers", "--max-turns", "51"], "--max-turns"),
+])
+def test_a_value_out_of_range_is_one_usage_line(args, flag, tmp_path):
+    """These were `aeval: internal error: ValidationError` (exit 4): a bug report for a typo."""
+    proc = aeval(*args, str(EXAMPLES / "skills" / "csv-stats"), "--model", "openai/scripted",
+                 "--out", str(tmp_path / "s"), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert flag in line and ("100" in line or "50" in line), line
+    assert "internal error" not in line
+
+
+def test_triggers_with_a_distractors_folder_holding_no_skill_is_a_usage_error(tmp_path):
+    """It ran every prompt with the skill alone and reported precision and recall that no
+    distractor ever challenged."""
+    (tmp_path / "empty").mkdir()
+    proc = aeval("triggers", str(EXAMPLES / "skills" / "csv-stats"), "--distractors",
+                 str(tmp_path / "empty"), "--model", "openai/scripted", "--out",
+                 str(tmp_path / "s"), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "--distractors" in line and "no SKILL.md" in line
