@@ -28,11 +28,12 @@ TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
   3  a trial ended in an environment error (model API, timeout) after retries
   0  otherwise: every trial ran (precision and recall are reported, not gated)
 """
-REGRADE_EXITS = """exit codes of `aeval regrade`:
-  2  a usage error: RUN is not a finished run of the store
+REGRADE_EXITS = """exit codes of `aeval regrade` (first match wins):
+  2  a usage error: RUN is not a run of the store
   4  internal error (aeval itself failed)
-  0  the report was written; a grader that failed (provider error, invalid answers) is
-     listed with its errors in the report and on the console, not in the exit code
+  3  a grader could not grade a case epoch the original grader judged (its provider
+     failed, or its answers stayed invalid): the report is written, over fewer items; retry
+  0  otherwise
 """
 
 def build_parser() -> argparse.ArgumentParser:

@@ -45,7 +45,7 @@ def test_an_unknown_runtime_is_one_usage_line_before_anything_runs(command, tmp_
 
 
 @pytest.mark.parametrize("command, codes", [("uplift", "01234"), ("triggers", "0234"),
-                                            ("regrade", "024")])
+                                            ("regrade", "0234")])
 def test_help_says_what_each_command_exits_with(command, codes):
     proc = aeval(command, "--help", timeout=60)
     assert proc.returncode == 0
