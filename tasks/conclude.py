@@ -33,8 +33,10 @@ def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
                 request.grader_model, request.api_base)
         regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
                        Path(request.store), request.baseline)
+    # coverage only with the skill installed: without it every file would look untouched
     return aggregate(layout.run_dir, out, group.name, group.runtime, cases,
-                     request.grader_model, request.api_base, skill_root=group.root)
+                     request.grader_model, request.api_base,
+                     skill_root=group.root if request.install_skill else None)
 
 
 @task(name="conclude", task_run_name="conclude {group.name} [{group.runtime}]",

@@ -260,3 +260,9 @@ def test_two_skills_of_one_name_each_keep_their_own_assertions(tmp_path, monkeyp
         assert p["with_dir"] == p["without_dir"]
         assert load(w / "assertions.json")["sha256"] == load(wo / "assertions.json")["sha256"]
     assert [s["stats"]["verdict"] for s in report["skills"]] == ["no_difference"] * 2
+    # without the skill installed no case can use its files: no coverage table that would
+    # flag every file as untouched (a dead script) in the without-run's report
+    for bench in without_run.glob("*/builtin/benchmark.json"):
+        assert load(bench)["coverage"] is None
+    assert "Skill resource coverage" not in (without_run / "report.html").read_text()
+    assert "Skill resource coverage" in (with_run / "report.html").read_text()
