@@ -30,15 +30,19 @@ class ReplayRuntime:
 
     def __init__(self, recordings: dict[str, Path] | None = None):
         """``recordings`` maps a case id, ``skill/case`` or ``skill/case#epoch`` to its
-        recorded case folder (the epoch-specific key wins)."""
+        recorded case folder (the epoch-specific key wins; ``skill`` is the skill's folder
+        key in the run, or its name)."""
         self.recordings = {k: Path(v) for k, v in (recordings or {}).items()}
 
     def check_available(self) -> None:
         return None
 
     def _recording(self, request: RunRequest) -> Path:
+        # by the skill's folder key first: two skills of a marketplace may share a name
+        keyed = f"{request.skill_key or request.skill_name}/{request.case_id}"
         case = f"{request.skill_name}/{request.case_id}"
-        for key in (f"{case}#{request.epoch}", case, request.case_id):
+        for key in (f"{keyed}#{request.epoch}", keyed, f"{case}#{request.epoch}", case,
+                    request.case_id):
             if key in self.recordings:
                 return self.recordings[key]
         raise RuntimeUnavailable(f"no recording for {request.skill_name}/{request.case_id}")

@@ -280,6 +280,9 @@ class Triggers(_Strict):
 
     @model_validator(mode="after")
     def _not_both(self) -> Triggers:
+        if not self.should and not self.should_not:
+            raise ValueError("no prompt in should or should_not (leave triggers out to derive "
+                             "a should-prompt from the description)")
         both = set(map(str.strip, self.should)) & set(map(str.strip, self.should_not))
         if both:
             raise ValueError(f"prompt in both should and should_not: {sorted(both)[0][:80]!r}")

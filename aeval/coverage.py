@@ -13,8 +13,9 @@ Two sources, joined per file:
   so *executed* comes from the events alone, and a file executed is not also listed as read.
 
 Paths are attributed to the skill copy when, after ``$SKILL_DIR`` / ``${SKILL_DIR}`` is
-expanded and a relative path is taken from the workspace root, the path (or the file it
-resolves to through symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
+expanded and a relative path is taken from the workspace root (or from the folder a ``cd``
+earlier in the same command moved to), the path (or the file it resolves to through
+symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
 Prefect, no I/O beyond resolving symlinks.
 """
 
@@ -40,6 +41,7 @@ INTERPRETERS = frozenset({
     "python", "python3", "python2", "bash", "sh", "zsh", "dash", "node", "deno", "bun", "ruby",
     "perl", "php", "Rscript", "lua", "tclsh", "pwsh", "uv", "poetry", "pipx", "npx", "source",
     ".", "exec", "env", "time", "nice", "timeout", "xargs", "sudo"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "{", "}", "then", "do", "else",
                          "!", "if", "while", "until"})
 _REDIRECTS = frozenset({">", ">>", "1>", "2>", "&>", "1>>", "2>>"})
@@ -67,14 +69,21 @@ class ResourceUse(BaseModel):
         return set(self.read) | set(self.executed) | set(self.written)
 
 
-def skill_relative(raw: str, workspace: Path, skill_dir: Path) -> str | None:
+def _expand(raw: str, skill_var: Path) -> str:
+    return _SKILL_VAR.sub(str(skill_var).replace("\\", "\\\\"), raw.strip())
+
+
+def skill_relative(raw: str, workspace: Path, skill_dir: Path,
+                   skill_var: Path | None = None) -> str | None:
     """The skill-relative path ``raw`` names, or None when it lies outside the skill copy.
 
-    ``$SKILL_DIR`` is expanded; a relative path is taken from the workspace root; a path
-    that reaches the copy through a symlink (or the copy's real path) counts."""
+    ``$SKILL_DIR`` is expanded (to ``skill_var``, the folder the variable points to, by
+    default ``skill_dir``); a relative path is taken from ``workspace`` (the folder the
+    command runs in); a path that reaches the copy through a symlink (or the copy's real
+    path) counts."""
     if not raw or "\0" in raw:
         return None
-    text = _SKILL_VAR.sub(str(skill_dir).replace("\\", "\\\\"), raw.strip())
+    text = _expand(raw, skill_var or skill_dir)
     p = Path(text)
     if not p.is_absolute():
         p = Path(workspace) / p
@@ -105,14 +114,52 @@ def _words(command: str) -> list[str]:
         return command.split()
 
 
-def command_uses(command: str, workspace: Path, skill_dir: Path) -> list[tuple[str, Use]]:
+def _cd(target: str | None, cwd: Path, workspace: Path, skill_var: Path) -> Path:
+    """The folder a ``cd TARGET`` run in ``cwd`` lands in; the workspace root when it cannot
+    be told (no target, ``-``, ``~`` or another variable)."""
+    if not target:
+        return Path(workspace)
+    text = _expand(target, skill_var)
+    if text.startswith(("-", "~")) or "$" in text or "`" in text:
+        return Path(workspace)
+    return Path(os.path.normpath(Path(cwd) / text))
+
+
+def command_uses(command: str, workspace: Path, skill_dir: Path,
+                 skill_var: Path | None = None) -> list[tuple[str, Use]]:
     """(skill path, use) for each skill file a bash command names, in order (see the module
-    docstring for the rule)."""
+    docstring for the rule). ``skill_var``: the folder ``$SKILL_DIR`` points to (default
+    ``skill_dir``). Relative paths are taken from the workspace root, or from the folder a
+    ``cd`` earlier in the command moved to (a subshell's ``cd`` ends with it)."""
     out: list[tuple[str, Use]] = []
-    at_start, after_interpreter, redirect, tee = True, False, False, False
+    var = skill_var or skill_dir
+    cwd, saved = Path(workspace), []
+    at_start, after_interpreter, redirect, tee, cd = True, False, False, False, False
+    shell, inline = False, False  # `bash -c '<script>'` (how Codex reports every command)
     for word in _words(command):
+        if inline:
+            out += command_uses(word, cwd, skill_dir, var)
+            inline = False
+            continue
+        sep = word in _SEPARATORS or (bool(word) and set(word) <= set(";&|()"))
+        if cd and (sep or not word.startswith("-") or word == "-"):
+            cwd, cd = _cd(None if sep else word, cwd, workspace, var), False
+            if not sep:
+                continue
+        if word and set(word) <= set(";&|()"):  # `);`, `&&`, `(`: shlex groups these
+            for ch in word:
+                if ch == "(":
+                    saved.append(cwd)
+                elif ch == ")" and saved:
+                    cwd = saved.pop()
+            word = ";"
         if word in _SEPARATORS:
             at_start, after_interpreter, redirect, tee = True, False, False, False
+            continue
+        if at_start and word in ("cd", "pushd"):
+            at_start, cd = False, True
+            continue
+        if cd:  # an option of cd (-P, -L)
             continue
         if word in _REDIRECTS:
             redirect = True
@@ -120,7 +167,11 @@ def command_uses(command: str, workspace: Path, skill_dir: Path) -> list[tuple[s
         if word in ("<", "<<", "<<<"):
             continue
         names = [word] + ([word.split("=", 1)[1]] if "=" in word else [])
-        rel = next((r for r in (skill_relative(n, workspace, skill_dir) for n in names) if r),
+        # a command name without a slash is looked up on PATH, and a word with a variable
+        # other than $SKILL_DIR cannot be resolved here: neither names a file of the skill
+        names = [n for n in names if "$" not in _expand(n, var)
+                 and not (at_start and "/" not in n)]
+        rel = next((r for r in (skill_relative(n, cwd, skill_dir, var) for n in names) if r),
                    None)
         if rel is not None:
             use: Use = ("written" if redirect or tee else
@@ -134,9 +185,11 @@ def command_uses(command: str, workspace: Path, skill_dir: Path) -> list[tuple[s
         elif at_start or after_interpreter:
             if base in INTERPRETERS or re.fullmatch(r"python3?\.\d+", base):
                 at_start, after_interpreter = False, True
-                tee = False
+                tee, shell = False, base in SHELLS
             elif after_interpreter and word.startswith("-"):
-                if word in ("-m", "-c"):
+                if shell and not word.startswith("--") and "c" in word[1:]:
+                    after_interpreter, inline = False, True  # the next word is the script
+                elif word in ("-m", "-c"):
                     after_interpreter = False  # a module or inline code, not a file
                 continue
             else:

@@ -49,6 +49,9 @@ class RunRequest(BaseModel):
     workspace: Path = Field(description="Working directory: the workspace root.")
     home: Path = Field(description="An empty, private HOME for this attempt (outside workspace).")
     skill_name: str
+    skill_key: str | None = Field(
+        None, description="The skill's folder key in the run (its name, or the name plus a "
+                          "hash of its folder when two skills of the run share the name).")
     skill_description: str
     skill_dir: Path = Field(description="The skill copy inside the workspace ($SKILL_DIR).")
     skill_installed: bool = Field(

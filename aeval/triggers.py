@@ -31,6 +31,7 @@ from aeval.sandbox import SandboxMode
 SKILL_TOOLS = frozenset({"skill", "Skill", "use_skill", "load_skill"})
 SKILL_INPUT_KEYS = ("skill", "name", "skill_name", "command")
 Outcome = Literal["tp", "fn", "fp", "tn", "error"]
+_NOWHERE = Path("/nonexistent/$SKILL_DIR")  # what $SKILL_DIR means when no folder is given
 MIN_DISTRACTORS = 3  # fewer skills beside it in the marketplace: the bundled set tops it up
 
 
@@ -45,10 +46,12 @@ class Load(BaseModel):
                                  "`Skill tool`.")
 
 
-def skill_loads(events: Iterable[Event], workspace: Path, skills: dict[str, Path]
-                ) -> list[Load]:
+def skill_loads(events: Iterable[Event], workspace: Path, skills: dict[str, Path],
+                skill_var: Path | None = None) -> list[Load]:
     """Every load of an installed skill (``skills``: name -> its folder in the workspace), in
-    event order; a skill loaded twice is listed twice."""
+    event order; a skill loaded twice is listed twice. ``skill_var``: the folder
+    ``$SKILL_DIR`` points to in the trial (the skill under test's copy); None: a path with
+    ``$SKILL_DIR`` names no skill."""
     out: list[Load] = []
     by_lower = {n.lower(): n for n in skills}
     for e in events:
@@ -65,14 +68,14 @@ def skill_loads(events: Iterable[Event], workspace: Path, skills: dict[str, Path
             continue
         for name, folder in skills.items():
             if e.tool == "bash" and isinstance(e.input.get("command"), str):
-                if any(rel == "SKILL.md" for rel, _ in
-                       command_uses(e.input["command"], workspace, folder)):
+                if any(rel == "SKILL.md" for rel, _ in command_uses(
+                        e.input["command"], workspace, folder, skill_var or _NOWHERE)):
                     out.append(Load(skill=name, seq=e.seq,
                                     how=f"bash: {e.input['command'][:120]}"))
                 continue
             raw = next((e.input[k] for k in PATH_KEYS if isinstance(e.input.get(k), str)), None)
             if raw is not None and e.tool == "read_file" and skill_relative(
-                    raw, workspace, folder) == "SKILL.md":
+                    raw, workspace, folder, skill_var or _NOWHERE) == "SKILL.md":
                 out.append(Load(skill=name, seq=e.seq, how=f"{e.tool} {raw}"))
     return out
 

@@ -134,15 +134,16 @@ def uplift_stats(pairs: Iterable[PairOutcome], alpha: float = ALPHA,
 def skill_uplifts(pairs: list[PairOutcome], alpha: float = ALPHA) -> list[SkillUplift]:
     """Per skill x runtime (in the order first seen): per case, and pooled over its cases."""
     groups: dict[tuple[str, str], list[PairOutcome]] = {}
-    for p in pairs:
-        groups.setdefault((p.skill, p.runtime), []).append(p)
+    for p in pairs:  # by folder key: two skills of a marketplace may share a name
+        groups.setdefault((p.skill_key or p.skill, p.runtime), []).append(p)
     out = []
-    for (skill, runtime), group in groups.items():
+    for (key, runtime), group in groups.items():
         cases: dict[str, list[PairOutcome]] = {}
         for p in group:
             cases.setdefault(p.case_id, []).append(p)
         out.append(SkillUplift(
-            skill=skill, runtime=runtime, stats=uplift_stats(group, alpha),
+            skill=group[0].skill, skill_key=key, runtime=runtime,
+            stats=uplift_stats(group, alpha),
             cases=[CaseUplift(case_id=cid, stats=uplift_stats(ps, alpha))
                    for cid, ps in cases.items()]))
     return out
@@ -154,7 +155,7 @@ def uplift_gate(skills: list[SkillUplift], pairs: list[PairOutcome], invalid: li
     negative (``hurts``); 2 a usage error or an invalid skill; 4 aeval failed on a case in an
     arm (internal); 3 an environment error excluded a pair; 0 otherwise (a negative uplift
     that is not significant is flagged, not failed)."""
-    if hurts := [f"{s.skill} [{s.runtime}]" for s in skills if s.stats.verdict == "hurts"]:
+    if hurts := [f"{s.label()} [{s.runtime}]" for s in skills if s.stats.verdict == "hurts"]:
         return UpliftGate(exit_code=1, reason="the skill makes the agent significantly worse: "
                                               + ", ".join(hurts))
     if usage_error or invalid:
@@ -173,7 +174,7 @@ def uplift_gate(skills: list[SkillUplift], pairs: list[PairOutcome], invalid: li
                                               f"environment error: {', '.join(errors[:5])}")
     if not pairs:
         return UpliftGate(exit_code=0, reason="no case to compare")
-    flagged = [f"{s.skill} [{s.runtime}]" for s in skills if s.stats.flagged]
+    flagged = [f"{s.label()} [{s.runtime}]" for s in skills if s.stats.flagged]
     if flagged:
         return UpliftGate(exit_code=0, reason="negative uplift, not significant: "
                                               + ", ".join(flagged))

@@ -22,6 +22,19 @@ from aeval.deployments.console import QuietPipe, prefect_env
 
 from aeval.hardening import harden_process, limit_malloc_arenas
 
+TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
+  2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
+  4  internal error (aeval failed on a trial, or itself)
+  3  a trial ended in an environment error (model API, timeout) after retries
+  0  otherwise: every trial ran (precision and recall are reported, not gated)
+"""
+REGRADE_EXITS = """exit codes of `aeval regrade` (first match wins):
+  2  a usage error: RUN is not a run of the store
+  4  internal error (aeval itself failed)
+  3  a grader could not grade a case epoch the original grader judged (its provider
+     failed, or its answers stayed invalid): the report is written, over fewer items; retry
+  0  otherwise
+"""
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -139,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "and report every grader's verdicts beside the original's: raw "
                         "agreement, Cohen's kappa per pair, Fleiss' kappa across all, causal "
                         "share per grader, and the assertions they disagree on "
-                        "(regrade-<id>.json in RUN's folder).")
+                        "(regrade-<id>.json in RUN's folder).", epilog=REGRADE_EXITS,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     rg.add_argument("run", metavar="RUN", help="run id, run folder, or latest")
     rg.add_argument("--grader-model", required=True, action="append", metavar="MODEL",
                     help="a grader model to re-grade with (litellm string); repeatable")
@@ -167,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
         "should-prompt from the description), a fresh workspace with the skill installed among "
         "distractor skills; the runtime runs the prompt and aeval records, from the events, "
         "which skills it loaded. Precision and recall per skill x runtime go to "
-        "<out>/triggers/<run-id>/triggers.json and report.html. Exit 0; 2 a usage error or an "
-        "invalid skill; 3 a trial ended in an environment error.")
+        "<out>/triggers/<run-id>/triggers.json and report.html; precision and recall are "
+        "reported, not gated.", epilog=TRIGGERS_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("paths", nargs="+", metavar="PATH", help="skill folders or marketplace roots")
     t.add_argument("--runtime", action="append", metavar="NAME",
                    help="agent runtime to use (repeatable; default builtin)")

@@ -9,3 +9,14 @@ EPILOG = """exit codes of `aeval run` (first match wins):
   0  every case passed
   4  internal error (aeval itself failed: a bug to report; -v shows the traceback)
 """
+
+
+def flag_problem(exc: Exception) -> str:
+    """A request model's ValidationError as one line naming the command-line flag: the
+    request's fields are the flags (``max_turns`` is ``--max-turns``)."""
+    errors = getattr(exc, "errors", lambda: [])()
+    if not errors:
+        return str(exc).splitlines()[0]
+    e = errors[0]
+    field = str(e["loc"][0]) if e.get("loc") else "?"
+    return f"--{field.replace('_', '-')}: {e['msg']}"

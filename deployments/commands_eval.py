@@ -292,7 +292,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     start_early()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.regrade import regrade
     from aeval.flows.runners import start_embedded_server
-    from aeval.tasks.compare import render_regrade
+    from aeval.tasks.compare import regrade_exit, render_regrade
 
     start_embedded_server()
     report = regrade(run=str(source), grader_models=args.grader_model, store=str(store),
@@ -300,4 +300,6 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     print(render_regrade(report))
     print(f"regraded runs: {', '.join(report.regrade_runs)}")
     print(f"report: {source / f'regrade-{report.regrade_id}.json'}")
-    return 0
+    code, reason = regrade_exit(report)
+    print(f"exit {code}: {reason}")
+    return code

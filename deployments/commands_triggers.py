@@ -11,9 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE
+from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import prefect_env, progress_logging
+
+from aeval.embedded import start_early
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
@@ -37,31 +39,50 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
               "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
         return EXIT_USAGE
+    from aeval.adapters import RUNTIMES
+
+    if unknown := [r for r in runtimes if r not in RUNTIMES]:
+        print(f"aeval triggers: --runtime {unknown[0]}: unknown runtime; known: builtin, "
+              "claude-code, codex, opencode", file=sys.stderr)
+        return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:
         print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
+    if args.distractors and not find_skill_roots(Path(args.distractors)):
+        print(f"aeval triggers: --distractors {args.distractors}: no SKILL.md found there "
+              "(leave it out to use the marketplace's other skills)", file=sys.stderr)
+        return EXIT_USAGE
+    # the embedded Prefect server boots now, before Prefect is imported: started later, it
+    # would swap this process's environment while the model client is imported beside it
+    start_early()
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
         return EXIT_USAGE
     from aeval.flows.runners import start_embedded_server, task_runner
     from aeval.flows.triggers import triggers
     from aeval.tasks.triggers import INTERNAL
+    from pydantic import ValidationError
 
     from aeval.triggers import TriggersRequest
 
     store = Path(args.out or settings.home)
     run_id = new_run_id()
+    try:
+        request = TriggersRequest(
+            skill_roots=[str(r) for r in roots], distractors=args.distractors,
+            runtimes=runtimes, model=model, api_base=args.api_base or settings.api_base,
+            epochs=args.epochs, max_turns=args.max_turns, store=str(store), run_id=run_id,
+            sandbox=sandbox, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
+            keep_workspaces=args.keep_workspaces)
+    except ValidationError as exc:
+        print(f"aeval triggers: {flag_problem(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     prefetch_model_client()
     start_embedded_server()
     flow = triggers.with_options(
         task_runner=task_runner(args.concurrency or settings.concurrency))
-    report = flow(TriggersRequest(
-        skill_roots=[str(r) for r in roots], distractors=args.distractors, runtimes=runtimes,
-        model=model, api_base=args.api_base or settings.api_base, epochs=args.epochs,
-        max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
-        retries=settings.retries, retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces))
+    report = flow(request)
     print(render_scores(report))
     out = store / "triggers" / run_id
     print(f"report: {out / 'report.html'}\ntriggers.json: {out / 'triggers.json'}")

@@ -12,9 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.cli_common import EXIT_USAGE, flag_problem
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import make_console, prefect_env, progress_logging
+
+from aeval.embedded import start_early
 
 NOT_AGENTS = ("literal", "replay")
 EPILOG = """exit codes of `aeval uplift` (first match wins):
@@ -34,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Run every case of the skills at PATH with the skill installed and "
         "without it (same prompt, case files and assertions; --epochs runs each), then report "
         "per case and per skill: pass rates with and without, the paired difference with a "
-        "95%% interval, an exact McNemar test, tokens and wall time (uplift.json and a section "
+        "95% interval, an exact McNemar test, tokens and wall time (uplift.json and a section "
         "in the with-skill run's report.html).")
     u.add_argument("paths", nargs="+", metavar="PATH",
                    help="skill folders or marketplace roots")
@@ -79,6 +81,11 @@ def cmd_uplift(args: argparse.Namespace) -> int:
         return usage(f"--runtime {bad[0]}: uplift needs an agent runtime (builtin, "
                      "claude-code, codex, opencode): without a model nothing chooses whether "
                      "to use the skill")
+    from aeval.adapters import RUNTIMES
+
+    if unknown := [r for r in runtimes if r not in RUNTIMES]:
+        return usage(f"--runtime {unknown[0]}: unknown runtime; known: "
+                     f"{', '.join(r for r in sorted(RUNTIMES) if r not in NOT_AGENTS)}")
     from aeval.settings import Settings
 
     settings = Settings()
@@ -92,23 +99,31 @@ def cmd_uplift(args: argparse.Namespace) -> int:
         return usage(f"no SKILL.md found under {', '.join(args.paths)}")
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    # the embedded Prefect server boots now, before Prefect is imported: started later, it
+    # would swap this process's environment while the model client is imported beside it
+    start_early()
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
         return EXIT_USAGE
 
+    from pydantic import ValidationError
+
     from aeval.requests import UpliftRequest
     from aeval.store import new_run_id
 
-    request = UpliftRequest(
-        paths=[str(p) for p in args.paths], skill_roots=[str(r) for r in roots],
-        runtimes=runtimes, model=model, grader_model=None if args.no_grader else (
-            args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, store=str(args.out or settings.home),
-        uplift_id=new_run_id(), epochs=args.epochs,
-        concurrency=args.concurrency or settings.concurrency, retries=settings.retries,
-        retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
-        output_cap=settings.output_cap)
+    try:
+        request = UpliftRequest(
+            paths=[str(p) for p in args.paths], skill_roots=[str(r) for r in roots],
+            runtimes=runtimes, model=model, grader_model=None if args.no_grader else (
+                args.grader_model or settings.grader_model or model),
+            api_base=args.api_base or settings.api_base, store=str(args.out or settings.home),
+            uplift_id=new_run_id(), epochs=args.epochs,
+            concurrency=args.concurrency or settings.concurrency, retries=settings.retries,
+            retry_delay_s=settings.retry_delay_s,
+            keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
+            output_cap=settings.output_cap)
+    except ValidationError as exc:
+        return usage(flag_problem(exc))
     from aeval.flows.runners import start_embedded_server
     from aeval.flows.uplift import uplift
 
@@ -144,7 +159,7 @@ def print_uplift(report, store: Path) -> None:
         if s.stats.flagged:
             st = s.stats
             console.print(
-                f"[red]{escape(f'negative uplift: {s.skill} [{s.runtime}]')}[/]: "
+                f"[red]{escape(f'negative uplift: {s.label()} [{s.runtime}]')}[/]: "
                 f"{st.with_skill.passed}/{st.pairs} pass with the skill, "
                 f"{st.without_skill.passed}/{st.pairs} without (p = {st.mcnemar_p:.3g})")
     runs = RunStore(store)

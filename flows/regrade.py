@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aeval.flows.evaluate import evaluate
 from aeval.tasks.compare import write_regrade
+from aeval.tasks.progress import progress
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
@@ -15,8 +16,9 @@ from aeval.store import RunStore, new_run_id, read_model
 
 
 def recordings_of(source: Path, src: RunManifest, runtime: str) -> dict[str, str]:
-    """``skill/case`` (``skill/case#epoch`` with epochs) -> the recorded case folder."""
-    return {f"{s.name}/{c.case_id}" + (f"#{c.epoch}" if c.epoch is not None else ""):
+    """``skill/case`` (``skill/case#epoch`` with epochs) -> the recorded case folder;
+    ``skill`` is the skill's folder key in the run (two skills may share a name)."""
+    return {f"{s.key or s.name}/{c.case_id}" + (f"#{c.epoch}" if c.epoch is not None else ""):
             str(source / c.dir) for s in src.skills for c in s.cases if c.runtime == runtime}
 
 
@@ -36,6 +38,8 @@ def regrade(run: str, grader_models: list[str], store: str = ".aeval",
         for runtime in src.runtimes:
             recordings = recordings_of(source, src, runtime)
             run_id = f"{new_id}-g{i}-{runtime}"
+            progress("regrade %s: grader %s on %s [%s] (run %s)", new_id, model, src.run_id,
+                     runtime, run_id)
             try:
                 evaluate(EvalRequest(
                     paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,

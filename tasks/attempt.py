@@ -129,7 +129,8 @@ class Attempt:
         request = RunRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
             home=ws.home,
-            skill_name=plan.skill.name, skill_description=plan.skill.description,
+            skill_name=plan.skill.name, skill_key=plan.skill_key,
+            skill_description=plan.skill.description,
             skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
             env=tool_env(plan, ws, credentials), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
@@ -174,7 +175,10 @@ class Attempt:
         if not events_file.is_file():
             return None
         events = read_events(events_file)
-        files = [p for p, v in self.baseline.items() if v.startswith("file ")]
+        # the files the skill ships: regular ones, and symlinks to a file (a reference read
+        # through its link counts for the link; the watch sees the file it points to)
+        files = [p for p, v in self.baseline.items() if v.startswith("file ") or (
+            v.startswith("symlink ") and (self.ws.skill_dir / p).is_file())]
         watched = self.watch is not None and self.watch.problem is None
         return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir),
                             [(t.path, t.what) for t in touches], files, watched=watched)

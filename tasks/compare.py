@@ -327,3 +327,21 @@ def write_regrade(source: Path, regrade_id: str, grader_models: list[str],
                            for r in rater_rows(report)], key=f"{key}-raters",
                           description=f"aeval regrade {report.source_run}: raters")
     return report
+
+
+def regrade_exit(report: RegradeReport) -> tuple[int, str]:
+    """Exit code and reason of `aeval regrade`: 3 when a grader could not grade a case epoch
+    the original grader judged (its provider failed, or its answers stayed invalid: the
+    agreement is over fewer items; retry), else 0. A case epoch the original could not judge
+    either (no grader then, or the case itself ended in error) is nobody's to retry."""
+    def where(e) -> tuple:
+        return e.skill, e.runtime, e.case_id, e.epoch
+
+    original = {where(e) for r in report.raters if r.rater == ORIGINAL for e in r.errors}
+    missed = [(r.rater, len({where(e) for e in r.errors} - original)) for r in report.raters
+              if r.rater != ORIGINAL]
+    missed = [(rater, n) for rater, n in missed if n]
+    if missed:
+        return 3, "; ".join(f"{rater} could not grade {n} case epoch(s)" for rater, n in missed) \
+            + " the original grader judged (see the errors above; retry)"
+    return 0, "every grader judged every case epoch the original grader judged"

@@ -8,14 +8,17 @@ from pathlib import Path
 
 from aeval.tasks.aggregate import aggregate
 from aeval.tasks.baseline import regression_for
+from aeval.tasks.prefect_artifacts import artifact_key, coverage_rows
 from aeval.tasks.prepare import SkillGroup
 from aeval.tasks.suggest import suggest
 from prefect import task
+from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from aeval.artifacts import CaseResult, MultiEvalReport
+from aeval.artifacts import Benchmark, CaseResult, MultiEvalReport
 from aeval.layout import RunLayout
 from aeval.requests import EvalRequest
+from aeval.store import read_model
 
 
 def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
@@ -30,13 +33,26 @@ def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
                 request.grader_model, request.api_base)
         regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
                        Path(request.store), request.baseline)
+    # coverage only with the skill installed: without it every file would look untouched
     return aggregate(layout.run_dir, out, group.name, group.runtime, cases,
-                     request.grader_model, request.api_base, skill_root=group.root)
+                     request.grader_model, request.api_base,
+                     skill_root=group.root if request.install_skill else None)
 
 
 @task(name="conclude", task_run_name="conclude {group.name} [{group.runtime}]",
       cache_policy=NO_CACHE)
 def conclude_skill(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
                    request: EvalRequest) -> MultiEvalReport:
-    """Suggestions, regression and aggregates of one skill x runtime."""
-    return conclude(layout, group, cases, request)
+    """Suggestions, regression and aggregates of one skill x runtime; the skill's resource
+    coverage as a Prefect table (``coverage-<skill>-<runtime>``, one row per file)."""
+    report = conclude(layout, group, cases, request)
+    bench = layout.skill_dir(group.skill_key, group.runtime) / "benchmark.json"
+    cov = read_model(bench, Benchmark).coverage if bench.is_file() else None
+    if cov is not None and request.install_skill:
+        used = len(cov.files) - len(cov.untouched)
+        create_table_artifact(
+            coverage_rows(cov), key=artifact_key("coverage", group.skill_key, group.runtime),
+            description=f"{group.name} [{group.runtime}] in run {layout.run_dir.name}: {used}/"
+                        f"{len(cov.files)} skill files used over {cov.runs} run(s), "
+                        f"{len(cov.untouched)} untouched")
+    return report

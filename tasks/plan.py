@@ -16,8 +16,9 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                recordings: dict[str, str] | None = None, sandbox: str = "auto",
                install_skill: bool = True) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
-    case folder, or ``skill/case#epoch`` for one epoch) makes each plan reuse that case's
-    assertions (regrade, uplift); ``install_skill`` False plans uplift's without-skill arm."""
+    case folder, or ``skill/case#epoch`` for one epoch; ``skill`` is the skill's folder key in
+    the run: two skills may share a name) makes each plan reuse that case's assertions
+    (regrade, uplift); ``install_skill`` False plans uplift's without-skill arm."""
     plans = []
     for ex in examined:
         if not ex.valid:
@@ -33,7 +34,8 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                         model=model, grader_model=grader_model, api_base=api_base,
                         output_cap=output_cap, keep_workspace=keep_workspace, sandbox=sandbox,
                         workspace_root=workspace_root, install_skill=install_skill,
-                        assertions_from=_recorded(recordings, ex.skill.name, case.id, epoch)))
+                        assertions_from=_recorded(recordings, ex.key or ex.name, case.id,
+                                                  epoch)))
     return plans
 
 

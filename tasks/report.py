@@ -134,7 +134,7 @@ def uplift_section(report: UpliftReport) -> list[str]:
             wall = " / ".join("–" if t is None else f"{t:.1f}" for t in (
                 st.with_skill.mean_wall_s, st.without_skill.mean_wall_s))
             out.append(
-                f"<tr><td>{escape(sk.skill)}</td><td>{escape(sk.runtime)}</td>"
+                f"<tr><td>{escape(sk.label())}</td><td>{escape(sk.runtime)}</td>"
                 f"<td>{'<b>' + escape(case) + '</b>' if case == 'all cases' else escape(case)}"
                 f"</td><td>{st.pairs}{excluded}</td>"
                 f"<td>{_pct(st.with_skill.pass_rate)} ({st.with_skill.passed}/{st.pairs})</td>"

@@ -186,7 +186,8 @@ def run_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0) -> 
         for d in plan.distractors:
             skills.setdefault(load_skill(d).name, execution.skill_copy.parent / Path(d).name)
         events = read_events(plan.case_dir / "events.jsonl")
-        loads = skill_loads(events, execution.workspace, skills)
+        loads = skill_loads(events, execution.workspace, skills,
+                            skill_var=execution.skill_copy)
         this = any(ld.skill == plan.skill.name for ld in loads)
         return TriggerTrial(**base, outcome=outcome(tp.kind, this),  # type: ignore[arg-type]
                             loaded=list(dict.fromkeys(ld.skill for ld in loads)),

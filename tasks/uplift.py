@@ -53,15 +53,17 @@ def arm_request(request: UpliftRequest, install_skill: bool,
 
 def with_arm_assertions(run_dir: Path) -> dict[str, str]:
     """``skill/case#epoch`` (and ``skill/case``) -> case folder of every case of the with-arm
-    that wrote assertions.json: the without-arm reuses them verbatim, so both arms are
-    graded against the same assertions (same sha256)."""
+    that wrote assertions.json, ``skill`` the skill's folder key (two skills may share a
+    name): the without-arm reuses them verbatim, so both arms are graded against the same
+    assertions (same sha256)."""
     m = read_model(run_dir / "run.json", RunManifest)
     out: dict[str, str] = {}
     for s in m.skills:
         for c in s.cases:
             if (run_dir / c.dir / "assertions.json").is_file():
-                out[f"{s.name}/{c.case_id}#{c.epoch}"] = str(run_dir / c.dir)
-                out.setdefault(f"{s.name}/{c.case_id}", str(run_dir / c.dir))
+                key = s.key or s.name
+                out[f"{key}/{c.case_id}#{c.epoch}"] = str(run_dir / c.dir)
+                out.setdefault(f"{key}/{c.case_id}", str(run_dir / c.dir))
     return out
 
 
@@ -90,7 +92,8 @@ def pair_cases(with_dir: Path, without_dir: Path) -> list[PairOutcome]:
         name2, wo = without_cases.get(key, (None, None))
         (w_tok, w_wall), (wo_tok, wo_wall) = _cost(with_dir, w), _cost(without_dir, wo)
         pairs.append(PairOutcome(
-            skill=name or name2 or key[0], runtime=key[1], case_id=key[2], epoch=key[3],
+            skill=name or name2 or key[0], skill_key=key[0], runtime=key[1], case_id=key[2],
+            epoch=key[3],
             with_status=w.status if w else None, without_status=wo.status if wo else None,
             with_dir=w.dir if w else None, without_dir=wo.dir if wo else None,
             comparable=bool(w and wo and w.status in COUNTED and wo.status in COUNTED),
@@ -132,7 +135,7 @@ def table_rows(report: UpliftReport) -> list[dict[str, str]]:
             ci = "–" if st.ci_low is None else f"[{st.ci_low:+.0%}, {st.ci_high:+.0%}]"
             excl = f" (+{st.excluded} excluded)" if st.excluded else ""
             rows.append(dict(zip(TABLE_COLUMNS, [
-                sk.skill, sk.runtime, case, f"{st.pairs}{excl}",
+                sk.label(), sk.runtime, case, f"{st.pairs}{excl}",
                 f"{_pct(st.with_skill.pass_rate)} ({st.with_skill.passed}/{st.pairs})",
                 f"{_pct(st.without_skill.pass_rate)} ({st.without_skill.passed}/{st.pairs})",
                 _signed(st.uplift), ci, _num(st.mcnemar_p, "{:.3g}"),
@@ -145,7 +148,7 @@ def table_rows(report: UpliftReport) -> list[dict[str, str]]:
 
 
 def flagged(skills: list[SkillUplift]) -> list[str]:
-    return [f"{s.skill} [{s.runtime}]" for s in skills if s.stats.flagged]
+    return [f"{s.label()} [{s.runtime}]" for s in skills if s.stats.flagged]
 
 
 def write_uplift_files(request: UpliftRequest, with_dir: Path, without_dir: Path

@@ -18,6 +18,9 @@ class PairOutcome(_M):
     """One skill x case x runtime x epoch, run with and without the skill."""
 
     skill: str
+    skill_key: str | None = Field(
+        None, description="The skill's folder key in the runs: its name, or the name plus a "
+                          "hash of its folder when two skills share the name.")
     runtime: str
     case_id: str
     epoch: int | None = Field(None, description="Epoch number when the arms have several.")
@@ -86,9 +89,17 @@ class SkillUplift(_M):
     """One skill x runtime: its cases and the pooled statistics over all of their pairs."""
 
     skill: str
+    skill_key: str | None = Field(
+        None, description="The skill's folder key in the runs: its name, or the name plus a "
+                          "hash of its folder when two skills share the name.")
     runtime: str
     stats: UpliftStats = Field(description="Over every pair of every case of the skill.")
     cases: list[CaseUplift] = Field(default_factory=list)
+
+    def label(self) -> str:
+        """The skill's name, with its folder key when two skills share the name."""
+        return self.skill if self.skill_key in (None, self.skill) \
+            else f"{self.skill} ({self.skill_key})"
 
 
 class UpliftGate(_M):

@@ -93,3 +93,58 @@ def test_coverage_names_executed_read_and_untouched_files(skill, tmp_path, monke
     assert "<details><summary>Skill files used [builtin]:" in note
     assert "- `scripts/legacy_plot.py`: **untouched**" in note
     assert "- `scripts/stats.py`: executed 1x" in note
+
+    # the Prefect UI shows the same table: one row per file, untouched ones flagged
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["coverage-csv-stats-builtin"])))
+    (art,) = [a for a in arts if run_dir.name in (a.description or "")]
+    assert art.type == "table"
+    rows = json.loads(art.data) if isinstance(art.data, str) else art.data
+    by = {r["file"]: r for r in rows}
+    assert set(by) == set(cov["files"])
+    assert by["scripts/stats.py"]["executed"] == 1 and by["scripts/stats.py"]["untouched"] == ""
+    assert by["references/columns.md"]["read"] == 1
+    assert by["scripts/legacy_plot.py"]["untouched"] == "UNTOUCHED"
+    assert "untouched" in art.description and "csv-stats [builtin]" in art.description
+
+
+def test_coverage_through_a_symlink_a_spaced_name_and_a_cd(tmp_path, monkeypatch):
+    """A skill ships `references/latest.md` as a symlink to `v2.md` and a helper whose name
+    has a space; the agent reads the reference through the link, runs the helper by its
+    quoted path, and runs the main script after `cd "$SKILL_DIR"`. Nothing it used may be
+    reported untouched, and the script it ran after the cd is executed, not merely read."""
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    dst = tmp_path / "skills" / "csv-stats"
+    shutil.copytree(EXAMPLES / "skills" / "csv-stats", dst)
+    (dst / "references").mkdir()
+    (dst / "references" / "v2.md").write_text("# Columns (v2)\n\nname, population\n")
+    (dst / "references" / "latest.md").symlink_to("v2.md")
+    (dst / "scripts" / "check input.sh").write_text('#!/bin/sh\nhead -1 "$1"\n')
+    (dst / "eval.config").write_text(json.dumps({"evals": [{
+        "id": "stats", "prompt": PROMPT, "files": ["fixtures/data.csv"],
+        "expected_outcome": "outputs/stats.json holds the statistics.",
+        "assertions": [{"type": "file_exists", "path": "outputs/stats.json"}]}]}))
+    agent = Script(name="stats", match="Compute statistics of fixtures/data.csv", turns=[
+        bash('cat "$SKILL_DIR/references/latest.md"'),
+        bash('bash "$SKILL_DIR/scripts/check input.sh" fixtures/data.csv'),
+        bash('ws=$PWD; cd "$SKILL_DIR" && python3 scripts/stats.py "$ws/fixtures/data.csv" '
+             '--out "$ws/outputs/stats.json"'),
+    ], final="Done.")
+    out = tmp_path / "store"
+    with ScriptedModelServer([agent]) as srv:
+        code = main(["run", str(dst), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(out), "-q", "--no-grader"])
+    assert code == 0
+    (run_dir,) = (out / "runs").iterdir()
+    bench = json.loads((run_dir / "csv-stats" / "builtin" / "benchmark.json").read_text())
+    cov = bench["coverage"]
+    assert "references/latest.md" in cov["files"]
+    assert cov["read"].get("references/latest.md") == 1, cov  # read through the link
+    assert cov["read"].get("references/v2.md") == 1, cov      # the file it points to
+    assert cov["executed"] == {"scripts/check input.sh": 1, "scripts/stats.py": 1}, cov
+    assert not {"references/latest.md", "references/v2.md", "scripts/check input.sh",
+                "scripts/stats.py"} & set(cov["untouched"])

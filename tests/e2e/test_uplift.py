@@ -220,3 +220,49 @@ def test_uplift_positive_for_a_skill_that_helps_negative_and_flagged_for_one_tha
     assert by[("name-sorter", "all")]["uplift"] == "-100%"
     assert by[("name-sorter", "all")]["verdict"] == "hurts, flagged"
     assert by[("ledger-balance", "closing")]["verdict"] == "helps"
+
+
+def test_two_skills_of_one_name_each_keep_their_own_assertions(tmp_path, monkeypatch, capsys):
+    """A marketplace with `skills/csv-report` and `legacy/csv-report` (both named csv-report,
+    both with a case `report`). The agent does the same with and without the skill, so
+    neither helps; each skill's without-arm must be graded against its own assertions, never
+    against the other's (which made the legacy one look like a +100% uplift)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    mp = tmp_path / "marketplace"
+    for folder, fmt in (("skills", "markdown"), ("legacy", "plain")):
+        d = mp / folder / "csv-report"
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(
+            f"---\nname: csv-report\ndescription: Write a {fmt} report of a CSV file. Use for "
+            f"CSV reports.\n---\n# CSV report ({fmt})\n\nSummarize the columns in "
+            f"outputs/report.{fmt[:2]}.\n")
+        (d / "data.csv").write_text("city,population\nOslo,709000\nBergen,291000\n")
+        (d / "eval.config").write_text(json.dumps({"evals": [{
+            "id": "report", "prompt": f"Write a {fmt} report of data.csv.",
+            "expected_outcome": f"outputs/report.{fmt[:2]} exists", "files": ["data.csv"],
+            "assertions": [{"type": "file_exists", "path": f"outputs/report.{fmt[:2]}"}]}]}))
+    scripts = [Script(name=fmt, match=f"Write a {fmt} report", turns=[
+        Turn(tool_calls=[bash(f"mkdir -p outputs && head -1 data.csv > outputs/report."
+                              f"{fmt[:2]}")])], final="Report written.")
+        for fmt in ("markdown", "plain")]
+    store = tmp_path / "store"
+    with ScriptedModelServer(scripts) as srv:
+        code = main(["uplift", str(mp), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--no-grader", "--epochs", "1", "--out", str(store),
+                     "-q"])
+    assert code == 0, capsys.readouterr().out
+    (with_run,) = (store / "runs").glob("*-with")
+    (without_run,) = (store / "runs").glob("*-without")
+    report = load(with_run / "uplift.json")
+    assert [p["without_status"] for p in report["pairs"]] == ["pass", "pass"]
+    for p in report["pairs"]:
+        w, wo = with_run / p["with_dir"], without_run / p["without_dir"]
+        assert p["with_dir"] == p["without_dir"]
+        assert load(w / "assertions.json")["sha256"] == load(wo / "assertions.json")["sha256"]
+    assert [s["stats"]["verdict"] for s in report["skills"]] == ["no_difference"] * 2
+    # without the skill installed no case can use its files: no coverage table that would
+    # flag every file as untouched (a dead script) in the without-run's report
+    for bench in without_run.glob("*/builtin/benchmark.json"):
+        assert load(bench)["coverage"] is None
+    assert "Skill resource coverage" not in (without_run / "report.html").read_text()
+    assert "Skill resource coverage" in (with_run / "report.html").read_text()

@@ -101,10 +101,12 @@ def test_regrade_every_epoch_with_two_graders_reports_agreement_and_kappa(tmp_pa
     scripts = [a, b, broken, gone, suggester("suggest-a", "^grader-a$", "LV1", "train#1:A5"),
                suggester("suggest-b", "^grader-b$", "LV2", "train#1:A4")]
     with ScriptedModelServer(scripts) as srv:
+        # two graders could not grade case epochs the original judged: exit 3 (retry), the
+        # report of the others is still written
         assert main(["regrade", source.name, "--grader-model", "openai/grader-a",
                      "--grader-model", "openai/grader-b", "--grader-model", "openai/broken",
                      "--grader-model", "openai/gone",
-                     "--api-base", srv.base_url_openai, "--out", str(store), "-q"]) == 0
+                     "--api-base", srv.base_url_openai, "--out", str(store), "-q"]) == 3
         asked = [r.script for r in srv.requests]
         # replay ran no executor against the model: only the evaluator side was asked
         assert not [r for r in srv.requests if "You are the EXECUTOR" in json.dumps(r.body)]
@@ -269,3 +271,85 @@ def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, ca
     (cmp_dir,) = (tmp_path / "s" / "compare").iterdir()
     rows = json.loads((cmp_dir / "compare.json").read_text())["rows"]
     assert [r["statuses"] for r in rows] == [{"fail": 1}] * 4  # nobody trained: file missing
+
+
+def test_regrade_replays_each_of_two_skills_of_one_name_from_its_own_recording(tmp_path,
+                                                                                capsys):
+    """`skills/csv-report` and `legacy/csv-report` share a name and a case id. Each replay
+    must re-emit its own skill's recording (events and outputs) and be graded against its own
+    assertions: keyed by name, both replays got the first skill's."""
+    mp = tmp_path / "mp"
+    for folder, fmt, ext in (("skills", "markdown", "md"), ("legacy", "plain text", "txt")):
+        d = mp / folder / "csv-report"
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(
+            f"---\nname: csv-report\ndescription: Write a {fmt} report of a CSV file. Use "
+            f"for CSV reports.\n---\n# CSV report\n\nWrite outputs/report.{ext}.\n")
+        (d / "data.csv").write_text("city,population\nOslo,709000\n")
+        (d / "eval.config").write_text(json.dumps({"evals": [{
+            "id": "report", "prompt": f"Write a {fmt} report of data.csv.",
+            "expected_outcome": f"outputs/report.{ext} holds a {fmt} report",
+            "files": ["data.csv"], "assertions": [f"The report is {fmt}"]}]}))
+    agents = [Script(name=ext, match=f"(?s)EXECUTOR.*Write a {fmt} report", turns=[
+        Turn(tool_calls=[ToolCall(name="bash", arguments={
+            "command": f"mkdir -p outputs && echo '{fmt} report' > outputs/report.{ext}"})])],
+        final="Done.") for fmt, ext in (("markdown", "md"), ("plain text", "txt"))]
+    store = tmp_path / "s"
+    judge = grader("grader", {"A1": (True, False)})
+    with ScriptedModelServer([NO_EXTRA, judge, *agents]) as srv:
+        assert main(["run", str(mp), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(store), "-q"]) == 0
+        (source,) = (store / "runs").iterdir()
+        capsys.readouterr()
+        assert main(["regrade", source.name, "--grader-model", "openai/grader-a",
+                     "--api-base", srv.base_url_openai, "--out", str(store)]) == 0
+    (replay,) = (store / "runs").glob("*-g1-builtin")
+    # the progress lines say which grader is at work (the replay's own gate line is not
+    # regrade's exit code)
+    console = "".join(capsys.readouterr())
+    assert f"grader openai/grader-a on {source.name} [builtin] (run {replay.name})" in console
+    src = json.loads((source / "run.json").read_text())
+    assert sorted(s["path"].split("/")[-2] for s in src["skills"]) == ["legacy", "skills"]
+    for s in src["skills"]:
+        ext, other = ("txt", "md") if s["path"].split("/")[-2] == "legacy" else ("md", "txt")
+        replayed = replay / s["key"] / "replay" / "report"
+        assert (replayed / "outputs" / "outputs" / f"report.{ext}").is_file(), s["key"]
+        assert not (replayed / "outputs" / "outputs" / f"report.{other}").exists()
+        texts = [e["text"] for e in json.loads((replayed / "grading.json").read_text())[
+            "expectations"]]
+        assert f"The report is {'plain text' if ext == 'txt' else 'markdown'}" in texts
+
+
+def test_a_grader_whose_provider_fails_mid_run_is_an_error_exit_3(tmp_path, capsys,
+                                                                  monkeypatch):
+    """The second grader's provider answers 500 to every call: its case epochs are errors
+    (never disagreements, never a crash), the first grader's agreement is reported, and the
+    exit code says to retry."""
+    monkeypatch.setenv("AEVAL_MODEL_RETRIES", "1")
+    monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
+    skill = tmp_path / "mp" / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", skill)
+    (skill / "eval.config").write_text(json.dumps({"evals": [AGREE_CASE]}))
+    store = tmp_path / "s"
+    verdicts = {f"A{i}": (True, False) for i in range(1, 6)}
+    with ScriptedModelServer([NO_EXTRA, grader("grader", verdicts), EDITS_SKILL]) as srv:
+        assert main(["run", str(skill), "--model", "openai/scripted", "--api-base",
+                     srv.base_url_openai, "--out", str(store), "-q"]) == 1
+    (source,) = (store / "runs").iterdir()
+    ok = grader("grader-ok", verdicts)
+    ok.model = "^grader-ok$"
+    down = Script(name="down", match="You are the GRADER", model="^grader-down$",
+                  turns=[Turn(fault=500, fault_times=100000, text="-")])
+    capsys.readouterr()
+    with ScriptedModelServer([ok, down]) as srv:
+        code = main(["regrade", source.name, "--grader-model", "openai/grader-ok",
+                     "--grader-model", "openai/grader-down", "--api-base",
+                     srv.base_url_openai, "--out", str(store), "-q"])
+    out = capsys.readouterr().out
+    assert code == 3, out
+    (report_path,) = source.glob("regrade-*.json")
+    report = json.loads(report_path.read_text())
+    raters = {r["rater"]: r for r in report["raters"]}
+    assert raters["openai/grader-ok"]["judged"] > 0 and not raters["openai/grader-ok"]["errors"]
+    assert raters["openai/grader-down"]["errors"]
+    assert "exit 3: openai/grader-down could not grade 1 case epoch(s)" in out

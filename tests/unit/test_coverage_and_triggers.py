@@ -67,15 +67,32 @@ def test_bash_rule_executed_read_written(ws):
         " && cat .agents/skills/csv-stats/SKILL.md | head > out.txt; "
         "echo hi >> $SKILL_DIR/notes.txt; $SKILL_DIR/scripts/stats.py | tee $SKILL_DIR/log",
         workspace, skill)
+    # after `cd x`, `.agents/skills/csv-stats/SKILL.md` is x's, not the skill copy's
     assert uses == [("scripts/stats.py", "executed"), ("reference.md", "read"),
-                    ("SKILL.md", "read"), ("notes.txt", "written"),
-                    ("scripts/stats.py", "executed"), ("log", "written")]
+                    ("notes.txt", "written"), ("scripts/stats.py", "executed"),
+                    ("log", "written")]
     # python -m / -c take no script file: a skill path after them is an argument
     assert command_uses("python3 -m json.tool $SKILL_DIR/reference.md", workspace, skill) == \
         [("reference.md", "read")]
     # a command shlex cannot split is split on whitespace: the path it names still counts
     assert command_uses("echo 'unclosed $SKILL_DIR/SKILL.md", workspace, skill) == \
         [("SKILL.md", "read")]
+
+
+def test_relative_paths_after_a_cd_are_taken_from_where_it_went(ws):
+    workspace, skill = ws
+    assert command_uses('cd "$SKILL_DIR" && python3 scripts/stats.py "$OLDPWD/data.csv"',
+                        workspace,
+                        skill) == [("scripts/stats.py", "executed")]
+    assert command_uses("cd .agents/skills/csv-stats/scripts && cat ../SKILL.md && "
+                        "./stats.py", workspace, skill) == [("SKILL.md", "read"),
+                                                            ("scripts/stats.py", "executed")]
+    # a subshell's cd ends with it; `cd -P DIR` takes its option
+    assert command_uses("(cd -P $SKILL_DIR && cat SKILL.md); cat reference.md", workspace,
+                        skill) == [("SKILL.md", "read")]
+    # a cd whose target cannot be told (another variable) falls back to the workspace root
+    assert command_uses('cd "$OLDPWD"; cat .agents/skills/csv-stats/reference.md',
+                        workspace, skill) == [("reference.md", "read")]
 
 
 def test_file_tools_and_watch_join_per_file(ws):
@@ -112,6 +129,38 @@ def test_skill_loads_from_file_tools_bash_and_skill_tools(ws):
     assert [(ld.skill, ld.seq) for ld in loads] == [
         ("release-notes", 2), ("csv-stats", 3), ("release-notes", 4), ("csv-stats", 5)]
     assert loads[1].how == "Skill tool"
+
+
+def test_bash_c_runs_the_script_it_is_given(ws):
+    """An agent that wraps a command in `bash -lc '<the command>'` (as Codex reports its own,
+    when the adapter has not unwrapped it) ran the command inside: read as a plain argument,
+    the skill files it names were missed and the skill never counted as loaded."""
+    workspace, skill = ws
+    assert command_uses("/bin/bash -lc 'cat .agents/skills/csv-stats/SKILL.md'", workspace,
+                        skill) == [("SKILL.md", "read")]
+    assert command_uses("bash -c \"cd .agents/skills/csv-stats && python3 scripts/stats.py\"",
+                        workspace, skill) == [("scripts/stats.py", "executed")]
+    events = [call(0, "bash", command="/bin/bash -lc 'sed -n 1,80p "
+                                      ".agents/skills/csv-stats/SKILL.md'")]
+    assert [ld.skill for ld in skill_loads(events, workspace, {"csv-stats": skill})] == [
+        "csv-stats"]
+
+
+def test_skill_dir_names_only_the_skill_it_points_to(ws):
+    """In a trial `$SKILL_DIR` is the skill under test's copy: `cat "$SKILL_DIR/SKILL.md"`
+    loads that skill, not every distractor installed beside it; a `cd` into a distractor's
+    folder then `cat SKILL.md` loads the distractor."""
+    workspace, skill = ws
+    other = skill.parent / "release-notes"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: release-notes\ndescription: Notes.\n---\n")
+    skills = {"csv-stats": skill, "release-notes": other}
+    events = [call(0, "bash", command='cat "$SKILL_DIR/SKILL.md"'),
+              call(1, "bash", command="cd .agents/skills/release-notes && cat SKILL.md"),
+              call(2, "read_file", path="$SKILL_DIR/SKILL.md")]
+    loads = skill_loads(events, workspace, skills, skill_var=skill)
+    assert [(ld.skill, ld.seq) for ld in loads] == [
+        ("csv-stats", 0), ("release-notes", 1), ("csv-stats", 2)]
 
 
 # ---- precision and recall --------------------------------------------------------------------
@@ -156,6 +205,9 @@ def test_generic_tier_derives_one_should_prompt(ws):
     ({"should": ["a"], "should_not": ["a"]},
      "eval.config:triggers: prompt in both should and should_not: 'a'"),
     ({"shuold": ["a"]}, "eval.config:triggers.shuold: unknown field"),
+    # declared but empty: `aeval triggers` would run nothing and exit 0 with an empty table
+    ({"should": []}, "eval.config:triggers: no prompt in should or should_not (leave "
+                     "triggers out to derive a should-prompt from the description)"),
 ])
 def test_bad_triggers_are_one_clear_line(tmp_path, triggers, message):
     import json
