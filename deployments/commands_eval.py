@@ -98,6 +98,25 @@ def resume_run(args: argparse.Namespace) -> int:
     return manifest.gate.exit_code
 
 
+MAX_EPOCHS = 100  # as the request models allow
+
+
+def run_option_problem(args: argparse.Namespace) -> str | None:
+    """The first problem of `run`/`sweep` options that would otherwise surface only later (an
+    unknown runtime as one environment error per case, an epoch count out of range as an
+    internal error); None when there is none."""
+    from aeval.adapters import RUNTIMES
+
+    if not 1 <= args.epochs <= MAX_EPOCHS:
+        return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
+    for rt in args.runtime or []:
+        if rt not in RUNTIMES:
+            return f"--runtime {rt}: unknown runtime; known: {', '.join(sorted(RUNTIMES))}"
+    if args.concurrency is not None and args.concurrency < 1:
+        return f"--concurrency {args.concurrency}: must be at least 1"
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         prefect_env(args.verbose)
@@ -109,8 +128,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not Path(p).exists():
             print(f"{p}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
-    if args.epochs < 1:
-        print("--epochs must be at least 1", file=sys.stderr)
+    if problem := run_option_problem(args):
+        print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
@@ -201,6 +220,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     if not Path(args.marketplace).is_dir():
         print(f"{args.marketplace}: no such folder", file=sys.stderr)
+        return EXIT_USAGE
+    if problem := run_option_problem(args):
+        print(f"aeval sweep: {problem}", file=sys.stderr)
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)

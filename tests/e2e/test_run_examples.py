@@ -290,6 +290,25 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert "no SKILL.md" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["--runtime", "claude"], "aeval run: --runtime claude: unknown runtime; known: builtin, "
+                              "claude-code"),
+    (["--epochs", "101"], "aeval run: --epochs 101: must be from 1 to 100"),
+    (["--epochs", "0"], "aeval run: --epochs 0: must be from 1 to 100"),
+    (["--concurrency", "0"], "aeval run: --concurrency 0: must be at least 1"),
+])
+def test_bad_run_options_are_one_line_before_anything_runs(tmp_path, capsys, argv, line):
+    """A typo in a runtime name was one environment error per case after minutes of retries
+    (exit 3); --epochs 101 an internal error (exit 4)."""
+    from tests.conftest import EXAMPLES
+
+    assert main(["run", str(EXAMPLES / "skills" / "hello-docs"), "--out", str(tmp_path),
+                 *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_console_script_as_a_user_runs_it(tmp_path):
     """The installed `aeval` entry point, in its own process with its own embedded Prefect."""
     from tests.conftest import EXAMPLES

@@ -4,6 +4,7 @@ thread pool, an environment error included."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -134,5 +135,5 @@ def test_model_calls_stay_bounded_across_dask_worker_processes(tmp_path: Path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert len(starts) == 4
     # one call in flight at a time: each request arrives after the previous one was answered
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= delay - 0.1, gaps
