@@ -38,8 +38,8 @@ TRANSIENT_STATUS = frozenset({408, 409, 429})
 _slots = threading.BoundedSemaphore(Settings().model_concurrency)
 MODEL_LIMIT_VAR = "AEVAL_MODEL_LIMIT"
 """Names a Prefect global concurrency limit that bounds model calls instead of the in-process
-semaphore: set where the calls of one run happen in several processes (Dask workers) or
-several runs share a Prefect server (`aeval.flows.runners.use_global_model_limit`)."""
+semaphore: set where the calls of one run happen in several processes (Dask workers;
+`aeval.flows.runners.use_global_model_limit`)."""
 
 
 @contextlib.contextmanager

@@ -68,7 +68,6 @@ def resume_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate
     from aeval.flows.runners import (
-        shares_a_server,
         start_embedded_server,
         task_runner,
         use_global_model_limit,
@@ -84,7 +83,7 @@ def resume_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
     start_embedded_server()  # before any flow: with a scrubbed environment
-    if args.dask or shares_a_server():  # model calls bounded across processes and runs
+    if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(
@@ -180,7 +179,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from aeval.flows.evaluate import evaluate
     from aeval.flows.runners import (
-        shares_a_server,
         start_embedded_server,
         task_runner,
         use_global_model_limit,
@@ -194,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
     prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
     start_embedded_server()  # before any flow: with a scrubbed environment
-    if args.dask or shares_a_server():  # model calls bounded across processes and runs
+    if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
     manifest = flow(EvalRequest(

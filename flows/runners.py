@@ -162,8 +162,9 @@ def use_global_model_limit(limit: int, name: str = MODEL_LIMIT) -> str:
     """Bound model calls with a Prefect global concurrency limit (created, or set to
     ``limit``, on the Prefect API this process uses) instead of each process's semaphore, and
     name it in this process's environment (AEVAL_MODEL_LIMIT), which a local Dask cluster's
-    workers inherit. For a run whose tasks run in several processes (`--dask`), or runs that
-    share a Prefect server. Remote Dask workers need ``AEVAL_MODEL_LIMIT`` set themselves.
+    workers inherit. For a run whose tasks run in several processes (`--dask`); remote Dask
+    workers need ``AEVAL_MODEL_LIMIT`` set themselves. Not for threads in one process: a
+    slot is a server round trip, and a holder that dies keeps it until its lease ends.
     Returns the limit's name."""
     from aeval.adapters.llm import MODEL_LIMIT_VAR
     from prefect.client.orchestration import get_client
@@ -172,12 +173,3 @@ def use_global_model_limit(limit: int, name: str = MODEL_LIMIT) -> str:
         client.upsert_global_concurrency_limit_by_name(name, limit)
     os.environ[MODEL_LIMIT_VAR] = name
     return name
-
-
-def shares_a_server() -> bool:
-    """Whether this process reports to a Prefect server of its own choosing (PREFECT_API_URL
-    set, and not aeval's embedded one): other runs may share it."""
-    from prefect.settings import PREFECT_API_URL
-
-    url = PREFECT_API_URL.value()
-    return bool(url) and url != os.environ.get(embedded.MARK_VAR)
