@@ -14,7 +14,14 @@ import argparse
 import sys
 import traceback
 
-from aeval.deployments.cli_common import EPILOG, EXIT_INTERNAL, EXIT_USAGE
+from aeval.deployments.cli_common import (
+    EPILOG,
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    add_grader_options,
+    add_quiet_verbose,
+    add_verbose,
+)
 from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
 from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
 from aeval.deployments.commands_triggers import cmd_triggers
@@ -65,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runtime to use (repeatable); default: builtin with a model, else "
                         "literal")
     r.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
-    _add_grader_options(r)
+    add_grader_options(r)
     r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     r.add_argument("--dask", metavar="ADDRESS|local",
@@ -87,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bubblewrap around every process a case starts: auto (default; "
                         "without bubblewrap, warn and run unsandboxed), require (exit 2 "
                         "without it), none [AEVAL_SANDBOX]")
-    _add_quiet_verbose(r)
+    add_quiet_verbose(r)
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check SKILL.md and eval.config files",
@@ -95,14 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "path:field: problem. Exit 2 if any skill is invalid.")
     v.add_argument("paths", nargs="+", metavar="PATH",
                    help="skill folders or marketplace roots")
-    _add_verbose(v)
+    add_verbose(v)
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("schema", help="print an artifact's JSON Schema",
                        description="Print the JSON Schema generated from the pydantic model.")
     s.add_argument("name", nargs="?", help="eval-config, run, grading, ... (omit with --write)")
     s.add_argument("--write", metavar="DIR", help="write every schema into DIR")
-    _add_verbose(s)
+    add_verbose(s)
     s.set_defaults(func=cmd_schema)
 
     sw = sub.add_parser("sweep", help="evaluate a whole marketplace and refresh baselines",
@@ -120,12 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="runtime to use (repeatable); default: builtin with a model, else "
                          "literal")
     sw.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
-    _add_grader_options(sw)
+    add_grader_options(sw)
     sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     sw.add_argument("--no-skip", action="store_true",
                     help="run every case, also those unchanged since their last verdict")
     sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
-    _add_quiet_verbose(sw)
+    add_quiet_verbose(sw)
     sw.set_defaults(func=cmd_sweep)
 
     c = sub.add_parser("compare", help="run the same skills through several runtimes/models",
@@ -138,11 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repeatable (default: builtin); NAME=MODEL gives that runtime its own "
                         "model string, e.g. claude-code=claude-sonnet-4-5")
     c.add_argument("--model", action="append", help="repeatable: one row per model")
-    _add_grader_options(c)
+    add_grader_options(c)
     c.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     c.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     c.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
-    _add_quiet_verbose(c)
+    add_quiet_verbose(c)
     c.set_defaults(func=cmd_compare)
 
     rg = sub.add_parser("regrade", help="re-grade a run's transcripts with other graders: "
@@ -159,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a grader model to re-grade with (litellm string); repeatable")
     rg.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
     rg.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
-    _add_quiet_verbose(rg)
+    add_quiet_verbose(rg)
     rg.set_defaults(func=cmd_regrade)
 
     from aeval.deployments.commands_uplift import add_parser as add_uplift_parser
@@ -168,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rt = sub.add_parser("runtimes", help="list the agent runtimes: installed, version, how to "
                                          "install")
-    _add_verbose(rt)
+    add_verbose(rt)
     rt.set_defaults(func=cmd_runtimes)
 
     from aeval.deployments.post import add_parser as add_post_parser
@@ -201,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep each trial's workspace for debugging")
     t.add_argument("--sandbox", choices=("auto", "require", "none"),
                    help="bubblewrap around every process a trial starts [AEVAL_SANDBOX]")
-    _add_quiet_verbose(t)
+    add_quiet_verbose(t)
     t.set_defaults(func=cmd_triggers)
 
     sh = sub.add_parser("show", help="summarize a finished run; exit with its gate code",
@@ -213,30 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("run", nargs="?", default="latest",
                     help="run id, run folder, or latest (default)")
     sh.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
-    _add_verbose(sh)
+    add_verbose(sh)
     sh.set_defaults(func=cmd_show)
     return p
-
-
-def _add_verbose(p: argparse.ArgumentParser, prefect: bool = False) -> None:
-    """-v: the traceback of an internal error (exit 4); for the commands that run flows, also
-    Prefect's own logs, which are kept off the console otherwise."""
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help=("show Prefect's own logs, and " if prefect else "show ")
-                   + "the traceback of an internal error")
-
-
-def _add_quiet_verbose(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    _add_verbose(p, prefect=True)
-
-
-def _add_grader_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
-                                          "executor model)")
-    p.add_argument("--no-grader", action="store_true",
-                   help="no grader model: natural-language assertions stay ungraded")
-    p.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
 
 
 def _version() -> str:

@@ -1,4 +1,8 @@
-"""Constants shared by the command modules."""
+"""Constants and option groups shared by the command modules."""
+
+from __future__ import annotations
+
+import argparse
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 4  # aeval itself failed (an unexpected exception): a bug to report
@@ -20,3 +24,26 @@ def flag_problem(exc: Exception) -> str:
     e = errors[0]
     field = str(e["loc"][0]) if e.get("loc") else "?"
     return f"--{field.replace('_', '-')}: {e['msg']}"
+
+
+def add_verbose(p: argparse.ArgumentParser, prefect: bool = False) -> None:
+    """-v: the traceback of an internal error (exit 4); for the commands that run flows, also
+    Prefect's own logs, which are kept off the console otherwise."""
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help=("show Prefect's own logs, and " if prefect else "show ")
+                   + "the traceback of an internal error")
+
+
+def add_quiet_verbose(p: argparse.ArgumentParser) -> None:
+    """-q (no progress lines) and -v, for the commands that run flows."""
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_verbose(p, prefect=True)
+
+
+def add_grader_options(p: argparse.ArgumentParser) -> None:
+    """--grader-model, --no-grader and --api-base, as every command that grades has them."""
+    p.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
+                                          "executor model)")
+    p.add_argument("--no-grader", action="store_true",
+                   help="no grader model: natural-language assertions stay ungraded")
+    p.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")

@@ -12,7 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE, flag_problem
+from aeval.deployments.cli_common import (
+    EXIT_USAGE,
+    add_grader_options,
+    add_quiet_verbose,
+    flag_problem,
+)
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
 from aeval.deployments.console import make_console, prefect_env, progress_logging
 
@@ -43,11 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--runtime", action="append", metavar="NAME",
                    help="agent runtime (repeatable; default builtin; not literal or replay)")
     u.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
-    u.add_argument("--grader-model", help="grader model, or AEVAL_GRADER_MODEL (default: the "
-                                          "executor model)")
-    u.add_argument("--no-grader", action="store_true",
-                   help="no grader model: natural-language assertions stay ungraded")
-    u.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    add_grader_options(u)
     u.add_argument("--epochs", type=int, default=3,
                    help="runs of each case in each arm (default 3)")
     u.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
@@ -57,9 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--sandbox", choices=("auto", "require", "none"),
                    help="bubblewrap around every process a case starts (as for run) "
                         "[AEVAL_SANDBOX]")
-    u.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    u.add_argument("-v", "--verbose", action="store_true",
-                   help="show Prefect's own logs, and the traceback of an internal error")
+    add_quiet_verbose(u)
     u.set_defaults(func=cmd_uplift)
 
 
