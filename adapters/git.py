@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aeval.skill import SKILL_FILE
+from aeval.skill import SKILL_FILE, skipped_folder
 
 
 class GitError(RuntimeError):
@@ -101,8 +101,12 @@ class ChangeSet:
 
 
 def _skill_root(repo: Path, rel: str) -> Path | None:
-    """Nearest folder at or above ``rel`` (in the working tree) that holds SKILL.md."""
+    """Nearest folder at or above ``rel`` (in the working tree) that holds SKILL.md; None
+    inside a folder discovery skips (a dependency, a virtual environment, aeval's store)."""
     p = repo / rel
+    if any(skipped_folder(repo.joinpath(*Path(rel).parts[:i + 1]))
+           for i in range(len(Path(rel).parts) - 1)):
+        return None
     for d in [p if p.is_dir() else p.parent, *p.parents]:
         if not d.is_relative_to(repo):
             break

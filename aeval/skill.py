@@ -16,7 +16,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval import markdown
 from aeval.errors import ContractError, Problem
+from aeval.markdown import Fence
 from aeval.safe_data import UnsafeData, load_yaml
 
 SKILL_FILE = "SKILL.md"
@@ -28,7 +30,6 @@ KNOWN_KEYS = frozenset(
     {"name", "description", "license", "allowed-tools", "metadata", "compatibility"}
 )
 _FRONTMATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-_FENCE_RE = re.compile(r"^```[ \t]*(bash|sh|shell)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
 class Skill(BaseModel):
@@ -51,15 +52,15 @@ class Skill(BaseModel):
     def skill_md(self) -> Path:
         return self.path / SKILL_FILE
 
+    def fences(self) -> list[Fence]:
+        """Every fenced block of the body (indented ones in list items too), with its
+        SKILL.md line."""
+        return markdown.parse(self.body, self.body_offset)[0]
+
     def shell_blocks(self) -> list[tuple[int, str]]:
-        """Fenced bash/sh/shell blocks of the body, with the SKILL.md line each starts on."""
-        blocks = []
-        for m in _FENCE_RE.finditer(self.body):
-            line = self.body_offset + self.body.count("\n", 0, m.start()) + 1
-            code = m.group(2).strip()
-            if code:
-                blocks.append((line, code))
-        return blocks
+        """Fenced bash/sh/shell/zsh blocks of the body, with the SKILL.md line each starts
+        on (the line of the opening fence)."""
+        return [(f.line, f.code.strip()) for f in self.fences() if f.shell and f.code.strip()]
 
 
 def load_skill(skill_dir: Path) -> Skill:
@@ -155,6 +156,30 @@ def lint_frontmatter(where: str, front: dict, folder: str) -> list[Problem]:
 
 
 MAX_WALK_DEPTH = 16
+# Folders discovery never searches, the same for validate, run, sweep and --changed-since:
+# version control, dependencies, virtual environments, caches, aeval's own store. Every other
+# folder is searched, dot-folders included (`.curated`, `.system`, `.claude/skills`, ...).
+SKIPPED_FOLDERS = frozenset({
+    ".git", ".hg", ".svn", ".jj", ".bzr",  # version control
+    "node_modules", "bower_components", ".pnpm-store", "site-packages", ".eggs",  # dependencies
+    ".venv", "venv", ".virtualenv", ".tox", ".nox", ".conda",  # virtual environments
+    "__pycache__", ".cache", ".mypy_cache", ".pytest_cache", ".ruff_cache",  # caches
+    ".ipynb_checkpoints", ".gradle", ".terraform",
+    ".aeval",  # aeval's run store (and the per-name contracts, which are not skills)
+})
+
+
+def skipped_folder(folder: Path) -> str | None:
+    """Why discovery does not search ``folder`` (None: it does): a named folder, or a
+    virtual environment under any name (it holds a ``pyvenv.cfg``)."""
+    if folder.name in SKIPPED_FOLDERS or folder.name.endswith(".egg-info"):
+        return folder.name
+    try:
+        if (folder / "pyvenv.cfg").is_file():
+            return f"{folder.name} (a virtual environment)"
+    except OSError:
+        return None
+    return None
 
 
 @dataclass
@@ -163,6 +188,14 @@ class Discovery:
 
     roots: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # folders not searched, by rule
+
+    def nothing_found(self, path: Path) -> str:
+        """The one line that says nothing was found, and where aeval did not look."""
+        shown = sorted(set(self.skipped))
+        where = (f" (not searched: {', '.join(shown[:8])}"
+                 f"{f' and {len(shown) - 8} more' if len(shown) > 8 else ''})") if shown else ""
+        return f"{path}: no {SKILL_FILE} found{where}"
 
 
 def _utf8_name(name: str) -> bool:
@@ -176,8 +209,9 @@ def _utf8_name(name: str) -> bool:
 def scan_skill_roots(path: Path) -> Discovery:
     """Skill roots at or under ``path`` (folders holding SKILL.md), sorted; never raises.
 
-    Hidden folders (``.git``, ``.aeval``, ``.agents`` ...) are not searched, and a skill's own
-    sub-folders are not searched for nested skills. Symlinked folders are followed at most
+    Every folder is searched, dot-folders included (``skills/.curated``, ``.claude/skills``),
+    but the `SKIPPED_FOLDERS` and virtual environments; a skill's own sub-folders are not
+    searched for nested skills. Symlinked folders are followed at most
     once each (by device and inode), so a link to an ancestor or to itself cannot loop; the
     walk stops at ``MAX_WALK_DEPTH``. A folder whose name is not UTF-8 cannot name a report,
     so it is passed over with a warning instead of failing the whole run.
@@ -210,14 +244,16 @@ def scan_skill_roots(path: Path) -> Discovery:
             found.warnings.append(f"{d}: cannot be listed: {exc.strerror or exc}")
             return
         for e in entries:
-            if e.name.startswith(".") or e.name in {"node_modules", "__pycache__"}:
-                continue
             try:
                 if not e.is_dir():  # follows symlinks; a looping link is not a dir
                     continue
             except OSError:
                 continue
             child = Path(e.path)
+            why = skipped_folder(child)
+            if why is not None:
+                found.skipped.append(why)
+                continue
             if not _utf8_name(e.name):
                 found.warnings.append(
                     f"{os.fsencode(e.path)!r}: folder name is not UTF-8, not searched")
@@ -240,6 +276,19 @@ def scan_skill_roots(path: Path) -> Discovery:
     else:
         walk(path, 0)
     return found
+
+
+def discover(paths: list[str] | list[Path]) -> tuple[list[Path], str | None]:
+    """The skill roots under every path, and, when there is none, the one line that says so
+    (naming the folders not searched)."""
+    roots: list[Path] = []
+    empty: list[str] = []
+    for p in paths:
+        found = scan_skill_roots(Path(p))
+        roots += found.roots
+        if not found.roots:
+            empty.append(found.nothing_found(Path(p)))
+    return roots, ("; ".join(empty) if not roots else None)
 
 
 def find_skill_roots(path: Path) -> list[Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+EXIT_FAIL = 1  # a skill defect
 EXIT_USAGE = 2
 EXIT_INTERNAL = 4  # aeval itself failed (an unexpected exception): a bug to report
 EPILOG = """exit codes of `aeval run` (first match wins):

@@ -136,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from aeval.requests import EvalRequest
     from aeval.settings import Settings
-    from aeval.skill import find_skill_roots
+    from aeval.skill import discover
     from aeval.store import RunStore, new_run_id
 
     settings = Settings()
@@ -170,10 +170,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(changes.skills)} changed skill(s): {', '.join(shown)}")
         roots = changes.skills
     else:
-        roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
-    if not roots:
-        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
-        return EXIT_USAGE
+        roots, nothing = discover(args.paths)
+        if nothing:
+            print(nothing, file=sys.stderr)
+            return EXIT_USAGE
     store = Path(args.out or settings.home)
     run_id = new_run_id()
 
@@ -252,11 +252,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from aeval.settings import Settings
-    from aeval.skill import find_skill_roots
+    from aeval.skill import discover
 
-    roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
-    if not roots:
-        print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
+    roots, nothing = discover(args.paths)
+    if nothing:
+        print(nothing, file=sys.stderr)
         return EXIT_USAGE
     settings = Settings()
     models = args.model or ([settings.model] if settings.model else [None])

@@ -1,0 +1,385 @@
+"""What a documented shell block does, read without running it: its simple commands, and of
+each the program, the arguments, the redirections and the variables it assigns. Pure.
+
+This is a reader's approximation of bash, enough to answer the doc test's questions (which
+block could have produced the file this one reads? which command runs a file of the skill?),
+never a shell: quotes, backslashes, comments, ``$( ... )``, subshells, pipelines, ``&&`` /
+``||`` lists, line continuations and here-documents (whose bodies are data, not commands) are
+understood; everything else is taken word by word.
+
+    block --tokens--> [Token] --commands--> [Command] --effects--> Effects
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")", "\n")
+REDIRECTS = ("<<<", "<<-", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", ">", "<")
+# programs whose first word does not end the prefix: the real command comes after them
+WRAPPERS = frozenset({"sudo", "env", "time", "nice", "nohup", "timeout", "exec", "command",
+                      "builtin", "stdbuf", "xvfb-run", "caffeinate", "uv", "poetry", "pipenv"})
+# interpreters whose first non-option argument is the script they run
+INTERPRETERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|bash|sh|zsh|dash|ksh|"
+                          r"ruby|perl|php|Rscript|lua|tclsh|pwsh|tsx|ts-node|osascript)$")
+RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
+                      "{", "}", "esac"})
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
+_EXT = re.compile(r"\.[A-Za-z0-9]{1,10}$")
+# the variables every shell has, which no block of the skill sets
+AMBIENT = frozenset({"HOME", "PATH", "PWD", "OLDPWD", "USER", "SHELL", "TMPDIR", "LANG",
+                     "LC_ALL", "TERM", "SKILL_DIR", "CLAUDE_SKILL_DIR", "RANDOM", "SECONDS",
+                     "LINENO", "BASH_SOURCE", "HOSTNAME", "UID", "EUID", "PPID", "IFS", "OSTYPE",
+                     "BASH_VERSION", "PIPESTATUS", "CI"})
+OUTPUT_FLAGS = frozenset({"-o", "--output", "--out", "--outdir", "--out-dir", "--output-dir",
+                          "--output-file", "--outfile", "-O", "--dest", "--destination",
+                          "--target-dir", "--save", "--save-to", "--export", "--log-file",
+                          "-d", "--directory", "-C", "-P", "--prefix"})
+
+
+@dataclass(frozen=True)
+class Token:
+    """A word (quotes removed, ``raw`` as written) or an operator, with its 0-based line."""
+
+    text: str
+    raw: str
+    op: bool
+    line: int
+
+
+def tokens(code: str) -> list[Token]:
+    """The words and operators of ``code``; a here-document's body is skipped (it is data);
+    an unclosed quote ends the word at the end of the text."""
+    out: list[Token] = []
+    i, n, line = 0, len(code), 0
+    pending_heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs)
+    expect_delim: str | None = None  # the operator just read was << or <<-
+    while i < n:
+        c = code[i]
+        if c == "\\" and i + 1 < n and code[i + 1] == "\n":  # a line continuation
+            i += 2
+            line += 1
+            continue
+        if c in " \t\r":
+            i += 1
+            continue
+        if c == "#":
+            while i < n and code[i] != "\n":
+                i += 1
+            continue
+        if c == "\n":
+            out.append(Token("\n", "\n", True, line))
+            i += 1
+            line += 1
+            for delim, strip in pending_heredocs:  # skip each here-document's body
+                while i < n:
+                    j = code.find("\n", i)
+                    end = n if j < 0 else j
+                    body_line = code[i:end]
+                    i = end + 1 if j >= 0 else n
+                    line += 1
+                    if (body_line.lstrip("\t") if strip else body_line).rstrip("\r") == delim:
+                        break
+            pending_heredocs.clear()
+            continue
+        op = next((o for o in (*REDIRECTS, *OPERATORS) if code.startswith(o, i)), None)
+        if op is not None:
+            out.append(Token(op, op, True, line))
+            i += len(op)
+            expect_delim = op if op in ("<<", "<<-") else None
+            continue
+        # a word: up to an unquoted blank or operator character
+        start, text, depth = i, [], 0
+        while i < n:
+            c = code[i]
+            if depth == 0 and (c in " \t\r\n;&|<>" or (c in "()" and not text)):
+                break
+            if depth == 0 and c == ")":
+                break
+            if c == "\\" and i + 1 < n:
+                if code[i + 1] == "\n":
+                    i += 2
+                    line += 1
+                    continue
+                text.append(code[i + 1])
+                i += 2
+                continue
+            if c == "'":
+                j = code.find("'", i + 1)
+                j = n if j < 0 else j
+                chunk = code[i + 1:j]
+                line += chunk.count("\n")
+                text.append(chunk)
+                i = j + 1
+                continue
+            if c == '"':
+                j = i + 1
+                while j < n and code[j] != '"':
+                    j += 2 if code[j] == "\\" and j + 1 < n else 1
+                chunk = code[i + 1:j]
+                line += chunk.count("\n")
+                text.append(re.sub(r'\\(["\\$`])', r"\1", chunk))
+                i = j + 1
+                continue
+            if c == "$" and code.startswith("$(", i):
+                depth += 1
+                text.append("$(")
+                i += 2
+                continue
+            if c == "(" and depth:
+                depth += 1
+            elif c == ")" and depth:
+                depth -= 1
+            elif c == "\n":
+                line += 1
+            text.append(c)
+            i += 1
+        word = "".join(text)
+        raw = code[start:i]
+        if raw.isdigit() and i < n and code[i] in "<>":
+            continue  # `2>`: a file descriptor, part of the redirection
+        if expect_delim is not None:
+            pending_heredocs.append((word, expect_delim == "<<-"))
+            expect_delim = None
+        out.append(Token(word, raw, False, line))
+    return out
+
+
+@dataclass
+class Command:
+    """One simple command: ``argv`` (assignments and redirections removed), the variables it
+    assigns, its redirection targets, its line (0-based) and whether it runs in a subshell
+    ``( ... )`` (whose ``cd`` does not outlast it) or in a pipeline."""
+
+    argv: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    assigns: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    line: int = 0
+    subshell: bool = False
+    piped: bool = False
+    pipeline: int = 0  # commands joined by `|` share this number
+
+    @property
+    def program(self) -> str | None:
+        """The program this command runs, wrappers (``sudo``, ``env``, ``timeout 60``) and
+        their options skipped."""
+        words = self.target_argv()
+        return words[0] if words else None
+
+    def target_argv(self) -> list[str]:
+        """argv from the real program on: ``timeout 60 env A=1 python3 x.py`` ->
+        ``python3 x.py``."""
+        words = list(self.argv)
+        while words and PurePosixPath(words[0]).name in WRAPPERS:
+            name = PurePosixPath(words[0]).name
+            words = words[1:]
+            if name in ("uv", "poetry", "pipenv"):
+                if words and words[0] == "run":
+                    words = words[1:]
+                else:
+                    return [name, *words]
+            while words and (words[0].startswith("-") or _ASSIGN.match(words[0])):
+                flag = words.pop(0)
+                if name in ("timeout", "nice", "sudo", "stdbuf") and flag in (
+                        "-s", "-k", "-n", "-u", "-g", "--signal", "--kill-after"):
+                    words = words[1:]
+            if name == "timeout" and words and re.match(r"^\d+(\.\d+)?[smhd]?$", words[0]):
+                words = words[1:]
+        return words
+
+    def script(self) -> tuple[str | None, list[str]]:
+        """The file this command runs and its arguments: the program itself when it names a
+        path (``./run.sh a``, ``scripts/x.py a``), or the script an interpreter is given
+        (``python3 -u scripts/x.py a``). ``(None, [])`` for ``python3 -m mod``, ``-c`` code,
+        or a program looked up on PATH."""
+        words = self.target_argv()
+        if not words:
+            return None, []
+        prog = words[0]
+        if INTERPRETERS.match(PurePosixPath(prog).name):
+            rest = words[1:]
+            while rest and rest[0].startswith("-"):
+                if rest[0] in ("-m", "-c", "-e", "--eval", "-"):
+                    return None, []
+                rest = rest[1:]
+            if rest and rest[0] == "run" and PurePosixPath(prog).name in ("deno", "bun"):
+                rest = rest[1:]
+            return (rest[0], rest[1:]) if rest else (None, [])
+        if "/" in prog:
+            return prog, words[1:]
+        return None, []
+
+
+def commands(code: str) -> list[Command]:
+    """The simple commands of a block, in order."""
+    out: list[Command] = []
+    cur = Command()
+    depth = 0
+    redirect: str | None = None
+    piped_next = False
+    pipeline = 0
+
+    def flush(pipe: bool = False) -> None:
+        nonlocal cur, piped_next, pipeline
+        if cur.argv or cur.assigns or cur.writes or cur.reads:
+            cur.piped = cur.piped or pipe
+            cur.pipeline = pipeline
+            out.append(cur)
+        if not pipe:
+            pipeline += 1
+        cur = Command(subshell=depth > 0, piped=piped_next)
+
+    for tok in tokens(code):
+        if not cur.argv and not cur.assigns:
+            cur.line = tok.line
+        if redirect is not None and not tok.op:
+            if redirect.startswith(("<<", "<&")):
+                pass  # a here-document delimiter, or a descriptor
+            elif redirect.startswith("<"):
+                cur.reads.append(tok.text)
+            elif not tok.text.startswith("&") and not tok.text.isdigit():
+                cur.writes.append(tok.text)
+            redirect = None
+            continue
+        if tok.op:
+            if tok.text in REDIRECTS:
+                redirect = tok.text
+                continue
+            if tok.text == "(":
+                flush()
+                depth += 1
+                cur.subshell = True
+                continue
+            if tok.text == ")":
+                flush()
+                depth = max(0, depth - 1)
+                cur.subshell = depth > 0
+                continue
+            pipe = tok.text in ("|", "|&")
+            piped_next = pipe
+            flush(pipe)
+            piped_next = False
+            continue
+        if not cur.argv and not cur.assigns and tok.text in RESERVED and tok.raw == tok.text:
+            continue  # `if`, `then`, `do`, `{`: the command follows
+        m = _ASSIGN.match(tok.text)
+        if m and not cur.argv:
+            cur.assigns.append(m.group(1))
+            continue
+        cur.argv.append(tok.text)
+        cur.raw.append(tok.raw)
+    flush()
+    return out
+
+
+def path_like(word: str) -> bool:
+    """A word that names a file or folder: it has a slash or a file extension; no URL, no
+    option, no variable other than $SKILL_DIR, no glob."""
+    if not word or word.startswith("-") or "://" in word or word.startswith(("$(", "`")):
+        return False
+    if any(c in word for c in "*?[]{}<>|;`\n"):
+        return False
+    rest = re.sub(r"\$\{?SKILL_DIR\}?/?", "", word)
+    if "$" in rest:
+        return False
+    return "/" in word or (bool(_EXT.search(word)) and not re.fullmatch(r"[\d.]+", word))
+
+
+def _plain(word: str) -> bool:
+    """A word that is a literal path (no variable but $SKILL_DIR, no glob, no descriptor)."""
+    rest = re.sub(r"\$\{?SKILL_DIR\}?/?", "", word)
+    return bool(word) and "$" not in rest and not any(c in word for c in "*?[]{}`&") \
+        and "://" not in word
+
+
+def norm(path: str) -> str:
+    """A path as the doc test compares paths: ``$SKILL_DIR/``, ``./`` and a trailing slash
+    removed, ``a//b`` collapsed."""
+    p = re.sub(r"^\$\{?SKILL_DIR\}?/?", "", path.strip())
+    while p.startswith("./"):
+        p = p[2:]
+    p = re.sub(r"/+", "/", p).rstrip("/")
+    return p or "."
+
+
+def related(a: str, b: str) -> bool:
+    """The same path, or one inside the other (a block that made ``out/`` made ``out/x``)."""
+    if a == b:
+        return True
+    pa, pb = PurePosixPath(a).parts, PurePosixPath(b).parts
+    short, long_ = (pa, pb) if len(pa) <= len(pb) else (pb, pa)
+    return bool(short) and long_[:len(short)] == short
+
+
+@dataclass
+class Effects:
+    """What a block leaves behind for later blocks, and what it takes from earlier ones."""
+
+    writes: set[str] = field(default_factory=set)  # files or folders it creates or changes
+    names: set[str] = field(default_factory=set)  # every path it names (not run as a program)
+    runs: set[str] = field(default_factory=set)  # files it runs
+    sets: set[str] = field(default_factory=set)  # variables it assigns or exports
+    exports: set[str] = field(default_factory=set)  # variables later processes inherit
+    uses: set[str] = field(default_factory=set)  # variables it reads that it did not set
+    cd: str | None = None  # where a `cd` outside any subshell leaves the reader's shell
+
+
+def _flag_values(argv: list[str], flags: frozenset[str]) -> list[str]:
+    out = []
+    for i, w in enumerate(argv):
+        if "=" in w and w.split("=", 1)[0] in flags:
+            out.append(w.split("=", 1)[1])
+        elif w in flags and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            out.append(argv[i + 1])
+    return out
+
+
+def effects(code: str) -> Effects:
+    """The block's writes, named paths, runs, variables and lasting ``cd``."""
+    eff = Effects()
+    for cmd in commands(code):
+        eff.sets.update(cmd.assigns)
+        argv = cmd.target_argv()
+        prog = PurePosixPath(argv[0]).name if argv else ""
+        for raw in cmd.raw:
+            for v in _VAR.findall(raw):
+                if v not in eff.sets and v not in AMBIENT:
+                    eff.uses.add(v)
+        eff.writes.update(norm(w) for w in cmd.writes if _plain(w))
+        script, _ = cmd.script()
+        if script is not None:
+            eff.runs.add(norm(script))
+        args = [a for a in argv[1:] if not a.startswith("-")]
+        if prog in ("export", "declare", "typeset", "local", "readonly", "read"):
+            named = {_ASSIGN.match(a.split("=", 1)[0] + "=").group(1) for a in args
+                     if _ASSIGN.match(a.split("=", 1)[0] + "=")}
+            eff.sets.update(named)
+            if prog == "export" or (prog == "declare" and "-x" in argv):
+                eff.exports.update(named)
+            continue
+        if prog == "for" and args:
+            eff.sets.add(args[0])
+        if prog in ("cd", "pushd") and not cmd.subshell:
+            target = args[0] if args else "~"
+            eff.cd = None if norm(target) in (".", "") or re.match(
+                r"^\$\{?SKILL_DIR\}?/?$", target) else target
+        made: list[str] = []
+        if prog in ("mkdir", "touch", "tee"):
+            made += args
+        elif prog in ("cp", "mv", "ln", "install", "rsync", "scp") and len(args) >= 2:
+            made.append(args[-1])
+        elif prog == "git" and len(args) >= 2 and args[0] == "clone":
+            made.append(args[2] if len(args) > 2 else
+                        PurePosixPath(args[1]).name.removesuffix(".git"))
+        made += _flag_values(argv, OUTPUT_FLAGS)
+        eff.writes.update(norm(w) for w in made if _plain(w))
+        for w in [*argv[1:], *cmd.reads]:
+            value = w.split("=", 1)[1] if w.startswith("--") and "=" in w else w
+            if path_like(value) and (script is None or norm(value) != norm(script)):
+                eff.names.add(norm(value))
+    return eff
