@@ -14,15 +14,25 @@ cannot change that.
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 from typing import ClassVar
 
-from aeval.doctest import BlockOutcome, diagnose, plan_blocks, summarize, taints
+from aeval.doctest import (
+    BlockOutcome,
+    BlockPlan,
+    Diagnosis,
+    DocBlock,
+    depends,
+    diagnose,
+    plan_blocks,
+    summarize,
+)
+from aeval.documented import skill_files
 from aeval.errors import RuntimeUnavailable
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 from aeval.shell import CommandResult, run_command
-from aeval.skill import load_skill
 
 NO_STEPS = "no steps: the literal runtime has nothing to run (add `steps` to eval.config, " \
            "or use an agent runtime with --model)"
@@ -90,32 +100,35 @@ class LiteralRuntime:
         """SKILL.md's shell blocks as a doc test (see `aeval.doctest`).
 
         Every runnable block runs (a failure does not stop the others: each is its own
-        evidence), from the skill copy with ``$SKILL_DIR`` set. Raises RuntimeUnavailable
-        when a tool the contract declares in ``host_tools`` is missing: the environment, not
-        the skill, is then at fault.
+        evidence), from the skill copy with ``$SKILL_DIR`` set, under an ERR trap that names
+        the simple command that failed. A failure is discounted only when the block depends
+        on one that did not run cleanly. Raises RuntimeUnavailable when a tool the contract
+        declares in ``host_tools`` is missing: the environment, not the skill, is at fault.
         """
         start = time.monotonic()
         recorder.message("user", request.prompt)
-        if not request.steps:
+        blocks = request.doc_blocks or [DocBlock(0, code) for code in request.steps]
+        if not blocks:
             final = "no self-contained block: SKILL.md has no shell block"
             recorder.end("untested", final)
             return RunResult(status="untested", final_text=final)
         deadline = start + request.limits.timeout_s
         skill_dir = Path(request.skill_dir)
+        names = tuple(dict.fromkeys((request.skill_name, skill_dir.name)))
+        shipped = skill_files(skill_dir)
         env = {**request.env, "SKILL_DIR": str(skill_dir)}
-        lines = _block_lines(skill_dir)
-        plans = plan_blocks([(lines.get(code, 0), code) for code in request.steps])
+        plans = plan_blocks(blocks)
         declared = frozenset(host_tools)
         outcomes: list[BlockOutcome] = []
-        tainted: BlockOutcome | None = None
+        unclean: list[tuple[BlockPlan, BlockOutcome]] = []  # what later blocks may lack
         timed_out = False
         for i, plan in enumerate(plans, 1):
             where = f"SKILL.md line {plan.line}" if plan.line else f"block {i}"
             if plan.action == "skip":
                 recorder.message("system", f"{where}: block skipped, {plan.reason}:\n{plan.code}")
                 outcomes.append(BlockOutcome(plan.line, "skipped", plan.reason or ""))
-                if plan.taints:
-                    tainted = tainted or outcomes[-1]
+                if plan.taints or plan.effects.cd is not None:
+                    unclean.append((plan, outcomes[-1]))
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -123,13 +136,17 @@ class LiteralRuntime:
                 break
             call_id = f"block-{i}"
             recorder.tool_call(call_id, "bash", {"command": plan.code})
-            r = self._run(plan.code, skill_dir, env, min(remaining, self.block_timeout_s),
-                          request.limits.output_cap, request, recorder)
-            output = r.combined()
+            nonce = secrets.token_hex(8)
+            r = self._run(_with_err_trap(plan.code, nonce), skill_dir, env,
+                          min(remaining, self.block_timeout_s), request.limits.output_cap,
+                          request, recorder)
+            output, failed = _take_marker(r.combined(), nonce)
             recorder.tool_result(call_id, "bash", r.ok, exit_code=r.exit_code, output=output,
                                  duration_s=round(r.duration_s, 3), truncated=r.truncated)
             if r.ok:
                 outcomes.append(BlockOutcome(plan.line, "ok"))
+                if plan.effects.cd is not None:
+                    unclean.append((plan, outcomes[-1]))
                 continue
             if r.timed_out:
                 outcome = BlockOutcome(plan.line, "timeout",
@@ -137,21 +154,21 @@ class LiteralRuntime:
                 if time.monotonic() >= deadline:
                     timed_out = True
             else:
-                d = diagnose(plan.code, r.exit_code, output, skill_dir, declared)
+                d = diagnose(plan.code, r.exit_code, output, skill_dir, declared, failed, names)
                 if d.tool is not None and d.tool in declared:
                     recorder.end("failed", d.reason)
                     raise RuntimeUnavailable(f"{where}: host tool {d.tool} is missing although "
                                              "the case declares it in host_tools")
-                outcome = BlockOutcome(plan.line, d.kind, d.reason, d.tool,
+                line = plan.line + d.at if plan.line and d.at is not None else plan.line
+                outcome = BlockOutcome(line, d.kind, d.reason, d.tool,
                                        evidence=output[-EVIDENCE_CAP:])
-                if outcome.outcome == "defect" and tainted is not None:
-                    outcome = BlockOutcome(
-                        plan.line, "not_evidence",
-                        f"{d.reason}; not evidence: may depend on line {tainted.line} "
-                        f"({tainted.outcome})")
+                if d.kind == "defect":
+                    why = _dependency(plan, unclean, shipped, d)
+                    if why is not None:
+                        outcome = BlockOutcome(line, "not_evidence",
+                                               f"{d.reason}; not evidence: {why}")
             outcomes.append(outcome)
-            if outcome.outcome != "not_evidence" and taints(outcome):
-                tainted = tainted or outcome
+            unclean.append((plan, outcome))
             recorder.message("system", f"{where}: {outcome.outcome}: {outcome.reason}")
             if timed_out:
                 break
@@ -166,9 +183,41 @@ class LiteralRuntime:
                          wall_s=time.monotonic() - start)
 
 
-def _block_lines(skill_dir: Path) -> dict[str, int]:
-    """Block code -> the SKILL.md line it starts on (for messages; empty when unreadable)."""
-    try:
-        return {code: line for line, code in reversed(load_skill(skill_dir).shell_blocks())}
-    except Exception:
-        return {}
+def _dependency(plan: BlockPlan, unclean: list[tuple[BlockPlan, BlockOutcome]],
+                shipped: frozenset[str], d: Diagnosis) -> str | None:
+    """Why a failed block is not evidence: it needs what an earlier block that did not run
+    cleanly (or that moved the reader's shell) would have left (None: it does not)."""
+    for earlier, outcome in unclean:
+        if outcome.outcome == "ok" and d.own is not None:
+            continue  # a clean block's `cd` does not move the skill's own files
+        why = depends(plan.effects, earlier.effects, shipped, d.own, d.file if d.own else None)
+        if why is not None:
+            return f"may depend on line {earlier.line} ({outcome.outcome}: {why})"
+    return None
+
+
+_MARKER = "@@aeval-failed-"
+
+
+def _with_err_trap(code: str, nonce: str) -> str:
+    """The block with an ERR trap that prints the failing simple command on stderr behind a
+    per-block marker (``set -E``: functions and subshells report too)."""
+    trap = f'printf "\\n{_MARKER}{nonce} %s\\n" "${{BASH_COMMAND//[[:cntrl:]]/ }}" >&2'
+    return f"set -E; trap '{trap}' ERR\n{code}"
+
+
+def _take_marker(output: str, nonce: str) -> tuple[str, str | None]:
+    """The output without the trap's lines, and the last command the trap named (the one
+    that ended the block: an earlier one may have failed inside a command substitution)."""
+    tag = f"{_MARKER}{nonce} "
+    failed = None
+    kept = []
+    lines = output.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(tag):
+            failed = line[len(tag):]
+            if kept and kept[-1] == "" and i and lines[i - 1] == "":
+                kept.pop()
+            continue
+        kept.append(line)
+    return "\n".join(kept), failed

@@ -24,6 +24,7 @@ CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.con
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
+DOC_CASE_ID = "skill-md"  # SKILL.md's doc test beside a contract's cases (literal only)
 MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones overflow timers
 # Secrets of the harness itself: a contract (written by whoever opens the MR) must not be able
 # to hand them to the executor. aeval's own settings and CI tokens; every key a model

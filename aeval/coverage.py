@@ -64,6 +64,12 @@ class ResourceUse(BaseModel):
                                            "written by the watch.")
     watched: bool = Field(False, description="True when the watch saw opens (any process): "
                                              "False means the events alone were used.")
+    exercised: list[str] = Field(
+        default_factory=list,
+        description="Evidence that the attempt exercised the skill: each skill file run, or "
+                    "read by a tool call that succeeded, with the event (`scripts/x.py "
+                    "executed by event 3`). Empty: nothing of the skill ran, and the case "
+                    "cannot pass.")
 
     def touched(self) -> set[str]:
         return set(self.read) | set(self.executed) | set(self.written)
@@ -206,9 +212,11 @@ def _input_path(data: dict[str, Any]) -> str | None:
     return None
 
 
-def uses_from_events(events: Iterable[Event], workspace: Path, skill_dir: Path
-                     ) -> list[tuple[str, Use]]:
-    """(skill path, use) from the tool calls of a run."""
+def uses_from_events(events: Iterable[Event], workspace: Path, skill_dir: Path,
+                     cwd: Path | None = None) -> list[tuple[str, Use]]:
+    """(skill path, use) from the tool calls of a run (``cwd``: where its commands ran, by
+    default the workspace root)."""
+    workspace = cwd or workspace
     out: list[tuple[str, Use]] = []
     for e in events:
         if not isinstance(e, ToolCallEvent):
@@ -229,12 +237,61 @@ def uses_from_events(events: Iterable[Event], workspace: Path, skill_dir: Path
     return out
 
 
+def exercised(events: list[Event], workspace: Path, skill_dir: Path, files: Iterable[str],
+              touches: Iterable[tuple[str, str, float]] = (), cwd: Path | None = None,
+              loading_counts: bool = True) -> list[str]:
+    """What shows the attempt exercised the skill, one line per file (first event only):
+    a skill file executed by a tool call (failed or not: it ran), or read by one that
+    succeeded (its command or file tool names it, or the watch saw it opened while the call
+    ran); or, when ``loading_counts`` (an agent runtime: loading the skill is how it acts),
+    the runtime's own skill tool. ``touches``: the watch's ``(path, what, t)`` with ``t`` on
+    the events' clock. ``cwd``: where the commands ran (default the workspace; a doc test
+    runs SKILL.md's blocks from the skill copy). SKILL.md counts only when
+    ``loading_counts``: a doc test runs SKILL.md's own text, which is not using the skill."""
+    shipped = set(files)
+    if not loading_counts:
+        shipped.discard("SKILL.md")
+    base = cwd or workspace
+    results = {e.call_id: e for e in events if type(e).__name__ == "ToolResultEvent"}
+    opened = [(p, t) for p, what, t in touches if what in ("opened", "accessed")]
+    found: dict[str, str] = {}
+
+    def note(rel: str, how: str) -> None:
+        if rel in shipped and rel not in found:
+            found[rel] = f"{rel} {how}"
+
+    for e in events:
+        if not isinstance(e, ToolCallEvent):
+            continue
+        r = results.get(e.call_id)
+        ok = bool(r is not None and getattr(r, "ok", False))
+        if loading_counts and e.tool in ("skill", "Skill", "use_skill", "load_skill"):
+            note("SKILL.md", f"loaded by event {e.seq} ({e.tool} tool)")
+        if e.tool == "bash" and isinstance(e.input.get("command"), str):
+            for rel, use in command_uses(e.input["command"], base, skill_dir):
+                if use == "executed":
+                    note(rel, f"executed by event {e.seq}")
+                elif use == "read" and ok:
+                    note(rel, f"read by event {e.seq}")
+        else:
+            raw = _input_path(e.input)
+            rel = skill_relative(raw, base, skill_dir) if raw else None
+            if rel is not None and e.tool in READ_TOOLS and ok:
+                note(rel, f"read by event {e.seq} ({e.tool})")
+        if ok and r is not None:
+            for rel, t in opened:
+                if e.t - 0.05 <= t <= r.t + 0.05:
+                    note(rel, f"opened while event {e.seq} ran")
+    return list(found.values())
+
+
 WATCH_USES: dict[str, Use] = {"opened": "read", "accessed": "read", "written": "written",
                               "created": "written", "attributes": "written", "moved": "written"}
 
 
 def resource_use(event_uses: Iterable[tuple[str, Use]], watch_touches: Iterable[tuple[str, str]],
-                 files: Iterable[str] | None = None, watched: bool = False) -> ResourceUse:
+                 files: Iterable[str] | None = None, watched: bool = False,
+                 evidence: list[str] | None = None) -> ResourceUse:
     """Join the uses from the events with what the watch saw (``(path, what)`` pairs). With
     ``files`` (the copy's files), only those are kept (folders and deleted names drop out).
     A file executed is not listed as read as well."""
@@ -251,7 +308,8 @@ def resource_use(event_uses: Iterable[tuple[str, Use]], watch_touches: Iterable[
             uses[k] &= keep
     uses["read"] -= uses["executed"]
     return ResourceUse(read=sorted(uses["read"]), executed=sorted(uses["executed"]),
-                       written=sorted(uses["written"]), watched=watched)
+                       written=sorted(uses["written"]), watched=watched,
+                       exercised=evidence or [])
 
 
 def skill_files(root: Path) -> list[str]:

@@ -20,11 +20,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from aeval import markdown
 from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id
 
-_FENCE = re.compile(r"^```[ \t]*(?:bash|sh|shell|console|zsh)?[ \t]*\n(.*?)^```[ \t]*$",
-                    re.M | re.S)
-_INLINE = re.compile(r"(?<!`)`([^`\n]{3,300})`(?!`)")
 _ACTION = re.compile(r"^[A-Za-z][A-Za-z0-9_:-]{0,63}$")
 _SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", "\n"}
 _SKILL_VARS = ("$SKILL_DIR/", "${SKILL_DIR}/", "\"$SKILL_DIR\"/")
@@ -154,12 +152,16 @@ def skill_files(skill_dir: Path, limit: int = 5000) -> frozenset[str]:
 
 
 def documented_commands(skill_md: str, steps: list[str]) -> list[str]:
-    """Shell commands a skill documents: SKILL.md's fenced shell blocks and inline code spans,
-    and the contract's steps."""
-    found = [m.group(1) for m in _FENCE.finditer(skill_md)]
-    prose = _FENCE.sub("", skill_md)
+    """Shell commands a skill documents: SKILL.md's fenced shell blocks (indented ones in list
+    items too, console sessions without their ``$`` prompts) and inline code spans, and the
+    contract's steps."""
+    fences, prose = markdown.parse(skill_md)
+    found = []
+    for f in fences:
+        if f.shell or f.lang in ("console", "terminal", ""):
+            found.append("\n".join(re.sub(r"^\s*\$ ", "", ln) for ln in f.code.splitlines()))
     # an inline span is a command when it has arguments (`scripts/run.py` alone names a file)
-    found += [m.group(1) for m in _INLINE.finditer(prose) if len(m.group(1).split()) > 1]
+    found += [s.text for s in markdown.inline_code(prose) if len(s.text.split()) > 1]
     return [*found, *steps]
 
 

@@ -3,11 +3,15 @@ IO, no model call; the grade task gathers the inputs and writes the result.
 
 Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
 
+- structural (S0): passes only when the static skill check found nothing (every path SKILL.md
+  names exists, what it runs directly can start, what it documents its scripts accept); a
+  finding fails the case on every tier and runtime, before and whatever anything ran.
 - structural (S1): passes only when Δ is empty; a non-empty Δ fails the case whatever else
   passed (the executor had to edit the skill).
 - structural (S2): no tool call that ran a command the skill documents (same skill file,
   action and flags) failed; one that did fails the first attempt, even when the agent then
-  worked around it without editing the skill.
+  worked around it without editing the skill. For a doc test under `literal`: no SKILL.md
+  block failed in the skill's own code or interface (the doc-test rules).
 - structural (S3): the documented-workflow probe (the contract's steps, run verbatim beside an
   agent runtime) did not fail on the skill's side; an inconclusive probe leaves it ungraded.
 - any failed structural assertion fails the case, whatever else passed.
@@ -22,6 +26,9 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
   `fail`; it only turns what would have been `pass` into `error`.
 - the runtime found nothing runnable (`untested`: no steps under literal, no self-contained
   doc block, a host tool the skill needs is missing) -> untested, with the reason; never pass.
+- honest pass: a case that would pass but never exercised the skill (no file of it ran, none
+  was read by a command that succeeded; for an agent, not even SKILL.md was loaded) ->
+  untested, "nothing of the skill ran".
 - a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
   only on a block that broke in the skill's own code, untested, or error; Δ still fails it.
 - without the skill installed (uplift's without-skill arm): the structural assertions
@@ -45,13 +52,18 @@ from aeval.artifacts import (
 from aeval.artifacts.case import AssertionSpec
 from aeval.checks import CheckOutcome
 from aeval.doctest import doc_test_verdict
+from aeval.static_check import StaticFinding
 from aeval.verdict import case_status
 
 NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"
+STATIC = "S0"  # what SKILL.md names exists and is usable (the static skill check)
 UNMODIFIED = "S1"  # the skill's files were not modified during execution
 DOCUMENTED = "S2"  # the commands the skill documents worked when the agent ran them
 PROBE = "S3"  # the documented workflow runs as written
+DOC_TEST_TEXT = "SKILL.md's shell blocks run without a defect in the skill's own code"
+NOTHING_RAN = "nothing of the skill ran"
 STRUCTURAL_TEXTS = {
+    STATIC: "Every path SKILL.md names exists, and what it runs and documents the skill accepts",
     UNMODIFIED: "The skill's files were not modified during execution",
     DOCUMENTED: "Every command the skill documents worked when the executor ran it",
     PROBE: "The documented workflow (the case's steps) runs as written",
@@ -88,10 +100,29 @@ def documented_evidence(failures: list[FirstAttemptError]) -> str:
     return shown + (f"; and {len(failures) - 3} more" if len(failures) > 3 else "")
 
 
+def static_evidence(findings: list[StaticFinding]) -> str:
+    if not findings:
+        return "every path SKILL.md names exists and is usable"
+    shown = "; ".join(str(f) for f in findings[:3])
+    return shown + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")
+
+
 def judge_structural(spec: AssertionSpec, changes: list[ChangeMade],
-                     errors: list[FirstAttemptError], probe: ProbeResult | None
-                     ) -> Expectation:
+                     errors: list[FirstAttemptError], probe: ProbeResult | None,
+                     findings: list[StaticFinding] | None = None,
+                     doc_test: tuple[str, str] | None = None) -> Expectation:
     base = {"id": spec.id, "text": spec.text, "kind": spec.kind, "graded_by": "structural"}
+    if spec.id == STATIC:
+        ok = not findings
+        return Expectation(**base, status="passed" if ok else "failed", passed=ok,
+                           terminal_passed=ok, evidence=static_evidence(findings or []))
+    if spec.id == DOCUMENTED and doc_test is not None:
+        run_status, run_text = doc_test
+        ok = run_status != "failed"
+        evidence = run_text.split("\n", 1)[0] if not ok else (
+            "no SKILL.md block failed in the skill's own code")
+        return Expectation(**base, status="passed" if ok else "failed", passed=ok,
+                           terminal_passed=ok, evidence=evidence)
     if spec.id == DOCUMENTED:
         failed = [e for e in errors if e.documented]
         return Expectation(**base, status="failed" if failed else "passed", passed=not failed,
@@ -113,11 +144,13 @@ def judge_structural(spec: AssertionSpec, changes: list[ChangeMade],
 def judge_assertion(spec: AssertionSpec, changes: list[ChangeMade],
                     check: CheckOutcome | None, verdict: GraderVerdict | None,
                     grader_error: str | None, errors: list[FirstAttemptError] | None = None,
-                    probe: ProbeResult | None = None) -> Expectation:
+                    probe: ProbeResult | None = None,
+                    findings: list[StaticFinding] | None = None,
+                    doc_test: tuple[str, str] | None = None) -> Expectation:
     """The verdict on one assertion."""
     base = {"id": spec.id, "text": spec.text, "kind": spec.kind}
     if spec.kind == "structural":
-        return judge_structural(spec, changes, errors or [], probe)
+        return judge_structural(spec, changes, errors or [], probe, findings, doc_test)
     if spec.check is not None:
         if check is None:  # a check that could not run is not a pass
             return Expectation(**base, status="ungraded", passed=None, terminal_passed=None,
@@ -145,7 +178,8 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           threshold: float, grader_error: str | None = None,
           errors: list[FirstAttemptError] | None = None,
           probe: ProbeResult | None = None, run_status: str = "completed",
-          run_text: str = "", doc_test: bool = False, skill_installed: bool = True
+          run_text: str = "", doc_test: bool = False, skill_installed: bool = True,
+          findings: list[StaticFinding] | None = None, exercised: list[str] | None = None
           ) -> Judgement:
     """Expectations and status of one case.
 
@@ -156,12 +190,16 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
     carry ``documented``); ``probe``: the documented-workflow probe, when one ran;
     ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason);
     ``doc_test``: the case is a doc test of SKILL.md's blocks; ``skill_installed`` False:
-    uplift's without-skill arm (no structural assertion, no skill rule applies)."""
+    uplift's without-skill arm (no structural assertion, no skill rule applies);
+    ``findings``: the static skill check's (S0); ``exercised``: the evidence that the skill
+    ran (None: not asked, as for a recorded run graded again without it)."""
     if not skill_installed:
         assertions = [a for a in assertions if a.kind != "structural"]
-        changes, errors, probe, doc_test = [], [], None, False
+        changes, errors, probe, doc_test, findings = [], [], None, False, []
+    doc = (run_status, run_text) if doc_test else None
     expectations = [judge_assertion(a, changes, checks.get(a.id), verdicts.get(a.id),
-                                    grader_error, errors, probe) for a in assertions]
+                                    grader_error, errors, probe, findings, doc)
+                    for a in assertions]
     status, reason = case_status(expectations, threshold)
     if status != "fail" or not any(e.kind == "structural" and e.passed is False
                                    for e in expectations):
@@ -170,9 +208,13 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
                              reason=run_text or "nothing runnable for this runtime")
         if doc_test:
             status, reason = doc_test_verdict(run_status, run_text)
-            return Judgement(expectations=expectations, status=status, reason=reason)
     if grader_error and status == "pass":
         status, reason = "error", f"{grader_error} (the case would otherwise pass: {reason})"
-    elif grader_error and status == "error":
+    elif grader_error and status == "error" and not doc_test:
         status, reason = "error", grader_error
+    if status == "pass" and skill_installed and exercised is not None and not exercised:
+        status, reason = "untested", (
+            f"{NOTHING_RAN}: no SKILL.md block ran or read a file of the skill ({reason})"
+            if doc_test else f"{NOTHING_RAN}: no file of the skill was run, or read by a call "
+                             f"that succeeded ({reason})")
     return Judgement(expectations=expectations, status=status, reason=reason)

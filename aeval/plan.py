@@ -13,6 +13,7 @@ from aeval.layout import RunLayout, case_rel, safe
 from aeval.runtime import RunResult
 from aeval.sandbox import SandboxMode
 from aeval.skill import Skill
+from aeval.static_check import StaticFinding
 from aeval.workspace import FileChange, OutputFile
 
 __all__ = ["CasePlan", "Examined", "ExecutionRecord", "safe"]
@@ -29,6 +30,13 @@ class Examined(BaseModel):
     tier: Tier | None = None
     contract: str | None = None
     cases: list[EvalCase] = Field(default_factory=list)
+    doc_case: EvalCase | None = Field(
+        None, description="SKILL.md's doc test beside a contract's cases (run under `literal` "
+                          "only), so SKILL.md cannot drift from the scripts while the "
+                          "contract's steps follow them. None for the generic tier (its case "
+                          "is the doc test) or a SKILL.md without shell blocks.")
+    static_findings: list[StaticFinding] = Field(
+        default_factory=list, description="The static skill check's findings (S0).")
     problems: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -54,6 +62,13 @@ class CasePlan(BaseModel):
     contract: str | None
     warnings: list[str] = Field(default_factory=list)
     case: EvalCase
+    supplementary: bool = Field(
+        False, description="The doc test of SKILL.md added beside a contract's cases: when it "
+                           "is `untested`, the skill's verdict comes from the other cases.")
+    static_findings: list[StaticFinding] = Field(
+        default_factory=list, description="The skill's static check findings (S0).")
+    require_exercise: bool = Field(
+        True, description="A pass needs evidence that the skill ran (False: uplift's arms).")
     runtime: str
     runtime_options: dict[str, Any] = Field(default_factory=dict)
     epoch: int | None = None

@@ -70,6 +70,11 @@ class EvalRequest(ModelChoice):
                           "of `aeval uplift`: same prompt, case files and assertions, but no "
                           "skill copy where the runtime discovers skills ($SKILL_DIR is an "
                           "empty folder), and only the assertions count, not S1-S3.")
+    require_exercise: bool = Field(
+        True, description="A case passes only when it exercised the skill (one of its files ran, "
+                          "or was read by a call that succeeded); otherwise it is `untested: "
+                          "nothing of the skill ran`. False for `aeval uplift`'s with-arm: "
+                          "whether the agent uses the skill is what uplift measures.")
     require_tested: bool = Field(False, description="An untested case (nothing runnable for "
                                                     "its runtime) is a usage error, exit 2.")
     skip_unchanged: bool = Field(

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.doctest import DocBlock
 from aeval.events import (
     EVENT_ADAPTER,
     EndEvent,
@@ -64,6 +65,10 @@ class RunRequest(BaseModel):
     steps: list[str] = Field(default_factory=list, description="For `literal`: the commands.")
     doc_test: bool = Field(False, description="For `literal`: the steps are SKILL.md's blocks, "
                                               "run as a doc test from the skill folder.")
+    doc_blocks: list[DocBlock] = Field(
+        default_factory=list,
+        description="For a doc test: each step with its SKILL.md line and the prose before it "
+                    "(from the original SKILL.md, never re-read from the copy).")
     host_tools: list[str] = Field(default_factory=list,
                                   description="Host tools the case declares it needs.")
     limits: Limits = Field(default_factory=Limits)

@@ -29,11 +29,14 @@ def case_status(expectations: list[Expectation], threshold: float) -> tuple[str,
     ungraded = f", {s.ungraded} ungraded" if s.ungraded else ""
     structural_failed = [e for e in expectations if e.kind == "structural" and e.passed is False]
     if structural_failed:
-        what = {"S1": "skill files modified during execution",
+        what = {"S0": "the static skill check found a defect",
+                "S1": "skill files modified during execution",
                 "S2": "a documented command failed",
                 "S3": "the documented workflow failed as written"}
         why = "; ".join(what.get(e.id, e.text) for e in structural_failed)
-        return "fail", f"{why} ({s.passed}/{s.passed + s.failed} first-attempt{ungraded})"
+        first = (structural_failed[0].evidence or "").split("\n", 1)[0][:400]
+        return "fail", (f"{why} ({s.passed}/{s.passed + s.failed} first-attempt{ungraded})"
+                        + (f": {first}" if first else ""))
     judged = [e for e in expectations if e.kind != "structural" and e.status != "ungraded"]
     if not judged:
         return "error", (f"nothing could be graded: {s.ungraded} natural-language assertion(s) "
@@ -50,9 +53,18 @@ def case_status(expectations: list[Expectation], threshold: float) -> tuple[str,
 SEVERITY = ("fail", "internal", "error", "untested", "pass")
 
 
+def counted(cases: list[CaseResult]) -> list[CaseResult]:
+    """The cases a skill's verdict and the gate count: all but a supplementary doc test of
+    SKILL.md that was `untested` beside other cases (it found nothing self-contained to
+    run; the contract's cases test the skill)."""
+    others = [c for c in cases if not c.supplementary]
+    return [c for c in cases if not (c.supplementary and c.status == "untested" and others)]
+
+
 def skill_status(cases: list[CaseResult]) -> str:
-    """The worst case status of a skill: fail, internal, error, untested, then pass."""
-    statuses = {c.status for c in cases}
+    """The worst case status of a skill (its counted cases): fail, internal, error, untested,
+    then pass."""
+    statuses = {c.status for c in counted(cases)}
     for s in SEVERITY:
         if s in statuses:
             return s
@@ -67,7 +79,8 @@ def gate(skills: list[SkillResult], usage_error: str | None = None,
     listed as a warning, never counted as passed. A reason names at most five cases or skills
     and says how many more there are."""
     def cases(status: str) -> list[str]:
-        return [f"{s.name}/{c.case_id}" for s in skills for c in s.cases if c.status == status]
+        return [f"{s.name}/{c.case_id}" for s in skills for c in counted(s.cases)
+                if c.status == status]
 
     if fails := cases("fail"):
         return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {_some(fails)}")

@@ -98,8 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check SKILL.md and eval.config files",
-                       description="Load every skill at or under PATH; print problems as "
-                       "path:field: problem. Exit 2 if any skill is invalid.")
+                       description="Load every skill at or under PATH without running "
+                       "anything; print problems as path:field: problem, and the static "
+                       "skill check's findings (S0: a path SKILL.md names that the skill "
+                       "lacks, a script it runs that cannot start, an action or option the "
+                       "script does not accept) on SKILL.md's line. Exit 1 if the static "
+                       "check found a defect, 2 if any skill is invalid, else 0.")
     v.add_argument("paths", nargs="+", metavar="PATH",
                    help="skill folders or marketplace roots")
     add_verbose(v)

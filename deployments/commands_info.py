@@ -7,14 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE
+from aeval.deployments.cli_common import EXIT_FAIL, EXIT_USAGE
 from aeval.deployments.console import make_console, print_summary
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from aeval.tasks.examine import examine
 
-    from aeval.skill import find_skill_roots
+    from aeval.skill import discover
 
     roots = []
     for p in args.paths:
@@ -22,12 +22,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not path.exists():
             print(f"{p}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
-        found = find_skill_roots(path)
-        if not found:
-            print(f"{p}: no SKILL.md found here or below", file=sys.stderr)
+        found, nothing = discover([path])
+        if nothing:
+            print(nothing, file=sys.stderr)
             return EXIT_USAGE
         roots += found
-    invalid = 0
+    invalid = defective = 0
     for root in roots:
         ex = examine(root)
         if ex.problems:
@@ -35,12 +35,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"INVALID {root}")
             for line in ex.problems:
                 print(f"  {line}")
+        elif ex.static_findings:
+            defective += 1
+            print(f"DEFECT  {root}  ({ex.name})")
+            for f in ex.static_findings:
+                via = f" (linked from SKILL.md line {f.via})" if f.via is not None else ""
+                print(f"  {root / f.file}:{f.line}: {f.problem}{via}")
         else:
             print(f"ok      {root}  ({ex.name}: {len(ex.cases)} case(s), tier {ex.tier})")
         for w in ex.warnings:
             print(f"  warning: {w}")
-    print(f"{len(roots)} skill(s), {invalid} invalid")
-    return EXIT_USAGE if invalid else 0
+    print(f"{len(roots)} skill(s), {invalid} invalid, {defective} with a static defect")
+    return EXIT_FAIL if defective else EXIT_USAGE if invalid else 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -105,6 +105,7 @@ def print_summary(manifest, run_dir: Path) -> None:
         return "–" if x is None else f"{x:.0%}"
 
     details = []
+    untested = []
     for s in manifest.skills:
         if s.status == "invalid":
             table.add_row(s.name, "–", "–", "[magenta]invalid[/]", "–", "–", "–")
@@ -114,14 +115,22 @@ def print_summary(manifest, run_dir: Path) -> None:
             status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
                 " (unchanged: reused)" if c.reused_from else "")
             name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
+            tested = c.status != "untested"  # an untested case has no rate to show
             table.add_row(s.name, name, c.runtime, f"[{style[c.status]}]{status}[/]",
-                          f"{pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})",
-                          pct(c.terminal_pass_rate), str(s.tier or "–"))
+                          f"{pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})"
+                          if tested else "–", pct(c.terminal_pass_rate) if tested else "–",
+                          str(s.tier or "–"))
             if c.status == "pass":
                 continue
             head = f"[{style[c.status]}]{escape(f'{s.name}/{name} [{c.runtime}]')}[/]"
             if c.reused_from:
                 head += escape(f" (verdict of {c.reused_from}, unchanged since)")
+            if c.status == "untested":
+                note = " (SKILL.md's doc test beside the contract; the other cases decide " \
+                       "the skill's verdict)" if c.supplementary else ""
+                untested.append(f"{head}: {escape(evidence_line(c.reason, 300))}"
+                                f"[dim]{escape(note)}[/]")
+                continue
             grading = run_dir / c.dir / "grading.json"
             if c.status == "error" or not grading.is_file():
                 details.append(f"{head}: {escape(c.reason)}")
@@ -135,6 +144,10 @@ def print_summary(manifest, run_dir: Path) -> None:
     if details:
         console.print("\nWhat failed, with evidence:")
         for d in details:
+            console.print(f"  {d}")
+    if untested:
+        console.print("\nNot tested (never counted as a pass), and why:")
+        for d in untested:
             console.print(f"  {d}")
     for s in manifest.skills:
         for w in s.warnings:

@@ -19,7 +19,7 @@ from aeval.checks import describe
 from aeval.contract import Tier
 from aeval.documented import documented_signatures, skill_files
 from aeval.errors import EnvironmentFailure
-from aeval.judge import DOCUMENTED, PROBE, STRUCTURAL_TEXTS, UNMODIFIED
+from aeval.judge import DOC_TEST_TEXT, DOCUMENTED, PROBE, STATIC, STRUCTURAL_TEXTS, UNMODIFIED
 from aeval.plan import CasePlan
 from aeval.prompts import load_prompt
 from aeval.store import write_model
@@ -28,13 +28,19 @@ STRUCTURAL_TEXT = STRUCTURAL_TEXTS[UNMODIFIED]
 
 
 def structural_assertions(plan: CasePlan) -> list[AssertionSpec]:
-    """What aeval checks itself, whatever the contract says: S1 the skill was not edited;
-    S2 the commands the skill documents worked when the executor ran them (when it documents
-    any; not for doc tests, whose blocks are judged by the doc-test rules); S3 the case's
-    steps run as written (the probe, for agent runtimes)."""
-    out = [AssertionSpec(id=UNMODIFIED, text=STRUCTURAL_TEXTS[UNMODIFIED], kind="structural",
+    """What aeval checks itself, whatever the contract says: S0 what SKILL.md names is there
+    and usable (the static check); S1 the skill was not edited; S2 the commands the skill
+    documents worked when the executor ran them (when it documents any; for a doc test under
+    `literal`: no block failed in the skill's own code); S3 the case's steps run as written
+    (the probe, for agent runtimes)."""
+    out = [AssertionSpec(id=STATIC, text=STRUCTURAL_TEXTS[STATIC], kind="structural",
+                         source="structural"),
+           AssertionSpec(id=UNMODIFIED, text=STRUCTURAL_TEXTS[UNMODIFIED], kind="structural",
                          source="structural")]
     if getattr(plan.case, "doc_test", False):
+        if plan.runtime == "literal":
+            out.append(AssertionSpec(id=DOCUMENTED, text=DOC_TEST_TEXT, kind="structural",
+                                     source="structural"))
         return out
     files = skill_files(plan.skill.path)
     if documented_signatures(plan.skill.body, plan.case.steps, files):

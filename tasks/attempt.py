@@ -23,7 +23,8 @@ from aeval.tasks.install import install, resolve_credentials, tool_env
 from aeval.tasks.sandboxing import attempt_sandbox
 
 from aeval.artifacts import AttemptRecord
-from aeval.coverage import ResourceUse, resource_use, uses_from_events
+from aeval.coverage import ResourceUse, exercised, resource_use, uses_from_events
+from aeval.doctest import doc_blocks
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
 from aeval.events import read_events, render_transcript
 from aeval.layout import RunLayout
@@ -134,6 +135,8 @@ class Attempt:
             skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
             env=tool_env(plan, ws, credentials), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
+            doc_blocks=doc_blocks(plan.skill.fences(), plan.case.steps)
+            if plan.case.doc_test else [],
             model=plan.model, api_base=plan.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
                           output_cap=plan.output_cap),
@@ -180,8 +183,15 @@ class Attempt:
         files = [p for p, v in self.baseline.items() if v.startswith("file ") or (
             v.startswith("symlink ") and (self.ws.skill_dir / p).is_file())]
         watched = self.watch is not None and self.watch.problem is None
-        return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir),
-                            [(t.path, t.what) for t in touches], files, watched=watched)
+        literal = self.plan.runtime == "literal"
+        cwd = self.ws.skill_dir if literal and self.plan.case.doc_test else self.ws.path
+        t0 = self.clock_start if self.clock_start is not None else 0.0
+        evidence = exercised(events, self.ws.path, self.ws.skill_dir, files,
+                             [(t.path, t.what, t.at - t0) for t in touches], cwd=cwd,
+                             loading_counts=not literal)
+        return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir, cwd),
+                            [(t.path, t.what) for t in touches], files, watched=watched,
+                            evidence=evidence)
 
     def _publish(self, before: dict) -> list:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""

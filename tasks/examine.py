@@ -6,10 +6,18 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from aeval.contract import find_marketplace, load_contract
+from aeval.contract import (
+    DOC_CASE_ID,
+    EvalCase,
+    Tier,
+    find_marketplace,
+    generic_config,
+    load_contract,
+)
 from aeval.errors import ContractError
 from aeval.plan import Examined
 from aeval.skill import load_skill
+from aeval.static_check import static_check
 
 
 def _examine(root: Path, marketplace: Path | None) -> Examined:
@@ -22,8 +30,31 @@ def _examine(root: Path, marketplace: Path | None) -> Examined:
     except ContractError as exc:
         return Examined(root=root, skill=skill, warnings=skill.warnings,
                         problems=[str(p) for p in exc.problems])
+    warnings = list(skill.warnings)
+    try:
+        findings = static_check(skill)
+    except Exception as exc:  # a bug of the check must not make the skill invalid
+        findings = []
+        warnings.append(f"{skill.skill_md}: the static check failed (aeval internal error: "
+                        f"{type(exc).__name__}: {str(exc)[:200]})")
     return Examined(root=root, skill=skill, tier=loaded.tier, contract=loaded.source,
-                    cases=loaded.config.evals, warnings=skill.warnings)
+                    cases=loaded.config.evals, doc_case=doc_case(skill, loaded),
+                    static_findings=findings, warnings=warnings)
+
+
+def doc_case(skill, loaded) -> EvalCase | None:
+    """SKILL.md's doc test beside a contract (None for the generic tier, whose one case is
+    the doc test, when the contract has a doc-test case of its own, or when SKILL.md has no
+    shell block)."""
+    if loaded.tier == Tier.generic or any(c.doc_test for c in loaded.config.evals):
+        return None
+    case = generic_config(skill).evals[0]
+    if not case.steps or any(c.id == DOC_CASE_ID for c in loaded.config.evals):
+        return None
+    return case.model_copy(update={
+        "id": DOC_CASE_ID,
+        "prompt": f"Run the shell blocks of {skill.name}'s SKILL.md as documented.",
+        "assertions": []})
 
 
 def examine(root: Path, marketplace: Path | None = None) -> Examined:

@@ -61,7 +61,7 @@ from aeval.events import (
     read_events,
     transcript_text,
 )
-from aeval.judge import judge
+from aeval.judge import STATIC, judge, judge_structural, static_evidence
 from aeval.plan import CasePlan, ExecutionRecord
 from aeval.redact import Redactor
 from aeval.shell import base_env
@@ -229,17 +229,28 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         if last and last.error:
             reason = f"{last.error_type}: {last.error.splitlines()[0][:400]}"
         expectations = _not_run(assertions, "the case did not execute")
+        status = "error"
+        if plan.static_findings and plan.install_skill:  # S0 needs nothing to have run
+            expectations = [judge_structural(a, [], [], None, plan.static_findings)
+                            if a.id == STATIC else e
+                            for a, e in zip(assertions.assertions, expectations, strict=True)]
+            status = "fail"
+            reason = (f"the static skill check found a defect: "
+                      f"{static_evidence(plan.static_findings)} (the case did not execute: "
+                      f"{reason})")
         grading = Grading(
-            skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status="error",
+            skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
             status_reason=reason, expectations=expectations, summary=summarize(expectations),
             self_correction=SelfCorrection(was_needed=False),
             grader=GraderInfo(model=None, protocol_fidelity=True))
-        meta.status, meta.ended_at = "error", datetime.now(UTC)
+        meta.status, meta.ended_at = status, datetime.now(UTC)
         write_model(case_dir / "grading.json", grading, redactor)
         write_model(case_dir / "eval_metadata.json", meta, redactor)
+        s = grading.summary
         return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
-                          status="error", reason=reason, ungraded=len(expectations),
-                          total=len(expectations), attempts=len(attempts), dir=plan.rel_dir)
+                          status=status, reason=reason, passed=s.passed, failed=s.failed,
+                          ungraded=s.ungraded, total=s.total, attempts=len(attempts),
+                          dir=plan.rel_dir, supplementary=plan.supplementary)
 
     events = read_events(case_dir / "events.jsonl")
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
@@ -262,10 +273,14 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
                 for k, v in graded.verdicts.items()}
     errors = mark_documented(first_attempt_errors(events), events, plan, execution)
     doc_test = plan.case.doc_test and plan.runtime == "literal"
+    graded_attempt = execution.attempts[-1] if execution.attempts else None
+    resources = graded_attempt.resources if graded_attempt is not None else None
     j = judge(assertions.assertions, changes, checks, verdicts, plan.case.pass_threshold,
               graded.error, errors, probe, run_status=execution.result.status,
               run_text=execution.result.final_text, doc_test=doc_test,
-              skill_installed=plan.install_skill)
+              skill_installed=plan.install_skill, findings=plan.static_findings,
+              exercised=None if not plan.require_exercise
+              else resources.exercised if resources is not None else [])
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(
@@ -296,7 +311,7 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         reason=j.reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
         first_attempt_pass_rate=s.first_attempt_pass_rate,
         terminal_pass_rate=s.terminal_pass_rate, self_corrections=len(changes),
-        attempts=len(attempts), dir=plan.rel_dir)
+        attempts=len(attempts), dir=plan.rel_dir, supplementary=plan.supplementary)
 
 
 def finished_result(plan: CasePlan) -> CaseResult | None:
@@ -313,7 +328,7 @@ def finished_result(plan: CasePlan) -> CaseResult | None:
         total=s.total, first_attempt_pass_rate=s.first_attempt_pass_rate,
         terminal_pass_rate=s.terminal_pass_rate,
         self_corrections=len(g.self_correction.changes_made), attempts=len(attempts),
-        dir=plan.rel_dir)
+        dir=plan.rel_dir, supplementary=plan.supplementary)
 
 
 def _credentials(plan: CasePlan) -> dict[str, str]:

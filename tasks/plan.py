@@ -14,7 +14,7 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                output_cap: int = 16_000, keep_workspace: bool = False,
                runtime_options: dict[str, dict[str, Any]] | None = None,
                recordings: dict[str, str] | None = None, sandbox: str = "auto",
-               install_skill: bool = True) -> list[CasePlan]:
+               install_skill: bool = True, require_exercise: bool = True) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
     case folder, or ``skill/case#epoch`` for one epoch; ``skill`` is the skill's folder key in
     the run: two skills may share a name) makes each plan reuse that case's assertions
@@ -23,10 +23,17 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
     for ex in examined:
         if not ex.valid:
             continue
-        for case in ex.cases:
+        cases = [(c, False) for c in ex.cases]
+        if ex.doc_case is not None and install_skill:
+            cases.append((ex.doc_case, True))
+        for case, supplementary in cases:
             for rt in runtimes:
+                if supplementary and rt != "literal":
+                    continue  # SKILL.md's blocks are the literal runtime's to run (no model)
                 for epoch in (range(1, epochs + 1) if epochs > 1 else [None]):
                     plans.append(CasePlan(
+                        supplementary=supplementary, static_findings=ex.static_findings,
+                        require_exercise=require_exercise,
                         run_id=run_id, run_dir=run_dir, skill_key=ex.key or ex.name,
                         skill=ex.skill, tier=ex.tier,
                         contract=ex.contract, warnings=ex.warnings, case=case, runtime=rt,

@@ -126,7 +126,8 @@ def prepare(request: EvalRequest) -> PreparedRun:
     plans = plan_cases(examined, run_id, layout.run_dir, request.runtimes, request.epochs,
                        ws_root, request.model, request.grader_model, request.api_base,
                        request.output_cap, request.keep_workspaces, request.runtime_options,
-                       request.recordings, request.sandbox, request.install_skill)
+                       request.recordings, request.sandbox, request.install_skill,
+                       request.require_exercise)
     todo, finished = plans, []
     if request.resume:
         todo = []

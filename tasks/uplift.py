@@ -48,7 +48,8 @@ def arm_request(request: UpliftRequest, install_skill: bool,
         api_base=request.api_base, store=request.store, epochs=request.epochs,
         retries=request.retries, retry_delay_s=request.retry_delay_s,
         keep_workspaces=request.keep_workspaces, sandbox=request.sandbox,
-        output_cap=request.output_cap, install_skill=install_skill, recordings=recordings)
+        output_cap=request.output_cap, install_skill=install_skill, recordings=recordings,
+        require_exercise=False)
 
 
 def with_arm_assertions(run_dir: Path) -> dict[str, str]:

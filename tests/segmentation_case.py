@@ -38,9 +38,14 @@ def tree(p: Path) -> list[tuple[str, int]]:
     return sorted((str(f), f.stat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
 
 
-def segmentation_copy(root: Path, case: dict | None = None) -> Path:
-    """A copy of the segmentation skill with a one-case eval.config."""
+def segmentation_copy(root: Path, case: dict | None = None, healthy: bool = False) -> Path:
+    """A copy of the segmentation skill with a one-case eval.config. ``healthy``: its SKILL.md
+    names the runner's own actions (`train` ...), so the skill has no defect: for tests about
+    the environment (an outage must end `error`, not `fail`)."""
     d = root / "mp" / "segmentation"
     shutil.copytree(EXAMPLES / "skills" / "segmentation", d)
     (d / "eval.config").write_text(json.dumps({"evals": [case or TRAIN_CASE]}))
+    if healthy:
+        md = d / "SKILL.md"
+        md.write_text(md.read_text().replace("segment_", ""))
     return d

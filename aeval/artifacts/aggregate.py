@@ -128,6 +128,10 @@ class CaseResult(_M):
     self_corrections: int = 0
     attempts: int = 1
     dir: str = Field(description="Case folder, relative to the run folder.")
+    supplementary: bool = Field(
+        False, description="SKILL.md's doc test run beside a contract's cases: when it is "
+                           "`untested` (nothing self-contained to run), the skill's verdict "
+                           "and the gate come from the other cases.")
     reused_from: str | None = Field(
         None, description="`<run-id>/<case folder>` whose verdict this is: the case run was "
                           "unchanged since (same fingerprint), so a sweep reused it instead of "

@@ -50,4 +50,9 @@ def test_beside_them_a_documented_action_the_runner_lacks_fails(tmp_path):
     assert found["segmentation"] == "fail"
     assert [n for n, st in found.items() if st == "fail"] == ["segmentation"]
     (case,) = next(s for s in run["skills"] if s["name"] == "segmentation")["cases"]
-    assert "KeyError" in case["reason"] and "segment_train" in case["reason"]
+    # S0 reads the runner's action table: SKILL.md's line names what it does not accept
+    assert "SKILL.md line 10: documents `segment_train` for scripts/run.py" in case["reason"]
+    (rd,) = (tmp_path / "s" / "runs").iterdir()
+    g = json.loads((rd / case["dir"] / "grading.json").read_text())
+    s2 = next(e for e in g["expectations"] if e["id"] == "S2")  # and the doc test ran it
+    assert s2["status"] == "failed" and "KeyError: 'segment_train'" in s2["evidence"]

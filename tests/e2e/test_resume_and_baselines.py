@@ -22,7 +22,10 @@ pytestmark = pytest.mark.e2e
 def make_skill(root: Path, name: str, cases: list[dict]) -> Path:
     d = root / name
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test skill {name}\n---\n")
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test skill {name}\n---\n"
+                                "Run `scripts/ok.sh`.\n")
+    (d / "scripts").mkdir()
+    (d / "scripts" / "ok.sh").write_text("echo ok\n")
     (d / "eval.config").write_text(json.dumps({"evals": cases}))
     return d
 
@@ -39,7 +42,8 @@ def only_run(store: Path) -> Path:
 
 def test_kill_9_then_resume_runs_only_unfinished_cases(tmp_path):
     mp = tmp_path / "mp"
-    make_skill(mp, "slow", [case(f"c{i}", "sleep 2 && echo ok > out.txt") for i in range(4)])
+    make_skill(mp, "slow", [case(f"c{i}", "sleep 2 && bash $SKILL_DIR/scripts/ok.sh > out.txt")
+                            for i in range(4)])
     store = tmp_path / "store"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")}
     env.pop("PREFECT_API_URL", None)
@@ -111,7 +115,7 @@ def test_sweep_refreshes_baselines_and_runs_compare_against_them(tmp_path, capsy
     (new_run,) = [p for p in (store / "runs").iterdir() if p.name != sweep_run]
     reg = json.loads((new_run / "flip" / "literal" / "regression.json").read_text())
     assert reg["baseline_run"] == sweep_run
-    assert reg["pass_rate_delta"] == {"c": pytest.approx(-1 / 3, abs=1e-3)}
+    assert reg["pass_rate_delta"] == {"c": pytest.approx(-1 / 4, abs=1e-3)}  # A1 A2 S0 S1
     assert [x["text"] for x in reg["newly_failing"]] == ["File out.txt matches /^good$/"]
     assert reg["newly_failing"][0]["assertion_id"] == "A2"
     # a failing run does not replace the last-known-good baseline ...
@@ -141,7 +145,7 @@ def test_sweep_runs_its_cases_at_the_concurrency_asked(tmp_path, concurrency, ov
     own task runner: it ran 4 at a time whatever was asked)."""
     mp = tmp_path / "mp"
     for name in ("fetch-a", "fetch-b", "fetch-c"):
-        make_skill(mp, name, [case("slow", "sleep 1 && echo ok > out.txt")])
+        make_skill(mp, name, [case("slow", "sleep 1 && bash $SKILL_DIR/scripts/ok.sh > out.txt")])
     store = tmp_path / "store"
     assert main(["sweep", str(mp), "--epochs", "1", "--concurrency", str(concurrency),
                  "--out", str(store), "-q"]) == 0

@@ -68,12 +68,13 @@ def test_exit_code_is_1_because_the_broken_skills_fail(example_run):
     code, rd, _, _ = example_run
     assert code == 1
     run = load(rd / "run.json")
-    assert run["gate"] == {"exit_code": 1, "reason": "3 case(s) failed: invoice-totals/totals, "
+    assert run["gate"] == {"exit_code": 1, "reason": "4 case(s) failed: invoice-totals/skill-md, "
+                                                     "invoice-totals/totals, "
                                                      "segmentation/inference, segmentation/train"}
     statuses = {s["name"]: s["status"] for s in run["skills"]}
     assert statuses == {"csv-stats": "pass", "segmentation": "fail", "release-notes": "pass",
                         "hello-docs": "pass", "invoice-totals": "fail"}
-    assert run["totals"] == {"pass": 4, "fail": 3}
+    assert run["totals"] == {"pass": 4, "fail": 4, "untested": 2}
 
 
 def test_a_documented_command_that_fails_is_structural_evidence(example_run):
@@ -104,7 +105,7 @@ def test_segmentation_fails_with_the_keyerror_as_evidence(example_run):
 def test_clean_skill_passes_with_its_outputs(example_run):
     _, rd, _, _ = example_run
     g = load(case(rd, "csv-stats", "stats") / "grading.json")
-    assert g["status"] == "pass" and g["summary"]["passed"] == g["summary"]["total"] == 9
+    assert g["status"] == "pass" and g["summary"]["passed"] == g["summary"]["total"] == 10
     # the commands csv-stats documents worked when its steps ran them (structural S2)
     assert {e["id"]: e["status"] for e in g["expectations"]}["S2"] == "passed"
     stats = load(case(rd, "csv-stats", "stats") / "outputs" / "outputs" / "stats.json")
@@ -119,7 +120,7 @@ def test_natural_language_assertion_is_ungraded_never_passed(example_run):
     g = load(case(rd, "csv-stats", "summary") / "grading.json")
     nl = [e for e in g["expectations"] if e["kind"] == "natural_language"]
     assert len(nl) == 1 and nl[0]["status"] == "ungraded" and nl[0]["passed"] is None
-    assert g["summary"]["ungraded"] == 1 and g["summary"]["passed"] == 4
+    assert g["summary"]["ungraded"] == 1 and g["summary"]["passed"] == 5
     assert g["status"] == "pass" and "1 ungraded" in g["status_reason"]
 
 
@@ -145,7 +146,7 @@ def test_assertions_are_written_before_execution(example_run):
 def test_every_artifact_validates_against_its_schema(example_run):
     _, rd, _, _ = example_run
     # 7 cases x 4 files, 5 skills x 5 aggregates (with regression.json), run.json
-    assert validate_tree(rd) == 7 * 4 + 5 * 5 + 1
+    assert validate_tree(rd) == 10 * 4 + 5 * 5 + 1  # 7 contract cases + 3 SKILL.md doc tests
     junit = (rd / "junit.xml").read_text()
     assert "<testsuite" in junit and "KeyError" in junit
 
@@ -171,7 +172,7 @@ def test_aggregates_per_skill(example_run):
 def test_report_html_shows_the_failure_and_escapes_evidence(example_run):
     _, rd, _, _ = example_run
     html = (rd / "report.html").read_text()
-    assert html.startswith("<!doctype html>") and "exit 1: 3 case(s) failed" in html
+    assert html.startswith("<!doctype html>") and "exit 1: 4 case(s) failed" in html
     assert "KeyError: &#x27;segment_train&#x27;" in html  # evidence, escaped
     assert "<a href='segmentation/literal/train/'>train</a>" in html
     assert "<script" not in html
@@ -191,13 +192,15 @@ def make_skill(root: Path, name: str, config: dict | str | None, body: str = "")
     d = root / name
     d.mkdir(parents=True)
     (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test skill {name}\n---\n{body}")
+    (d / "scripts").mkdir()
+    (d / "scripts" / "say.sh").write_text('echo "$@"\n')
     if config is not None:
         (d / "eval.config").write_text(config if isinstance(config, str) else json.dumps(config))
     return d
 
 
 GOOD = {"evals": [{"id": "ok", "prompt": "p", "expected_outcome": "o",
-                   "steps": ["echo fine > out.txt"],
+                   "steps": ["bash $SKILL_DIR/scripts/say.sh fine > out.txt"],
                    "assertions": [{"type": "file_contains", "path": "out.txt",
                                    "pattern": "fine"}]}]}
 

@@ -23,11 +23,11 @@ def test_an_edit_before_the_runtime_crashed_is_recorded_in_the_attempt(tmp_path,
     and the failed attempt still records the edit it made (Δ is always computed)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("AEVAL_RETRIES", "0")
-    skill = segmentation_copy(tmp_path)
+    skill = segmentation_copy(tmp_path, healthy=True)
     script = Script(name="edit-then-outage", match="Train a segmentation model", turns=[
         Turn(tool_calls=[ToolCall(name="edit_file", arguments={
-            "path": f"{SKILL}/SKILL.md", "old_text": "| `segment_train` |",
-            "new_text": "| `train` |"})]),
+            "path": f"{SKILL}/SKILL.md", "old_text": "| `train` |",
+            "new_text": "| `fit` |"})]),
         Turn(fault=503, fault_times=999, text="never answered"),
     ])
     with ScriptedModelServer([script]) as srv:
@@ -42,21 +42,23 @@ def test_an_edit_before_the_runtime_crashed_is_recorded_in_the_attempt(tmp_path,
     assert attempt["changes"] == ["modified SKILL.md"]
 
 
-def _skill(root: Path, folder: str, name: str, step: str) -> Path:
+def _skill(root: Path, folder: str, name: str, script: str) -> Path:
     d = root / folder
     d.mkdir(parents=True)
     (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Writes release notes.\n---\n"
-                                "# Notes\n")
+                                "# Notes\n\nRun `notes.sh`.\n")
+    (d / "notes.sh").write_text(script)
     (d / "eval.config").write_text(json.dumps({"evals": [{
         "id": "write", "prompt": "Write the notes.", "expected_outcome": "notes.md exists",
-        "steps": [step], "assertions": [{"type": "file_exists", "path": "notes.md"}]}]}))
+        "steps": ["bash $SKILL_DIR/notes.sh"],
+        "assertions": [{"type": "file_exists", "path": "notes.md"}]}]}))
     return d
 
 
 def test_two_skills_with_one_name_are_both_kept(tmp_path):
     mp = tmp_path / "mp"
-    good = _skill(mp, "team-a/notes", "notes", "echo ok > notes.md")
-    bad = _skill(mp, "team-b/notes", "notes", "echo nothing here")
+    good = _skill(mp, "team-a/notes", "notes", "echo ok > notes.md\n")
+    bad = _skill(mp, "team-b/notes", "notes", "echo nothing here\n")
     code = main(["run", str(mp), "--out", str(tmp_path / "s"), "-q"])
     assert code == 1  # team-b's skill fails; team-a's pass is not overwritten by it
     (run_dir,) = (tmp_path / "s" / "runs").iterdir()

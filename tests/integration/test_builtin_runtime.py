@@ -59,6 +59,13 @@ def skill_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def healthy_copy(tmp_path: Path) -> Path:
+    """The segmentation skill with SKILL.md naming the runner's own actions: no skill defect,
+    so what ends the case is the environment alone."""
+    return segmentation_copy(tmp_path, healthy=True)
+
+
+@pytest.fixture
 def keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", LOOP_KEY)
     monkeypatch.setenv("AEVAL_GITLAB_TOKEN", GITLAB_TOKEN)
@@ -185,11 +192,11 @@ def test_faults_beyond_the_per_call_budget_retry_the_case_from_a_fresh_workspace
     assert g["status"] == "fail" and code == 1
 
 
-def test_persistent_transient_errors_end_as_error_not_fail(skill_copy, tmp_path, keys):
+def test_persistent_transient_errors_end_as_error_not_fail(healthy_copy, tmp_path, keys):
     script = Script(name="down", match="Train a segmentation model",
                     turns=[Turn(fault=503, fault_times=99, text="never")])
     with ScriptedModelServer([script]) as srv:
-        code, case = run(skill_copy, srv, tmp_path / "s")
+        code, case = run(healthy_copy, srv, tmp_path / "s")
     assert code == 3
     meta = load(case / "eval_metadata.json")
     assert [a["outcome"] for a in meta["attempts"]] == ["transient_error"] * 3
@@ -288,12 +295,12 @@ def test_faults_on_every_turn_leave_the_verdict_of_a_fault_free_run(skill_copy, 
         "completed"]
 
 
-def test_a_missing_model_key_is_one_attempt_and_one_line(skill_copy, tmp_path, monkeypatch):
+def test_a_missing_model_key_is_one_attempt_and_one_line(healthy_copy, tmp_path, monkeypatch):
     """Retrying cannot bring a key: no per-call retry, no case retry, and the reason says it."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
     with ScriptedModelServer([EDITS_SKILL]) as srv:
-        code, case = run(skill_copy, srv, tmp_path / "s")
+        code, case = run(healthy_copy, srv, tmp_path / "s")
         assert srv.requests == []  # nothing was sent without a key
     meta = load(case / "eval_metadata.json")
     (attempt,) = meta["attempts"]

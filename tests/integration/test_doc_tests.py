@@ -19,6 +19,7 @@ import pytest
 from aeval.adapters.literal import LiteralRuntime
 from aeval.tasks.examine import examine
 
+from aeval.doctest import doc_blocks
 from aeval.errors import RuntimeUnavailable
 from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent, read_events
 from aeval.redact import Redactor
@@ -244,6 +245,7 @@ def doc_test(root: Path, tmp: Path, name: str, host_tools: tuple[str, ...] = ())
     req = RunRequest(prompt=case.prompt, case_id=case.id, workspace=ws.path, home=ws.home,
                      skill_name=ex.skill.name, skill_description=ex.skill.description,
                      skill_dir=ws.skill_dir, steps=case.steps,
+                     doc_blocks=doc_blocks(ex.skill.fences(), case.steps),
                      env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}),
                      limits=Limits(timeout_s=60), raw_log=tmp / name / "raw.jsonl")
     rec = EventRecorder(tmp / name / "events.jsonl", Redactor({}))
@@ -279,7 +281,7 @@ def test_placeholder_block_is_skipped_with_its_reason(market, tmp_path):
     _, events = doc_test(market, tmp_path, "pdf-tools")
     skipped = [e for e in events if isinstance(e, MessageEvent) and "skipped" in e.text]
     assert len(skipped) == 1
-    assert "SKILL.md line 9" in skipped[0].text and "'<input.pdf>'" in skipped[0].text
+    assert "SKILL.md line 10" in skipped[0].text and "'<input.pdf>'" in skipped[0].text
     ran = [e.input["command"] for e in events if isinstance(e, ToolCallEvent)]
     assert ran == ["pdftotext -layout reference/sample.pdf /tmp/sample.txt"]
 
@@ -299,7 +301,7 @@ def test_failure_after_a_skipped_block_is_not_evidence(market, tmp_path):
     assert "KeyError: 'REPORT_DIR'" in results[0].output  # raised in the skill's own script
     assert result.status == "completed"
     notes = [e.text for e in events if isinstance(e, MessageEvent) and "not_evidence" in e.text]
-    assert len(notes) == 1 and "may depend on line 5 (skipped)" in notes[0]
+    assert len(notes) == 1 and "may depend on line 6 (skipped: it exports $REPORT_DIR)" in notes[0]
 
 
 def test_documented_action_the_runner_lacks_is_a_defect(market, tmp_path):
@@ -311,7 +313,7 @@ def test_documented_action_the_runner_lacks_is_a_defect(market, tmp_path):
     assert [e.input["command"] for e in events if isinstance(e, ToolCallEvent)] == [
         "python scripts/run.py segment_train --data fixtures --epochs 1"]
     first = result.final_text.splitlines()[0]
-    assert first == ("SKILL.md line 9: KeyError: 'segment_train' raised in the skill's "
+    assert first == ("SKILL.md line 10: KeyError: 'segment_train' raised in the skill's "
                      "scripts/run.py:15")
     assert 'ACTIONS[args.action](args)' in result.final_text  # the runner's traceback
 
@@ -330,7 +332,7 @@ def test_script_the_skill_lacks_is_a_defect(market, tmp_path):
 
 
 def test_a_declared_host_tool_that_is_missing_is_an_environment_error(market, tmp_path):
-    with pytest.raises(RuntimeUnavailable, match=r"SKILL\.md line 15: host tool pdftotext is "
+    with pytest.raises(RuntimeUnavailable, match=r"SKILL\.md line 16: host tool pdftotext is "
                                                  r"missing although the case declares it"):
         doc_test(market, tmp_path, "pdf-tools", host_tools=("pdftotext",))
 

@@ -84,9 +84,11 @@ def test_all_pass_grader_cannot_hide_a_skill_edit(skill, tmp_path):
     code, out, requests = run(skill, [grader("grader", ALL_PASS), EDITS_SKILL], tmp_path / "s")
     g = load(out / "train" / "grading.json")
     assert code == 1 and g["status"] == "fail"
-    assert g["summary"]["terminal_pass_rate"] == 1.0
-    # A1-A3 pass; S1 (the skill was edited) and S2 (documented `segment_train` failed) fail
-    assert g["summary"]["first_attempt_pass_rate"] == 0.6
+    # S0 fails on the shipped files (SKILL.md documents `segment_train`, the runner's action
+    # table has `train`): the one assertion that fails terminally too
+    assert g["summary"]["terminal_pass_rate"] == 5 / 6
+    # A1-A3 pass; S0, S1 (the skill was edited) and S2 (documented `segment_train` failed) fail
+    assert g["summary"]["first_attempt_pass_rate"] == 0.5
     assert g["self_correction"]["was_needed"] is True
     assert g["grader"] == {"model": "openai/scripted", "protocol_fidelity": True, "attempts": 1}
     assert {e["id"]: e["graded_by"] for e in g["expectations"]}["A3"] == "grader"
@@ -145,9 +147,11 @@ def test_ungrounded_and_stale_suggestions_are_rejected(skill, tmp_path):
     g = load(out / "train" / "grading.json")
     assert g["self_correction"]["changes_made"] == []  # the runner patch is outside the skill
     assert g["self_correction"]["was_needed"] is True  # ... but the grader tied it to a fix
-    # A1 A2 A3 S1 S2: the documented `segment_train` call failed before the workaround (S2)
-    assert [e["passed"] for e in g["expectations"]] == [True, False, False, True, False]
-    assert [e["terminal_passed"] for e in g["expectations"]] == [True, True, False, True, True]
+    # A1 A2 A3 S0 S1 S2: SKILL.md documents an action the runner lacks (S0), and the
+    # documented `segment_train` call failed before the workaround (S2)
+    assert [e["passed"] for e in g["expectations"]] == [True, False, False, False, True, False]
+    assert [e["terminal_passed"] for e in g["expectations"]] == [True, True, False, False, True,
+                                                                  True]
     fx = load(out / "fix_suggestions.json")
     assert [s["grounded_in"] for s in fx["suggestions"]] == ["train:A3"]
     assert fx["suggestions"][0]["validated"] is False
@@ -251,7 +255,7 @@ def test_assertion_writer_adds_assertions_before_anything_runs(skill, tmp_path):
     # the duplicate of an author assertion was dropped; the structural ones stay last
     assert [(x["id"], x["source"]) for x in a["assertions"]] == [
         ("A1", "author"), ("A2", "author"), ("A3", "author"), ("W1", "writer"),
-        ("S1", "structural"), ("S2", "structural")]
+        ("S0", "structural"), ("S1", "structural"), ("S2", "structural")]
     meta = load(out / "train" / "eval_metadata.json")
     assert a["written_at"] < meta["attempts"][0]["started_at"]
     # the writer asked before the executor's first request
@@ -260,7 +264,7 @@ def test_assertion_writer_adds_assertions_before_anything_runs(skill, tmp_path):
     (wreq,) = [r for r in requests if r.script == "writer"]
     assert "| `segment_train` |" in json.dumps(wreq.body)  # it reads SKILL.md
     g = load(out / "train" / "grading.json")
-    assert {e["id"] for e in g["expectations"]} == {"A1", "A2", "A3", "W1", "S1", "S2"}
+    assert {e["id"] for e in g["expectations"]} == {"A1", "A2", "A3", "W1", "S0", "S1", "S2"}
 
 
 def test_analyzer_narrative_sees_the_benchmark_not_the_skill(skill, tmp_path):

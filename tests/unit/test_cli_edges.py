@@ -118,7 +118,7 @@ def test_schema_into_head_exits_quietly():
 @pytest.mark.parametrize("args", [
     ["schema", "eval-config"],
     ["schema", "run"],
-    ["validate", str(EXAMPLES)],
+    ["validate", str(EXAMPLES / "skills" / "csv-stats")],  # a skill without a defect: exit 0
     ["runtimes"],
     ["--help"],
     ["show", "--help"],

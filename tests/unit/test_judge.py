@@ -10,6 +10,7 @@ from aeval.artifacts.case import AssertionSpec
 from aeval.checks import CheckOutcome
 from aeval.contract import FileExists
 from aeval.judge import NO_GRADER, change_evidence, judge
+from aeval.static_check import StaticFinding
 
 CHECK = AssertionSpec(id="A1", text="File out.json exists", kind="deterministic",
                       source="author", check=FileExists(type="file_exists", path="out.json"))
@@ -174,3 +175,70 @@ def test_the_same_inputs_with_the_skill_fail_on_the_skill_rules():
                  [DOCUMENTED_FAILED]).status == "fail"
     assert judge([CHECK, S1, S3], [], {"A1": ok()}, {}, 1.0, None, [],
                  PROBE_FAILED).status == "fail"
+
+
+# ---- the static check (S0), the doc test as S2, and the honest pass ----------------------
+
+S0 = AssertionSpec(id="S0", text="Every path SKILL.md names exists, and what it runs and "
+                                 "documents the skill accepts", kind="structural",
+                   source="structural")
+MISSING = StaticFinding(file="SKILL.md", line=14, kind="missing", path="scripts/run.py",
+                        problem="runs scripts/run.py, which the skill does not have")
+RAN = ["scripts/run.py executed by event 2"]
+
+# (rule, assertions, findings, checks, run_status, run_text, doc_test, exercised,
+#  expected status, expected verdicts by id)
+HONEST = [
+    ("a static finding fails a case that would pass", [S0, CHECK, S1], [MISSING],
+     {"A1": ok()}, "completed", "", False, RAN, "fail",
+     {"S0": "failed", "A1": "passed", "S1": "passed"}),
+    ("a static finding fails a case the doc test left untested", [S0, S1, S2], [MISSING], {},
+     "untested", "needs pdftotext", True, [], "fail",
+     {"S0": "failed", "S1": "passed", "S2": "passed"}),
+    ("a doc-test defect fails S2 with its line", [S0, S1, S2], [], {}, "failed",
+     "SKILL.md line 9: KeyError: 'segment_train' raised in the skill's scripts/run.py:15",
+     True, RAN, "fail", {"S0": "passed", "S1": "passed", "S2": "failed"}),
+    ("a doc test that ran something of the skill passes", [S0, S1, S2], [], {}, "completed",
+     "1 of 1 documented block(s) ran", True, RAN, "pass",
+     {"S0": "passed", "S1": "passed", "S2": "passed"}),
+    ("a doc test whose blocks ran nothing of the skill is untested", [S0, S1, S2], [], {},
+     "completed", "1 of 1 documented block(s) ran", True, [], "untested",
+     {"S0": "passed", "S1": "passed", "S2": "passed"}),
+    ("a contract case that ran nothing of the skill is untested", [S0, CHECK, S1], [],
+     {"A1": ok()}, "completed", "", False, [], "untested",
+     {"S0": "passed", "A1": "passed", "S1": "passed"}),
+    ("a failing case that ran nothing of the skill still fails", [S0, CHECK, S1], [],
+     {"A1": bad()}, "completed", "", False, [], "fail",
+     {"S0": "passed", "A1": "failed", "S1": "passed"}),
+    ("without exercise evidence asked for, the old rules hold", [S0, CHECK, S1], [],
+     {"A1": ok()}, "completed", "", False, None, "pass",
+     {"S0": "passed", "A1": "passed", "S1": "passed"}),
+]
+
+
+@pytest.mark.parametrize(("rule", "specs", "findings", "checks", "run_status", "run_text",
+                          "doc_test", "exercised", "status", "by_id"), HONEST,
+                         ids=[r[0] for r in HONEST])
+def test_static_doc_test_and_honest_pass_rules(rule, specs, findings, checks, run_status,
+                                               run_text, doc_test, exercised, status, by_id):
+    j = judge(specs, [], checks, {}, 1.0, run_status=run_status, run_text=run_text,
+              doc_test=doc_test, findings=findings, exercised=exercised)
+    assert j.status == status, j.reason
+    assert {e.id: e.status for e in j.expectations} == by_id
+
+
+def test_the_reasons_name_the_line_and_what_ran():
+    j = judge([S0, CHECK, S1], [], {"A1": ok()}, {}, 1.0, findings=[MISSING], exercised=RAN)
+    assert "SKILL.md line 14: runs scripts/run.py, which the skill does not have" in j.reason
+    j = judge([S0, S1, S2], [], {}, {}, 1.0, run_status="completed", run_text="1 block ran",
+              doc_test=True, exercised=[])
+    assert j.reason.startswith("nothing of the skill ran")
+    j = judge([S0, S1, S2], [], {}, {}, 1.0, run_status="failed",
+              run_text="SKILL.md line 9: KeyError\ntraceback", doc_test=True, exercised=RAN)
+    assert j.reason.endswith(": SKILL.md line 9: KeyError")
+
+
+def test_without_the_skill_the_static_check_does_not_apply():
+    j = judge([S0, CHECK, S1], [], {"A1": ok()}, {}, 1.0, findings=[MISSING], exercised=[],
+              skill_installed=False)
+    assert j.status == "pass" and [e.id for e in j.expectations] == ["A1"]

@@ -1,0 +1,205 @@
+"""The static skill check (S0): what SKILL.md names must exist and be usable, zero-key.
+
+Each test builds a skill the way public ones are written (long, mostly illustrative docs,
+placeholders, reference files, scripts), plants one defect, and expects exactly that finding,
+on the line that names it; the unplanted skill gives none."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from aeval.skill import load_skill
+from aeval.static_check import static_check
+
+SKILL_MD = dedent("""\
+    ---
+    name: pdf-forms
+    description: Fill, flatten and inspect PDF forms. Use when asked to fill a PDF form.
+    ---
+    # PDF forms
+
+    Read [the field reference](references/fields.md) before filling anything, and see
+    [FORMS.md](FORMS.md) for worked examples. The output lands in `out/filled.pdf`.
+
+    ## Setup
+
+    ```bash
+    pip install pypdf
+    ```
+
+    ## Workflow
+
+    1. List the fields of the form:
+
+       ```bash
+       python3 scripts/fields.py list <form.pdf>
+       ```
+
+    2. Fill it (values as JSON, see `references/fields.md`):
+
+       ```bash
+       scripts/fill.py --values values.json --flatten path/to/form.pdf -o out/filled.pdf
+       ```
+
+    3. Check it renders: `./scripts/check.sh out/filled.pdf`
+
+    Don't run the old helper:
+
+    ```bash
+    python3 scripts/legacy_fill.py form.pdf
+    ```
+
+    Work inside your project when you batch:
+
+    ```bash
+    cd ~/my-forms && ./bin/batch-fill --all
+    ```
+
+    $YOUR_TOOL and `<output_dir>/report.md` are for you to choose.
+    """)
+
+FIELDS_PY = dedent("""\
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="fields.py")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ls = sub.add_parser("list")
+    ls.add_argument("pdf")
+    ls.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    print(args)
+    """)
+FILL_PY = dedent("""\
+    #!/usr/bin/env python3
+    import argparse
+
+    p = argparse.ArgumentParser(prog="fill.py")
+    p.add_argument("pdf")
+    p.add_argument("--values", required=True)
+    p.add_argument("--flatten", action="store_true")
+    p.add_argument("-o", "--output")
+    print(p.parse_args())
+    """)
+FILES = {
+    "SKILL.md": SKILL_MD,
+    "FORMS.md": "# Examples\n\nSee [fields](references/fields.md).\n",
+    "references/fields.md": dedent("""\
+        # Fields
+
+        Dump them as JSON with:
+
+        ```bash
+        python3 scripts/fields.py list form.pdf --json
+        ```
+
+        Images of each field type: ![types](../assets/types.png)
+        """),
+    "assets/types.png": "PNG",
+    "scripts/fields.py": FIELDS_PY,
+    "scripts/fill.py": FILL_PY,
+    "scripts/check.sh": "#!/bin/sh\nexec pdfinfo \"$1\"\n",
+}
+EXECUTABLE = {"scripts/fill.py", "scripts/check.sh"}
+
+
+def build(root: Path, files: dict[str, str] = FILES, executable=EXECUTABLE) -> Path:
+    skill = root / "pdf-forms"
+    for rel, text in files.items():
+        p = skill / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text.encode())
+        os.chmod(p, 0o755 if rel in executable else 0o644)
+    return skill
+
+
+def findings(skill: Path) -> list[str]:
+    return [str(f) for f in static_check(load_skill(skill))]
+
+
+def test_the_unplanted_skill_has_no_finding(tmp_path):
+    assert findings(build(tmp_path)) == []
+
+
+def test_a_renamed_script_is_named_on_its_line(tmp_path):
+    skill = build(tmp_path)
+    (skill / "scripts" / "fields.py").rename(skill / "scripts" / "form_fields.py")
+    assert findings(skill) == [
+        "SKILL.md line 21: runs scripts/fields.py, which the skill does not have",
+        "references/fields.md line 6 (linked from SKILL.md line 7): runs scripts/fields.py, "
+        "which the skill does not have"]
+
+
+def test_a_lost_executable_bit(tmp_path):
+    skill = build(tmp_path, executable={"scripts/check.sh"})
+    assert findings(skill) == [
+        "SKILL.md line 27: runs scripts/fill.py directly, but it is not executable (mode 644; "
+        "git update-index --chmod=+x scripts/fill.py)"]
+
+
+@pytest.mark.parametrize("first_line, problem", [
+    (b"#!/usr/bin/env python3\r\n", "its interpreter line ends with a carriage return"),
+    (b"import argparse\n", "it has no interpreter line (#!)"),
+    (b"#!python3\n", "its interpreter line names a relative program 'python3'"),
+])
+def test_an_unusable_interpreter_line(tmp_path, first_line, problem):
+    skill = build(tmp_path)
+    body = FILL_PY.split("\n", 1)[1].encode()
+    (skill / "scripts" / "fill.py").write_bytes(first_line + body)
+    (found,) = findings(skill)
+    assert found.startswith("SKILL.md line 27: runs scripts/fill.py directly, but ")
+    assert problem in found
+
+
+def test_a_missing_reference_link_and_one_a_level_down(tmp_path):
+    skill = build(tmp_path)
+    (skill / "assets" / "types.png").unlink()
+    (skill / "FORMS.md").unlink()
+    assert findings(skill) == [
+        "SKILL.md line 8: links to FORMS.md, which the skill does not have",
+        "references/fields.md line 9 (linked from SKILL.md line 7): links to assets/types.png, "
+        "which the skill does not have"]
+
+
+def test_a_link_whose_case_differs_says_so(tmp_path):
+    skill = build(tmp_path)
+    (skill / "FORMS.md").rename(skill / "forms.md")
+    (found,) = findings(skill)
+    assert "links to FORMS.md" in found and "there is forms.md" in found
+
+
+def test_a_renamed_subcommand_and_a_removed_flag(tmp_path):
+    skill = build(tmp_path)
+    (skill / "scripts" / "fields.py").write_text(FIELDS_PY.replace('"list"', '"ls"'))
+    (skill / "scripts" / "fill.py").write_text(FILL_PY.replace(
+        'p.add_argument("--flatten", action="store_true")\n', ""))
+    assert findings(skill) == [
+        "SKILL.md line 21: documents `list` for scripts/fields.py, which does not accept it "
+        "(it accepts: ls)",
+        "SKILL.md line 27: documents the option --flatten for scripts/fill.py, which does not "
+        "accept it",
+        "references/fields.md line 6 (linked from SKILL.md line 7): documents `list` for "
+        "scripts/fields.py, which does not accept it (it accepts: ls)"]
+
+
+def test_what_is_not_a_reference(tmp_path):
+    """Placeholders, outputs a command makes, a block shown as what not to do, commands in the
+    reader's project after a cd, and paths outside the skill are never findings."""
+    skill = build(tmp_path)
+    text = (skill / "SKILL.md").read_text() + dedent("""\
+
+        ```bash
+        mkdir -p scripts/generated
+        python3 scripts/fields.py list form.pdf > scripts/generated/f.txt
+        cat scripts/generated/f.txt /etc/hostname ../other-skill/SKILL.md
+        python3 {script_path} --help
+        ```
+
+        See [upstream](https://example.com/docs.md), [top](#workflow), [mail](mailto:x@y.z).
+        """)
+    (skill / "SKILL.md").write_text(text)
+    assert findings(skill) == []
