@@ -195,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_post_parser(sub)
 
+    from aeval.deployments.commands_trigger import add_parser as add_trigger_parser
+
+    add_trigger_parser(sub)  # `aeval trigger`: the MR deployment from CI, with its gate
+
     t = sub.add_parser(
         "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
         description="For each skill and each trigger prompt (eval.config `triggers`, or one "
