@@ -230,30 +230,30 @@ def test_each_flow_takes_one_typed_described_request(flow_path: str):
 
 
 def test_the_ci_template_sends_a_valid_mr_request():
-    """The aeval-prefect job's --param, expanded with CI's variables as bash would, is an
-    MrRequest (numeric-looking ids stay strings)."""
+    """The aeval-prefect job's `aeval trigger` line, expanded with CI's variables as bash
+    would, parses with trigger's own parser into a valid MrRequest."""
     import shlex
     import subprocess
 
+    from aeval.deployments.cli import build_parser
+
     from aeval.requests import MrRequest
 
-    ci = yaml.safe_load((ROOT / "deployments" / "gitlab" / "aeval.gitlab-ci.yml").read_text())
+    ci = list(yaml.safe_load_all((ROOT / "deployments" / "gitlab" /
+                                  "aeval.gitlab-ci.yml").read_text()))[1]
     (command,) = ci["aeval-prefect"]["script"]
-    env = {**ci["variables"], "CI_MERGE_REQUEST_DIFF_BASE_SHA": "1234567", "CI_COMMIT_SHA":
-           "89abcde", "CI_MERGE_REQUEST_IID": "7", "CI_PROJECT_ID": "42",
-           "CI_SERVER_URL": "https://gitlab.example.com", "PATH": "/usr/bin:/bin"}
-    args = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 3)[3]],
+    env = {k: v for k, v in ci["variables"].items() if "$[[" not in v} | {
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": "1234567", "CI_COMMIT_SHA": "89abcde",
+        "CI_MERGE_REQUEST_IID": "7", "CI_PROJECT_ID": "42", "CI_PROJECT_URL":
+        "https://gitlab.example.com/g/mp", "CI_SERVER_URL": "https://gitlab.example.com",
+        "PATH": "/usr/bin:/bin"}
+    env = {k: v.replace("${CI_PROJECT_URL}", env["CI_PROJECT_URL"]) for k, v in env.items()}
+    argv = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 1)[1]],
                           env=env, capture_output=True, text=True, check=True).stdout
-    params = [a for a in args.split("\0") if a.startswith("request=")]
-    assert len(params) == 1, shlex.join(args.split("\0"))
-    req = MrRequest.model_validate_json(params[0].removeprefix("request="))
+    args = build_parser().parse_args(argv.split("\0")[:-1])
+    assert args.command == "trigger", shlex.join(argv.split("\0"))
+    req = MrRequest(repo=args.repo, base=args.base, head=args.head, mr_iid=args.mr,
+                    project_id=args.project, post=args.post == "true")
     assert (req.base, req.head, req.mr_iid, req.project_id) == ("1234567", "89abcde", 7, "42")
-    assert req.post is False and req.repo == "."
-
-
-def test_the_ci_template_installs_a_pinned_free_name():
-    ci = yaml.safe_load((ROOT / "deployments" / "gitlab" / "aeval.gitlab-ci.yml").read_text())
-    import tomllib
-
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert ci["variables"]["AEVAL_PIP_SPEC"] == f"aeval-skills=={version}"
+    assert req.repo == "https://gitlab.example.com/g/mp.git" and req.post is False
+    assert args.timeout == 3000
