@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/install_time.py --installers uv       one installer
 
 Each row installs aeval the way the template does, into a fresh virtual environment (the job
-image's Python): ``aeval-skills @ git+file://<this checkout>`` (the template's git URL at a
+image's Python): ``git+file://<this checkout>@HEAD`` (the template's git URL at a
 ref, here the checkout's HEAD), with ``pip install`` or ``uv pip install``, and a cache folder
 of the row's own (the template's ``cache:`` of PIP_CACHE_DIR / UV_CACHE_DIR):
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
-    spec = f"aeval-skills @ git+file://{ROOT}@{head}"
+    spec = f"git+file://{ROOT}@{head}"  # pip reads a named file: URL as a path
     rows = []
     with tempfile.TemporaryDirectory(prefix="aeval-install-") as t:
         tmp = Path(t)
