@@ -171,3 +171,67 @@ def changed_skills(repo: Path, base: str, head: str = "HEAD") -> ChangeSet:
     changes.deleted = sorted(d for d in changes.deleted if not (repo / d / SKILL_FILE).is_file())
     changes.skills = sorted(roots)
     return changes
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def without_credentials(url: str) -> str:
+    """``https://user:token@host/x.git`` as ``https://***@host/x.git``: a URL fit for a log."""
+    return _USERINFO.sub("***@", url)
+
+
+def _git_quiet(repo: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """git that never prompts for credentials (a CI or served process has no terminal)."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _commit_of(repo: Path, ref: str) -> str | None:
+    for candidate in (ref, f"origin/{ref}"):
+        proc = _git_quiet(repo, "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}")
+        if proc.returncode == 0:
+            return proc.stdout.strip()
+    return None
+
+
+def clone_at(source: str, into: Path, head: str, base: str | None = None,
+             mr_iid: int | None = None) -> tuple[str, str | None]:
+    """Clone ``source`` (a git URL or a local repository) into the new folder ``into`` and
+    check out ``head`` there, detached: a checkout of this run's own, whatever ``source``'s
+    working tree holds. A ``head`` (or ``base``) the clone lacks is fetched from the source by
+    name, then from GitLab's ``refs/merge-requests/<mr_iid>/head`` and ``.../merge`` (forks
+    and merged-results pipelines name commits no branch holds). Returns the commits of head
+    and base. Raises GitError with one line when either cannot be had."""
+    shown = without_credentials(source)
+    if "://" not in source and not source.startswith("git@"):
+        local = Path(source).expanduser()
+        if not local.is_dir():
+            raise GitError(f"{shown}: no such folder")
+        source = str(local.resolve())
+    into.parent.mkdir(parents=True, exist_ok=True)
+    proc = _git_quiet(into.parent, "clone", "--quiet", "--no-checkout", source, str(into))
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["git clone failed"]
+        raise GitError(f"cannot clone {shown}: {without_credentials(lines[-1])}")
+    wanted = {"head": head, **({"base": base} if base else {})}
+    found: dict[str, str | None] = {k: _commit_of(into, ref) for k, ref in wanted.items()}
+    if any(v is None for v in found.values()):
+        refspecs = [ref for k, ref in wanted.items() if found[k] is None]
+        if mr_iid is not None:
+            refspecs += [f"+refs/merge-requests/{mr_iid}/head:refs/aeval/mr-head",
+                         f"+refs/merge-requests/{mr_iid}/merge:refs/aeval/mr-merge"]
+        for spec in refspecs:  # one at a time: a ref the server lacks must not stop the rest
+            _git_quiet(into, "fetch", "--quiet", "origin", spec)
+        found = {k: _commit_of(into, ref) for k, ref in wanted.items()}
+    for k, ref in wanted.items():
+        if found[k] is None:
+            where = f" nor in refs/merge-requests/{mr_iid}/*" if mr_iid is not None else ""
+            raise GitError(f"{k} {ref} is not in {shown} (fetched by name{where}): push it, "
+                           "or pass a commit the repository has")
+    proc = _git_quiet(into, "checkout", "--quiet", "--detach", found["head"] or head)
+    if proc.returncode != 0:
+        raise GitError(f"cannot check out {head} in a clone of {shown}: "
+                       f"{proc.stderr.strip()[:300]}")
+    return found["head"] or head, found.get("base")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from aeval.errors import ContractError, Problem
+from aeval.errors import ContractError, Problem, yaml_error_text
 from aeval.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
 from aeval.skill import Skill
 
@@ -383,13 +383,18 @@ def parse_config(path: Path) -> EvalConfig:
     except UnsafeData as exc:
         raise ContractError([Problem(where, exc.field, exc.message)]) from None
     except json.JSONDecodeError as json_exc:
+        # a file that opens like JSON is JSON and gets JSON's place; anything else is YAML
+        # and gets YAML's (a tab on line 4 is line 4, not "line 1: Expecting value")
+        looks_json = text.lstrip().startswith(("{", "["))
         try:
             data = load_yaml(text)
         except UnsafeData as exc:
             raise ContractError([Problem(where, exc.field, exc.message)]) from None
-        except yaml.YAMLError:
-            raise ContractError([Problem(where, "", f"neither JSON nor YAML: line "
-                                         f"{json_exc.lineno}: {json_exc.msg}")]) from None
+        except yaml.YAMLError as yaml_exc:
+            message = (f"not valid JSON: line {json_exc.lineno}, column {json_exc.colno}: "
+                       f"{json_exc.msg}" if looks_json
+                       else f"not valid YAML: {yaml_error_text(yaml_exc)}")
+            raise ContractError([Problem(where, "", message)]) from None
         if isinstance(data, str) or data is None:
             raise ContractError([Problem(where, "", f"not valid JSON: line {json_exc.lineno}: "
                                                     f"{json_exc.msg}")]) from None

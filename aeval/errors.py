@@ -88,9 +88,21 @@ class GraderProtocolError(AevalError):
 class GateFailed(AevalError):
     """A run's gate was not 0: what a served MR flow run fails with (its exit code and run)."""
 
-    def __init__(self, message: str, exit_code: int, run_id: str):
-        self.exit_code, self.run_id = exit_code, run_id
+    def __init__(self, message: str, exit_code: int, run_id: str, manifest: object = None):
+        self.exit_code, self.run_id, self.manifest = exit_code, run_id, manifest
         super().__init__(message)
 
     def __reduce__(self):  # survives pickling (Prefect results)
-        return (type(self), (str(self), self.exit_code, self.run_id))
+        return (type(self), (str(self), self.exit_code, self.run_id, self.manifest))
+
+
+def yaml_error_text(exc: BaseException, line_offset: int = 0) -> str:
+    """A PyYAML syntax error as one line that names its own place: ``line 4, column 1: found
+    character '\\t' that cannot start any token`` (``line_offset``: lines of the file before
+    the YAML text, as for frontmatter). PyYAML's own message spans several lines and quotes
+    the source; this keeps the problem, and the context when it says what was being read."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    context = " ".join(str(getattr(exc, "context", None) or "").split())
+    where = f"line {mark.line + 1 + line_offset}, column {mark.column + 1}: " if mark else ""
+    return f"{where}{problem}" + (f" ({context})" if context else "")

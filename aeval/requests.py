@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aeval.runtime import MODEL_RUNTIMES, RUNTIME_NAMES
 from aeval.sandbox import SandboxMode
 
 RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
@@ -33,6 +34,41 @@ class ModelChoice(_Request):
     api_base: str | None = Field(None, description="Model API base URL, when not the "
                                                    "provider's default.")
     store: str = Field(".aeval", description="Run store folder (runs go to <store>/runs/).")
+
+    @field_validator("runtimes")
+    @classmethod
+    def _known_runtimes(cls, value: list[str]) -> list[str]:
+        unknown = [r for r in value if r not in RUNTIME_NAMES]
+        if unknown:
+            raise ValueError(f"unknown runtime {unknown[0]!r}; known: "
+                             f"{', '.join(sorted(RUNTIME_NAMES))}")
+        return value
+
+    @model_validator(mode="after")
+    def _model_for_agent_runtimes(self):
+        needing = [r for r in self.runtimes if r in MODEL_RUNTIMES]
+        if needing and not self.model:
+            raise ValueError(f"runtime {needing[0]} needs a model (`model`: a litellm model "
+                             "string); without one use the literal runtime")
+        return self
+
+
+class TaskRunnerChoice(_Request):
+    """Where the case chains run: threads in the flow's process, or Dask."""
+
+    concurrency: int = Field(4, ge=1, le=256, description="Case chains at once.")
+    dask: str | None = Field(
+        None, description="Run the case chains on Dask: `local` (a temporary local cluster) "
+                          "or a scheduler address tcp://HOST:PORT (prefect-dask installed). "
+                          "None: a thread pool of `concurrency` threads.")
+
+    @field_validator("dask")
+    @classmethod
+    def _dask_address(cls, value: str | None) -> str | None:
+        if value and value != "local" and "://" not in value:
+            raise ValueError(f"{value!r}: expected 'local' or a scheduler address such as "
+                             "tcp://127.0.0.1:8786")
+        return value or None
 
 
 class EvalRequest(ModelChoice):
@@ -82,6 +118,11 @@ class EvalRequest(ModelChoice):
                            "models, epoch; aeval/fingerprint.py), reuse the last pass/fail "
                            "verdict of an unchanged one from the store's verdicts.json instead "
                            "of running it, and record the new verdicts (the sweep's default).")
+    report_url: str | None = Field(
+        None, description="Where the run folders are browsable, e.g. a web server over the "
+                          "store's runs/ (the run id is appended): the Prefect run-summary "
+                          "links there. None: AEVAL_REPORT_URL, else the GitLab CI job's "
+                          "artifacts when run in a job, else no link (the path is shown).")
     post: bool = Field(False, description="Post the results on the GitLab merge request.")
     mr_iid: int | None = Field(None, description="Merge request IID for `post`.")
     project_id: str | None = Field(None, description="GitLab project id or path for `post`.")
@@ -93,28 +134,54 @@ class EvalRequest(ModelChoice):
         return list(dict.fromkeys(value))
 
 
-class MrRequest(ModelChoice):
-    """Evaluate what a merge request changed: the `aeval-mr` flow."""
+class MrRequest(ModelChoice, TaskRunnerChoice):
+    """Evaluate what a merge request changed: the `aeval-mr` flow. The flow clones `repo`
+    for this run alone and checks out `head` there (fetching it, and the MR's
+    refs/merge-requests/<iid>/head, when the clone lacks it): whatever the serving side has
+    checked out never stands in for the MR's code, and two MRs at once never share a tree."""
 
-    repo: str = Field(".", description="The marketplace checkout, at `head`.")
-    base: str = Field("origin/main", description="Base ref: `git diff base...head`.")
-    head: str = Field("HEAD", description="Head ref (the working tree must be at it).")
-    mr_iid: int | None = Field(None, description="Merge request IID (for `post`).")
+    repo: str = Field(..., min_length=1,
+                      description="The marketplace repository: a git URL or a path on the "
+                                  "serving side (cloned per run; its working tree is never "
+                                  "used).")
+    base: str = Field(..., min_length=1,
+                      description="Base commit (or ref) of the MR: `git diff base...head`.")
+    head: str = Field(..., min_length=1, description="Head commit (or ref) of the MR: what "
+                                                     "is evaluated.")
+    mr_iid: int | None = Field(None, description="Merge request IID (for `post`, and to "
+                                                 "fetch a head the clone lacks).")
     post: bool = Field(False, description="Post the results on the merge request.")
     project_id: str | None = Field(None, description="GitLab project id or path for `post`.")
     gitlab_url: str | None = Field(None, description="GitLab URL for `post`.")
+    report_url: str | None = Field(None, description="Where the run folders are browsable "
+                                                     "(the run id is appended): the link in "
+                                                     "the Prefect artifacts and MR notes.")
 
 
-class SweepRequest(ModelChoice):
+class SweepRequest(ModelChoice, TaskRunnerChoice):
     """Evaluate a whole marketplace and refresh the baselines: the `aeval-sweep` flow."""
 
-    marketplace: str = Field(".", description="The marketplace root.")
+    marketplace: str = Field(..., min_length=1,
+                             description="The marketplace to sweep: a folder, or a git URL "
+                                         "(cloned per run at `ref`). Required: there is no "
+                                         "default folder.")
+    ref: str | None = Field(None, description="Branch, tag or commit of a git `marketplace` "
+                                              "(default: its default branch).")
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
     run_id: str | None = Field(None, description="Run id; a new one when empty.")
-    concurrency: int = Field(4, ge=1, le=256, description="Case chains at once.")
     skip_unchanged: bool = Field(
         True, description="Reuse the last pass/fail verdict of a case run whose fingerprint "
                           "did not change (`--no-skip`: run everything).")
+    report_url: str | None = Field(None, description="Where the run folders are browsable "
+                                                     "(the run id is appended).")
+
+    @field_validator("marketplace")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if "{{" in value:  # a prefect.yaml placeholder whose variable was not set at deploy
+            raise ValueError(f"{value!r} is an unfilled placeholder: set AEVAL_MARKETPLACE "
+                             "when running `prefect deploy`, or pass `marketplace`")
+        return value
 
 
 class UpliftRequest(ModelChoice):

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval import markdown
-from aeval.errors import ContractError, Problem
+from aeval.errors import ContractError, Problem, yaml_error_text
 from aeval.markdown import Fence
 from aeval.safe_data import UnsafeData, load_yaml
 
@@ -89,7 +89,8 @@ def load_skill(skill_dir: Path) -> Skill:
         field = f"frontmatter.{exc.field}" if exc.field else "frontmatter"
         raise ContractError([Problem(where, field, exc.message)]) from None
     except yaml.YAMLError as exc:
-        raise ContractError([Problem(where, "frontmatter", f"not valid YAML: {exc}")]) from exc
+        raise ContractError([Problem(where, "frontmatter", "not valid YAML: "
+                                     + yaml_error_text(exc, line_offset=1))]) from None
     if not isinstance(front, dict):
         raise ContractError([Problem(where, "frontmatter", "must be a YAML mapping")])
 

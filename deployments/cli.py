@@ -43,13 +43,24 @@ REGRADE_EXITS = """exit codes of `aeval regrade` (first match wins):
   0  otherwise
 """
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: an unknown flag is reported with this subcommand's usage
+    (`aeval run --modle x` shows `usage: aeval run ...`), not the top-level one."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="aeval", description="Test agent skills deterministically: install, execute, "
         "grade the first attempt, suggest grounded fixes.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"aeval {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
 
     r = sub.add_parser("run", help="evaluate skills", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -133,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
     add_grader_options(sw)
     sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    sw.add_argument("--dask", metavar="ADDRESS|local",
+                    help="run the tasks on Dask, as `aeval run --dask` does")
     sw.add_argument("--no-skip", action="store_true",
                     help="run every case, also those unchanged since their last verdict")
     sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
@@ -185,6 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
     from aeval.deployments.post import add_parser as add_post_parser
 
     add_post_parser(sub)
+
+    from aeval.deployments.commands_trigger import add_parser as add_trigger_parser
+
+    add_trigger_parser(sub)  # `aeval trigger`: the MR deployment from CI, with its gate
 
     t = sub.add_parser(
         "triggers", help="trigger accuracy: does the agent load the skill among distractors?",

@@ -66,7 +66,7 @@ def resume_run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from aeval.flows.evaluate import evaluate
+    from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import (
         start_embedded_server,
         task_runner,
@@ -86,13 +86,13 @@ def resume_run(args: argparse.Namespace) -> int:
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
-    manifest = flow(EvalRequest(
+    manifest = manifest_of(flow(return_state=True, request=EvalRequest(
         paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
         store=str(RunLayout(run_dir).store), model=old.model, grader_model=old.grader_model,
         api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
         output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
         head=old.head, resume=True, baseline=args.baseline, sandbox=sandbox,
-        require_tested=args.require_tested))
+        require_tested=args.require_tested)))
     print_summary(manifest, run_dir)
     return manifest.gate.exit_code
 
@@ -101,19 +101,26 @@ MAX_EPOCHS = 100  # as the request models allow
 
 
 def run_option_problem(args: argparse.Namespace) -> str | None:
-    """The first problem of `run`/`sweep` options that would otherwise surface only later (an
-    unknown runtime as one environment error per case, an epoch count out of range as an
-    internal error); None when there is none."""
-    from aeval.adapters import RUNTIMES
+    """The first problem of `run`/`sweep` options that would otherwise surface only later,
+    found before anything starts (no server, no import of Prefect): an unknown runtime, an
+    agent runtime without a model, a model (or grader model) whose provider key is not set —
+    each was one environment error per case after retries (exit 3) — or an epoch count out
+    of range (an internal error). None when there is none."""
+    import os
+
+    from aeval.model_keys import config_problem
+    from aeval.settings import Settings
 
     if not 1 <= args.epochs <= MAX_EPOCHS:
         return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
-    for rt in args.runtime or []:
-        if rt not in RUNTIMES:
-            return f"--runtime {rt}: unknown runtime; known: {', '.join(sorted(RUNTIMES))}"
     if args.concurrency is not None and args.concurrency < 1:
         return f"--concurrency {args.concurrency}: must be at least 1"
-    return None
+    settings = Settings()
+    model = args.model or settings.model
+    runtimes = args.runtime or (["builtin"] if model else ["literal"])
+    grader = None if args.no_grader else (args.grader_model or settings.grader_model or model)
+    return config_problem(runtimes, model, grader, args.api_base or settings.api_base,
+                          os.environ)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -177,7 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = Path(args.out or settings.home)
     run_id = new_run_id()
 
-    from aeval.flows.evaluate import evaluate
+    from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import (
         start_embedded_server,
         task_runner,
@@ -195,7 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
-    manifest = flow(EvalRequest(
+    manifest = manifest_of(flow(return_state=True, request=EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
         epochs=args.epochs, store=str(store), model=model,
         grader_model=None if args.no_grader else (
@@ -206,7 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         require_tested=args.require_tested,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
-        gitlab_url=args.gitlab_url, baseline=args.baseline))
+        gitlab_url=args.gitlab_url, baseline=args.baseline)))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"gitlab: {manifest.delivery}")
@@ -237,14 +244,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     model = args.model or settings.model
     store = Path(args.out or settings.home)
     run_id = new_run_id()
+    from aeval.flows.evaluate import manifest_of
+    from aeval.flows.runners import task_runner, use_global_model_limit
+
+    try:
+        task_runner(args.concurrency or settings.concurrency, args.dask)  # a usage error now
+    except (ImportError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     start_embedded_server()
-    manifest = sweep(SweepRequest(
-        marketplace=str(args.marketplace), epochs=args.epochs,
-        concurrency=args.concurrency or settings.concurrency, skip_unchanged=not args.no_skip,
+    if args.dask:  # model calls bounded across the worker processes, not per process
+        use_global_model_limit(settings.model_concurrency)
+    manifest = manifest_of(sweep(return_state=True, request=SweepRequest(
+        marketplace=str(Path(args.marketplace).resolve()), epochs=args.epochs,
+        concurrency=args.concurrency or settings.concurrency, dask=args.dask,
+        skip_unchanged=not args.no_skip,
         runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
         grader_model=None if args.no_grader else (
             args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id))
+        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id)))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     print(f"baselines refreshed: {store / 'baselines.json'}")
     return manifest.gate.exit_code
@@ -273,6 +291,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(variants) < 2:
         print("compare needs at least two runtimes or models", file=sys.stderr)
         return EXIT_USAGE
+    import os
+
+    from aeval.model_keys import config_problem
+
+    grader = None if args.no_grader else (args.grader_model or settings.grader_model)
+    for v in variants:
+        if problem := config_problem([v["runtime"]], v["model"], grader,
+                                     args.api_base or settings.api_base, os.environ):
+            print(f"aeval compare: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_early()  # the embedded Prefect server boots while the flows are imported

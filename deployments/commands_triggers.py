@@ -45,6 +45,14 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print(f"aeval triggers: --runtime {unknown[0]}: unknown runtime; known: builtin, "
               "claude-code, codex, opencode", file=sys.stderr)
         return EXIT_USAGE
+    import os
+
+    from aeval.model_keys import config_problem
+
+    if problem := config_problem(runtimes, model, None, args.api_base or settings.api_base,
+                                 os.environ):
+        print(f"aeval triggers: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:
         print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)

@@ -91,6 +91,16 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     model = args.model or settings.model
     if not model:
         return usage("an agent runtime needs --model (or AEVAL_MODEL)")
+    import os
+
+    from aeval.model_keys import config_problem
+
+    grader = None if getattr(args, "no_grader", False) else (
+        getattr(args, "grader_model", None) or settings.grader_model or model)
+    if problem := config_problem(runtimes, model, grader,
+                                 getattr(args, "api_base", None) or settings.api_base,
+                                 os.environ):
+        return usage(problem)
     from aeval.skill import find_skill_roots
 
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]

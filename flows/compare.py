@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate
+from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.flows.runners import task_runner
 from aeval.tasks.compare import write_compare
 from prefect import flow
@@ -24,10 +24,11 @@ def compare(paths: list[str], variants: list[dict], compare_id: str, store: str 
     run_variant = evaluate.with_options(task_runner=task_runner(concurrency))
     for i, v in enumerate(variants, 1):
         run_id = f"{compare_id}-{i}"
-        run_variant(EvalRequest(paths=paths, run_id=run_id, runtimes=[v["runtime"]],
-                             model=v.get("model"), grader_model=grader_model,
-                             api_base=api_base, store=store, epochs=epochs,
-                             skill_roots=skill_roots))
+        # a variant whose gate is not 0 is a row of the table, not the end of the comparison
+        manifest_of(run_variant(EvalRequest(
+            paths=paths, run_id=run_id, runtimes=[v["runtime"]], model=v.get("model"),
+            grader_model=grader_model, api_base=api_base, store=store, epochs=epochs,
+            skill_roots=skill_roots), return_state=True))
         label = v["runtime"] + (f":{v['model']}" if v.get("model") else "")
         runs.append((label, v["runtime"], v.get("model"),
                      str(RunStore(Path(store)).run_dir(run_id))))

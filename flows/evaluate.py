@@ -3,8 +3,14 @@
     prepare ──> case chain per skill x case x runtime x epoch (mapped; each chain runs
                 assertions -> execute -> grade as nested task runs)
             ──> conclude per skill x runtime (mapped: suggest, regression, aggregate)
-            ──> publish (run.json with the gate, junit.xml, report.html, Prefect artifacts)
+            ──> publish (run.json with the gate, junit.xml, report.html, Prefect artifacts,
+                the aeval.run.finished event)
             ──> post on the merge request (when asked)
+
+Each case chain's task run ends in its verdict's named state (SkillDefect, EnvironmentError,
+Untested, ...); the flow run ends Completed when the gate is 0, else Failed with the gate as
+its message (``gate_state``). Callers that go on after a failed gate call it with
+``return_state=True`` and read the manifest with ``manifest_of``.
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ from aeval.tasks.post import post_run
 from aeval.tasks.prepare import prepare_run
 from aeval.tasks.publish import publish_run
 from prefect import flow, unmapped
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from aeval.artifacts import RunManifest
+from aeval.errors import GateFailed
 from aeval.hardening import harden_process
-from aeval.requests import EvalRequest
+from aeval.requests import EvalRequest, ModelChoice
 from aeval.settings import Settings
 from aeval.store import write_model
 
@@ -36,16 +44,62 @@ def run_name() -> str:
     return f"evaluate {run_id or 'new run'}"
 
 
+def gate_message(manifest: RunManifest) -> str:
+    """``aeval gate: exit 1: 1 case(s) failed: segmentation/train``."""
+    gate = manifest.gate
+    return f"aeval gate: exit {gate.exit_code}: {gate.reason}" if gate else "aeval gate: none"
+
+
+def gate_state(manifest: RunManifest) -> State:
+    """Completed when the gate is 0, else Failed with the gate as its message; the Failed
+    state's result is a GateFailed exception carrying the exit code, run id and manifest."""
+    gate = manifest.gate
+    if gate is None or gate.exit_code == 0:
+        return Completed(data=manifest, message=gate.reason if gate else None)
+    message = gate_message(manifest)
+    return Failed(message=message, data=GateFailed(message, gate.exit_code, manifest.run_id,
+                                                   manifest))
+
+
+def misconfigured(request: ModelChoice, problem: str | None = None) -> State | None:
+    """Failed as `Misconfigured` (gate exit 2, before anything runs) when ``request`` names a
+    model whose provider key this process lacks, or when ``problem`` is given; else None."""
+    import os
+
+    from aeval.model_keys import config_problem
+
+    problem = problem or config_problem(request.runtimes, request.model, request.grader_model,
+                                        request.api_base, os.environ)
+    if problem is None:
+        return None
+    message = f"aeval gate: exit 2: {problem}"
+    return Failed(name="Misconfigured", message=message, data=GateFailed(message, 2, ""))
+
+
+def manifest_of(state: State) -> RunManifest:
+    """The run's manifest from an evaluate flow run's final state, whatever its gate; a flow
+    run that crashed or failed otherwise raises its exception."""
+    data = state.result(raise_on_failure=False)
+    if isinstance(data, RunManifest):
+        return data
+    if isinstance(data, GateFailed) and isinstance(data.manifest, RunManifest):
+        return data.manifest
+    if isinstance(data, BaseException):
+        raise data
+    raise TypeError(f"the evaluate flow run ended {state.type.value} without a manifest")
+
+
 @flow(name="aeval-evaluate", flow_run_name=run_name,
       task_runner=ThreadPoolTaskRunner(max_workers=Settings().concurrency))
-def evaluate(request: EvalRequest) -> RunManifest:
+def evaluate(request: EvalRequest) -> State:
     """Evaluate the skills at ``request.paths`` (folders holding SKILL.md, or marketplace
-    roots), or exactly ``request.skill_roots``."""
+    roots), or exactly ``request.skill_roots``. Ends Failed when the gate is not 0."""
     harden_process()  # served and worker runs hold keys too, not only the CLI
     run = prepare_run(request)
     chains = [run_case.with_options(tags=case_tags(plan)).submit(
         plan, request.retries, request.retry_delay_s) for plan in run.todo]
-    results = [chain.result() for chain in chains]
+    # a chain's task run is Failed for a failing case: its CaseResult is the state's data
+    results = [chain.result(raise_on_failure=False) for chain in chains]
     by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
     by_key |= {c.dir: c for c in run.finished}
     groups = run.groups()
@@ -59,4 +113,4 @@ def evaluate(request: EvalRequest) -> RunManifest:
         manifest.delivery = post_run(str(run.run_dir), request.mr_iid, request.project_id,
                                      request.gitlab_url)
         write_model(run.layout.manifest, manifest)
-    return manifest
+    return gate_state(manifest)

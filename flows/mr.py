@@ -1,22 +1,34 @@
-"""The merge-request flow: evaluate the skills an MR changed, and post on the MR.
+"""The merge-request flow: clone the repository for this run, check out the MR's head there,
+evaluate the skills the MR changed, and post on the MR.
 
-The flow run ends Failed when the gate is not 0 (its message carries the exit code and the
-reason), so `prefect deployment run ... --watch` fails the CI job as `aeval run` would; it
-ends Completed when every changed skill passed or nothing changed."""
+    checkout (a clone of `repo` at `head`; head fetched by name or from the MR's refs when the
+              clone lacks it) ──> detect-changes base...head ──> evaluate (a subflow)
+
+The served or worker checkout never stands in for the MR's code, and two MRs at once work in
+two clones. The flow run ends Failed when the gate is not 0 (its message carries the exit code
+and the reason: `prefect deployment run ... --watch` and `aeval trigger` fail the CI job as
+`aeval run` would), Failed as `CheckoutFailed` when head cannot be had, Failed as
+`Misconfigured` before anything runs (an agent runtime without a model, a model without its
+key), and Completed when every changed skill passed or nothing changed."""
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 from aeval.adapters.git import changed_skills
-from aeval.flows.evaluate import evaluate
+from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
+from aeval.flows.runners import task_runner
+from aeval.tasks.checkout import checkout_repo, short
+from aeval.tasks.ci_reports import publish_ci_reports
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 
-from aeval.artifacts import RunManifest
 from aeval.errors import GateFailed
+from aeval.hardening import harden_process
+from aeval.layout import RunLayout
 from aeval.requests import EvalRequest, MrRequest
 from aeval.store import new_run_id
 
@@ -54,40 +66,46 @@ def detect_changes(repo: str, base: str, head: str) -> dict:
 
 
 def mr_run_name() -> str:
-    """`mr 12: origin/main...HEAD`, or `mr: origin/main...HEAD` when no MR is named."""
+    """`mr 12: 1a2b3c4d5e6f...9f8e7d6c5b4a` (shas cut to 12), or `mr: main...feature`."""
     from prefect.runtime import flow_run
 
     r = flow_run.parameters.get("request")
     r = r.model_dump() if isinstance(r, MrRequest) else (r or {})
-    span = f"{r.get('base', 'origin/main')}...{r.get('head', 'HEAD')}"
+    span = f"{short(str(r.get('base', '?')))}...{short(str(r.get('head', '?')))}"
     return f"mr {r['mr_iid']}: {span}" if r.get("mr_iid") is not None else f"mr: {span}"
-
-
-def gate_state(manifest: RunManifest) -> State:
-    """Completed when the gate is 0, else Failed with the gate as its message (and as the
-    result: the state resolves to a GateFailed exception carrying the exit code)."""
-    gate = manifest.gate
-    if gate is None or gate.exit_code == 0:
-        return Completed(data=manifest, message=gate.reason if gate else None)
-    message = f"aeval gate: exit {gate.exit_code}: {gate.reason}"
-    return Failed(message=message, data=GateFailed(message, gate.exit_code, manifest.run_id))
 
 
 @flow(name="aeval-mr", flow_run_name=mr_run_name)
 def evaluate_mr(request: MrRequest) -> State:
-    """Evaluate the skills changed between ``base`` and ``head`` of the repository at ``repo``
-    (its working tree at ``head``); with ``post``, report on merge request ``mr_iid``."""
+    """Evaluate the skills changed between ``base`` and ``head`` of ``repo`` (a clone of this
+    run's own, at ``head``); with ``post``, report on merge request ``mr_iid``."""
+    harden_process()
     log = get_run_logger()
-    changes = detect_changes(request.repo, request.base, request.head)
-    for note in changes["notes"]:
-        log.info(note)
-    if not changes["skills"]:
-        log.info("no skill changed between %s and %s", request.base, request.head)
-        return Completed(message="no skill changed")
-    manifest = evaluate(EvalRequest(
-        paths=[request.repo], run_id=new_run_id(), skill_roots=changes["skills"],
-        base=changes["base"], head=changes["head"], post=request.post,
-        mr_iid=request.mr_iid, project_id=request.project_id, gitlab_url=request.gitlab_url,
-        **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
-                                      "store"})))
+    if (bad := misconfigured(request)) is not None:
+        return bad
+    with tempfile.TemporaryDirectory(prefix="aeval-mr-") as tmp:
+        got = checkout_repo(request.repo, request.head, str(Path(tmp) / "repo"),
+                            base=request.base, mr_iid=request.mr_iid, return_state=True)
+        if not got.is_completed():
+            reason = str(got.result(raise_on_failure=False)).strip().splitlines()[0][:400]
+            return Failed(name="CheckoutFailed", message=f"aeval: cannot evaluate head "
+                          f"{short(request.head)}: {reason}")
+        co = got.result()
+        changes = detect_changes(co.root, co.base or request.base, co.head)
+        for note in changes["notes"]:
+            log.info(note)
+        if not changes["skills"]:
+            log.info("no skill changed between %s and %s", request.base, request.head)
+            return Completed(message="no skill changed")
+        run = evaluate.with_options(task_runner=task_runner(request.concurrency, request.dask))
+        manifest = manifest_of(run(EvalRequest(
+            paths=[co.root], run_id=new_run_id(), skill_roots=changes["skills"],
+            base=changes["base"], head=changes["head"], post=request.post,
+            mr_iid=request.mr_iid, project_id=request.project_id,
+            gitlab_url=request.gitlab_url, report_url=request.report_url,
+            **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
+                                          "store"})), return_state=True))
+        # junit.xml and the Code Quality report for the CI job that triggered this run
+        publish_ci_reports(RunLayout.of(request.store, manifest.run_id).run_dir,
+                           manifest.run_id, repo_root=Path(co.root))
     return gate_state(manifest)

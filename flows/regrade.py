@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate
+from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.tasks.compare import write_regrade
 from aeval.tasks.progress import progress
 from prefect import flow
@@ -41,11 +41,12 @@ def regrade(run: str, grader_models: list[str], store: str = ".aeval",
             progress("regrade %s: grader %s on %s [%s] (run %s)", new_id, model, src.run_id,
                      runtime, run_id)
             try:
-                evaluate(EvalRequest(
+                manifest_of(evaluate(EvalRequest(
                     paths=src.paths, run_id=run_id, runtimes=["replay"], store=store,
                     epochs=src.epochs, grader_model=model, api_base=api_base,
                     skill_roots=src.skill_roots, recordings=recordings, retries=0,
-                    runtime_options={"replay": {"recordings": recordings}}))
+                    runtime_options={"replay": {"recordings": recordings}}),
+                    return_state=True))
             except Exception as exc:  # this grader's error; the other graders still report
                 failures.append((model, runtime, f"{type(exc).__name__}: {exc}"))
                 continue

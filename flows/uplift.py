@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate
+from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.flows.runners import task_runner
 from aeval.tasks.uplift import arm_request, arm_run_id, with_arm_assertions, write_uplift
 from prefect import flow
@@ -37,7 +37,9 @@ def uplift(request: UpliftRequest) -> UpliftReport:
     (``request.epochs`` times each, the same assertions) and report the uplift."""
     request = request.with_id()
     arm = evaluate.with_options(task_runner=task_runner(request.concurrency))
-    arm(arm_request(request, install_skill=True))
+    # an arm whose gate is not 0 is data for the comparison, not the end of it
+    manifest_of(arm(arm_request(request, install_skill=True), return_state=True))
     with_dir = RunStore(Path(request.store)).run_dir(arm_run_id(request.uplift_id, True))
-    arm(arm_request(request, install_skill=False, recordings=with_arm_assertions(with_dir)))
+    manifest_of(arm(arm_request(request, install_skill=False,
+                                recordings=with_arm_assertions(with_dir)), return_state=True))
     return write_uplift(request)

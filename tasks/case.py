@@ -21,10 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from aeval.tasks.assertions import needs_probe, write_assertions_file
 from aeval.tasks.execute import execute_case
 from aeval.tasks.grade import grade_and_publish
+from aeval.tasks.prefect_artifacts import emit_case_event, inert
 from aeval.tasks.probe import run_probe
 from aeval.tasks.progress import progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
 from aeval.artifacts import CaseResult
@@ -76,13 +78,33 @@ def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseR
             shutil.rmtree(execution.attempt_root, ignore_errors=True)
 
 
+# The verdict as the task run's state, so the UI, the API and Automations see it: a skill
+# defect is a Failed run named SkillDefect, an environment error (or aeval's own) Failed under
+# another name, untested Completed under its own. The state's data is the CaseResult.
+STATE_NAMES: dict[str, str] = {"fail": "SkillDefect", "error": "EnvironmentError",
+                               "internal": "InternalError", "untested": "Untested",
+                               "pass": "Completed"}
+
+
+def case_state(result: CaseResult) -> State:
+    """The task run's final state for ``result`` (its reason as the message)."""
+    name = STATE_NAMES.get(result.status, "Completed")
+    message = inert(f"{result.status}: {result.reason}")[:500]
+    if result.status in ("fail", "error", "internal"):
+        return Failed(name=name, message=message, data=result)
+    return Completed(name=name, message=message, data=result)
+
+
 @task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE)
-def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
-    """One case chain: assertions, execute (with retries), grade."""
+def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> State:
+    """One case chain: assertions, execute (with retries), grade. Ends in the verdict's named
+    state (``case_state``) and emits ``aeval.case.<status>``; read the CaseResult with
+    ``future.result(raise_on_failure=False)``."""
     # in whichever process runs it (a Dask worker too): its declared secrets leave no log
     declared = {n: os.environ[n] for n in plan.case.required_credentials if os.environ.get(n)}
     if declared:
         redact_logs(declared, add=True)
     result = chain(plan, retries, retry_delay_s)
     progress("%s: %s", plan.label, result.status.upper())
-    return result
+    emit_case_event(plan.run_id, plan.skill.name, plan.skill_key, plan.label, result)
+    return case_state(result)

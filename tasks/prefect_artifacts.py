@@ -1,10 +1,19 @@
-"""What aeval shows in the Prefect UI: artifact keys and the per-case markdown table."""
+"""What aeval shows in the Prefect UI and tells Prefect's event bus: artifact keys, the
+per-case markdown table, the run-summary link, and the events an Automation can act on:
+
+    aeval.case.<status>   one per case chain (pass, fail, error, internal, untested), resource
+                          aeval.case.<run-id>.<skill-key>/<case>..., payload: reason, rates
+    aeval.run.finished    one per evaluate run, resource aeval.run.<run-id>, payload: the gate
+                          (exit_code, reason), totals, and the report URL when there is one
+"""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
-from aeval.artifacts import CaseResult, Grading, TriggersReport
+from aeval.artifacts import CaseResult, Grading, RunManifest, TriggersReport
 from aeval.coverage import SkillCoverage
 from aeval.layout import safe
 from aeval.store import read_model
@@ -43,3 +52,93 @@ def coverage_rows(cov: SkillCoverage) -> list[dict]:
     return [{"file": f, "read": cov.read.get(f, 0), "executed": cov.executed.get(f, 0),
              "written": cov.written.get(f, 0),
              "untouched": "UNTOUCHED" if f in cov.untouched else ""} for f in cov.files]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text: str) -> str:
+    """Untrusted text (a reason quoting a tool's output) with control characters escaped and
+    newlines as spaces: what a Prefect state message or event payload may show."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\n", " "))
+
+
+def emit_case_event(run_id: str, skill: str, skill_key: str, label: str,
+                    result: CaseResult) -> None:
+    """``aeval.case.<status>`` for one case chain (related to its task and flow run by
+    Prefect itself, from the run context)."""
+    from prefect.events import emit_event
+
+    emit_event(
+        event=f"aeval.case.{result.status}",
+        resource={"prefect.resource.id": f"aeval.case.{run_id}.{result.dir}",
+                  "prefect.resource.name": inert(label)[:200], "aeval.run-id": run_id,
+                  "aeval.skill": inert(skill), "aeval.skill-key": inert(skill_key),
+                  "aeval.case": inert(result.case_id), "aeval.runtime": result.runtime},
+        payload={"status": result.status, "reason": inert(result.reason)[:1000],
+                 "first_attempt_pass_rate": result.first_attempt_pass_rate,
+                 "terminal_pass_rate": result.terminal_pass_rate, "epoch": result.epoch})
+
+
+def report_base_url(configured: str | None) -> str | None:
+    """Where run folders are browsable: ``configured`` (a request's ``report_url``), else
+    AEVAL_REPORT_URL, else, in a GitLab CI job, that job's browsable artifacts
+    (``$CI_JOB_URL/artifacts/file/<store>/runs``, as the template keeps the run folders)."""
+    if configured or os.environ.get("AEVAL_REPORT_URL"):
+        return (configured or os.environ["AEVAL_REPORT_URL"]).rstrip("/")
+    job = os.environ.get("CI_JOB_URL")
+    if job:
+        store = os.environ.get("AEVAL_HOME", ".aeval").strip("/") or ".aeval"
+        return f"{job.rstrip('/')}/artifacts/file/{store}/runs"
+    return None
+
+
+def run_summary_markdown(manifest: RunManifest, run_dir: Path, base_url: str | None) -> str:
+    """The run-summary artifact: the gate, and links to report.html and junit.xml where
+    they are browsable (``base_url``), else their paths on the machine that ran it (a
+    file:// link is dead in the UI of any other machine)."""
+    gate = manifest.gate
+    lines = [f"# aeval run {manifest.run_id}", "",
+             f"Gate: exit {gate.exit_code} ({inert(gate.reason)})" if gate else "Gate: none", ""]
+    if base_url:
+        url = f"{base_url}/{manifest.run_id}"
+        lines += [f"Report: [report.html]({url}/report.html)  ",
+                  f"JUnit: [junit.xml]({url}/junit.xml)  ", f"Run folder: <{url}/>"]
+    else:
+        where = Path(run_dir).resolve()
+        lines += [f"Run folder (on the machine that ran it): `{where}`  ",
+                  f"Report: `{where / 'report.html'}`  ", f"JUnit: `{where / 'junit.xml'}`"]
+    return "\n".join(lines) + "\n"
+
+
+def publish_run_artifacts(manifest: RunManifest, run_dir: Path, base_url: str | None) -> None:
+    """The run-summary markdown and, where the report is browsable, a link artifact to it."""
+    from prefect.artifacts import create_link_artifact, create_markdown_artifact
+
+    create_markdown_artifact(run_summary_markdown(manifest, run_dir, base_url),
+                             key=artifact_key("run", "summary"),
+                             description=f"aeval run {manifest.run_id}")
+    if base_url:
+        create_link_artifact(f"{base_url}/{manifest.run_id}/report.html",
+                             link_text=f"report.html of run {manifest.run_id}",
+                             key=artifact_key("run", "report"),
+                             description=f"aeval run {manifest.run_id}: report.html")
+
+
+def emit_run_finished(manifest: RunManifest, base_url: str | None) -> None:
+    """``aeval.run.finished`` with the gate: what an Automation keys on to tell someone that
+    a nightly (or any run) did not pass."""
+    from prefect.events import emit_event
+
+    gate = manifest.gate
+    emit_event(
+        event="aeval.run.finished",
+        resource={"prefect.resource.id": f"aeval.run.{manifest.run_id}",
+                  "prefect.resource.name": f"aeval run {manifest.run_id}",
+                  "aeval.exit-code": str(gate.exit_code if gate else 0)},
+        payload={"run_id": manifest.run_id,
+                 "gate": {"exit_code": gate.exit_code if gate else 0,
+                          "reason": inert(gate.reason if gate else "")[:1000]},
+                 "totals": manifest.totals, "skills": [s.name for s in manifest.skills],
+                 "report_url": f"{base_url}/{manifest.run_id}/report.html" if base_url
+                 else None})

@@ -6,13 +6,18 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aeval.tasks.prefect_artifacts import artifact_key
+from aeval.tasks.prefect_artifacts import (
+    artifact_key,
+    emit_run_finished,
+    publish_run_artifacts,
+    report_base_url,
+)
 from aeval.tasks.prepare import PreparedRun
 from aeval.tasks.progress import progress
 from aeval.tasks.report import render_report
 from aeval.tasks.reuse import record_verdicts
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
@@ -128,10 +133,7 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest
             rows = [{"case": "-", "status": "invalid", "reason": "; ".join(s.problems)}]
         create_table_artifact(rows, key=artifact_key("skill", s.name),
                               description=f"{s.name}: {s.status}")
-    create_markdown_artifact(
-        f"# aeval run {done.run_id}\n\nGate: exit {done.gate.exit_code} ({done.gate.reason})\n\n"
-        f"Run folder: [{run_dir}](file://{Path(run_dir).resolve()})  \n"
-        f"Report: [report.html](file://{Path(run_dir).resolve() / 'report.html'})  \n"
-        f"JUnit: `{Path(run_dir).resolve() / 'junit.xml'}`\n",
-        key=artifact_key("run", "summary"), description=f"aeval run {done.run_id}")
+    base_url = report_base_url(prepared.request.report_url)
+    publish_run_artifacts(done, run_dir, base_url)
+    emit_run_finished(done, base_url)
     return done

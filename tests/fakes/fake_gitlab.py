@@ -20,6 +20,11 @@ right combination: an added line takes only ``new_line``, a removed line only ``
 context line both (and they must agree). Anything else answers 400
 ``{"message": {"base": ["line_code ... must be a valid line code"]}}``.
 
+With ``git_repos`` (``{"tools/aeval": Path("bare.git")}``) it also serves those repositories
+read-only over git's "dumb" HTTP protocol at ``/<path>.git/...``, as a GitLab instance
+serves ``git clone``: HTTP basic auth with ``gitlab-ci-token`` and ``job_token`` (401 with
+a Basic challenge otherwise, so git sends the URL's credentials).
+
 Pages follow GitLab: ``page``/``per_page`` query parameters, ``Link: <...>; rel="next"`` and the
 ``X-Page``/``X-Total-Pages``/... headers.
 """
@@ -107,7 +112,8 @@ class FakeGitLab:
     def __init__(self, *, diffs: list[dict], project_id: int = 42,
                  project_path: str = "group/marketplace", mr_iid: int = 7,
                  diff_refs: dict[str, str] | None = None, token: str | None = None,
-                 per_page: int = 20, username: str = "aeval-bot"):
+                 per_page: int = 20, username: str = "aeval-bot",
+                 git_repos: dict[str, Any] | None = None, job_token: str | None = None):
         self.project_id = project_id
         self.project_path = project_path
         self.mr_iid = mr_iid
@@ -118,6 +124,8 @@ class FakeGitLab:
         self.token = token
         self.per_page = per_page
         self.user = {"id": 1, "username": username, "name": username, "bot": True}
+        self.git_repos = dict(git_repos or {})
+        self.job_token = job_token
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._state = _State()
@@ -385,4 +393,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = do_DELETE = _dispatch
+    def _git_file(self) -> bool:
+        """A file of a served bare repository (dumb HTTP), with job-token basic auth."""
+        import base64
+        from pathlib import Path
+
+        path = urlsplit(self.path).path
+        m = re.match(r"^/(.+?)\.git/(.*)$", path)
+        if self.command != "GET" or not m or m.group(1) not in self.fake.git_repos:
+            return False
+        root = Path(self.fake.git_repos[m.group(1)]).resolve()
+        expected = base64.b64encode(f"gitlab-ci-token:{self.fake.job_token}".encode()).decode()
+        ok = self.headers.get("Authorization") == f"Basic {expected}"
+        rec = RecordedRequest("GET", path, {}, None, authorized=ok)
+        target = (root / m.group(2)).resolve()
+        if not ok:
+            rec.status, data = 401, b"HTTP Basic: Access denied\n"
+        elif target.is_relative_to(root) and target.is_file():
+            rec.status, data = 200, target.read_bytes()
+        else:
+            rec.status, data = 404, b"not found\n"
+        with self.fake._lock:
+            self.fake._requests.append(rec)
+        self.send_response(rec.status)
+        if rec.status == 401:
+            self.send_header("WWW-Authenticate", 'Basic realm="GitLab"')
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
+
+    def do_GET(self) -> None:
+        if not self._git_file():
+            self._dispatch()
+
+    do_POST = do_PUT = do_DELETE = _dispatch

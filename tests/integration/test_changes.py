@@ -129,16 +129,86 @@ def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
     from aeval.errors import GateFailed
     from aeval.requests import MrRequest
 
-    state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD~1", store=str(tmp_path / "s")),
-                        return_state=True)
+    state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD~1", head="HEAD",
+                                  store=str(tmp_path / "s")), return_state=True)
     assert state.is_failed() and state.message.startswith("aeval gate: exit 1: ")
     with pytest.raises(GateFailed) as failed:
         state.result()
     assert failed.value.exit_code == 1
     from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(state.state_details.flow_run_id)
+        (child,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
+        tasks = {t.name: t for t in client.read_task_runs(flow_run_filter=FlowRunFilter(
+            id={"any_": [child.id]}))}
     assert run.name == "mr: HEAD~1...HEAD"
+    # the verdicts are Prefect states: the failing case's task run and the evaluate run fail
+    case = tasks["case gamma/c [literal]"]
+    assert case.state.is_failed() and case.state.name == "SkillDefect", case.state
+    assert child.state.is_failed() and child.state.message.startswith("aeval gate: exit 1")
     (rd,) = (tmp_path / "s" / "runs").iterdir()
     assert [s["name"] for s in json.loads((rd / "run.json").read_text())["skills"]] == ["gamma"]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_mr_flow_evaluates_head_whatever_the_repository_has_checked_out(repo, tmp_path):
+    """Served at base and triggered with head = a defective commit, the MR flow ended
+    `Completed('every case passed')`: it evaluated the serving checkout. It clones for the
+    run and checks out head itself, and leaves the repository's working tree alone."""
+    from aeval.flows.mr import evaluate_mr
+
+    from aeval.requests import MrRequest
+
+    base = sh(repo, "rev-parse", "HEAD")
+    cfg = repo / "skills" / "gamma" / "eval.config"
+    cfg.write_text(cfg.read_text().replace("echo ok > out.txt", "exit 1"))
+    commit(repo, "gamma: a defect")
+    head = sh(repo, "rev-parse", "HEAD")
+    sh(repo, "checkout", "-q", base)  # the serving checkout stays at base
+    state = evaluate_mr(MrRequest(repo=str(repo), base=base, head=head, mr_iid=3,
+                                  store=str(tmp_path / "s")), return_state=True)
+    assert state.is_failed() and state.message.startswith("aeval gate: exit 1: "), state
+    assert "gamma/c" in state.message
+    (rd,) = (tmp_path / "s" / "runs").iterdir()
+    done = json.loads((rd / "run.json").read_text())
+    assert done["head"] == head and done["base"] == base
+    assert sh(repo, "rev-parse", "HEAD") == base and not sh(repo, "status", "--porcelain")
+    from prefect import get_client
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(state.state_details.flow_run_id)
+    assert run.name == f"mr 3: {base[:12]}...{head[:12]}"  # not two 40-character shas
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_mr_flow_fails_clearly_when_head_cannot_be_had(repo, tmp_path):
+    from aeval.flows.mr import evaluate_mr
+
+    from aeval.requests import MrRequest
+
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD", head=missing, mr_iid=5,
+                                  store=str(tmp_path / "s")), return_state=True)
+    assert state.is_failed() and state.name == "CheckoutFailed", state
+    assert state.message.startswith(f"aeval: cannot evaluate head {missing[:12]}: head "
+                                    f"{missing} is not in {repo}"), state.message
+    assert "refs/merge-requests/5" in state.message
+    assert not (tmp_path / "s" / "runs").exists()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_mr_flow_misconfigured_is_failed_before_anything_runs(repo, tmp_path, monkeypatch):
+    from aeval.flows.mr import evaluate_mr
+
+    from aeval.requests import MrRequest
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD~1", head="HEAD",
+                                  runtimes=["builtin"], model="openai/gpt-4o",
+                                  store=str(tmp_path / "s")), return_state=True)
+    assert state.is_failed() and state.name == "Misconfigured", state
+    assert state.message == ("aeval gate: exit 2: --model openai/gpt-4o: OPENAI_API_KEY is not "
+                             "set (the provider's key; or --api-base for a server of your own)")

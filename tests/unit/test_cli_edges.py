@@ -213,3 +213,22 @@ def test_a_cut_invalid_skill_list_says_and_n_more():
     g = gate([skill(f"bad{i}", invalid=True) for i in range(6)])
     assert g.exit_code == 2
     assert g.reason == "invalid skill(s): bad0, bad1, bad2, bad3, bad4 and 1 more"
+
+
+# -- a mistyped flag of a subcommand gets that subcommand's usage ----------------------------
+
+@pytest.mark.parametrize(("argv", "usage"), [
+    (["run", "--modle", "openai/x"], "usage: aeval run "),
+    (["sweep", "--epohcs", "2"], "usage: aeval sweep "),
+    (["post", "--dryrun"], "usage: aeval post "),
+    (["uplift", "--runtimes", "builtin", "."], "usage: aeval uplift "),
+])
+def test_a_mistyped_flag_shows_the_subcommand_usage(argv, usage, capsys):
+    """`aeval run --modle` printed the top-level usage (`usage: aeval [-h] [--version]
+    COMMAND ...`), which lists no flag of `run` at all."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage), err
+    assert f"unrecognized arguments: {argv[1]}" in err.splitlines()[-1]

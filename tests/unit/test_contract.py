@@ -111,6 +111,28 @@ def test_unparseable_config_reports_the_line(tmp_path):
     assert "line 1" in str(exc.value) and str(d / "eval.config") in str(exc.value)
 
 
+def test_a_yaml_error_names_its_own_line_and_column(tmp_path):
+    """A tab on line 4 of a YAML eval.config is line 4 (it was reported as JSON's "line 1:
+    Expecting value"), in one line."""
+    d = write_skill(tmp_path)
+    text = ("evals:\n  - id: train\n    prompt: Train the model.\n"
+            "\texpected_outcome: A checkpoint.\n")
+    with pytest.raises(ContractError) as exc:
+        parse_config(write_config(d, text))
+    (problem,) = exc.value.problems
+    message = str(problem)
+    assert message.startswith(f"{d / 'eval.config'}: not valid YAML: line 4, column 1: ")
+    assert "\\t" in message or "tab" in message.lower() or "cannot start" in message
+    assert "\n" not in message and "JSON" not in message
+
+
+def test_a_json_error_keeps_the_json_place(tmp_path):
+    d = write_skill(tmp_path)
+    with pytest.raises(ContractError) as exc:
+        parse_config(write_config(d, '{\n  "evals": [\n    {"id": "x",, }\n  ]\n}'))
+    assert ": not valid JSON: line 3, column " in str(exc.value)
+
+
 def test_missing_case_file_is_reported(tmp_path):
     d = write_skill(tmp_path)
     write_config(d, {"evals": [{**CASE, "files": ["fixtures/"]}]})

@@ -414,7 +414,7 @@ def test_junit_xml_validates(tmp_path):
 
 def test_ci_template_is_valid_yaml_with_the_documented_jobs():
     text = TEMPLATE.read_text()
-    ci = yaml.safe_load(text)
+    ci = list(yaml.safe_load_all(text))[1]  # after the spec:inputs header
     job, report, prefect = ci["aeval-evaluate"], ci["aeval-report"], ci["aeval-prefect"]
     assert ci["variables"]["AEVAL_SKILLS_GLOB"] == "skills/**/*"
     for j in (job, report, prefect):
@@ -444,7 +444,9 @@ def test_ci_template_is_valid_yaml_with_the_documented_jobs():
     assert "AEVAL_VIA_PREFECT" in report["rules"][0]["if"]
     cmd = " ".join(prefect["script"])
     assert ci["variables"]["AEVAL_PREFECT_DEPLOYMENT"] == "aeval-mr/mr"
-    assert "prefect deployment run" in cmd and "--watch" in cmd and "--param" in cmd
+    assert cmd.startswith('aeval trigger "$AEVAL_PREFECT_DEPLOYMENT"') and "--timeout" in cmd
+    assert prefect["retry"] == {"max": 2, "exit_codes": [3]}
+    assert prefect["allow_failure"] == {"exit_codes": [3]}
     header = "\n".join(ln for ln in text.splitlines() if ln.startswith("#"))
     used = set(re.findall(r"\$\{?(AEVAL_[A-Z_]+)", text)) | set(ci["variables"])
     assert used and all(v in header for v in used | {"AEVAL_GITLAB_TOKEN"})

@@ -13,8 +13,10 @@ import yaml
 from aeval.deployments.serve import (
     DEPLOYMENTS,
     NIGHTLY_CRON,
+    POOL_SUFFIX,
     TAGS,
     build_parser,
+    nightly_parameters,
     runner_deployments,
 )
 from aeval.flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
@@ -35,6 +37,11 @@ def yaml_ids() -> list[str]:
     return [d["name"] for d in yaml_deployments()]
 
 
+def spec_of(yaml_name: str):
+    """The DEPLOYMENTS entry a prefect.yaml deployment (``<name>-pool``) repeats."""
+    return next(s for s in DEPLOYMENTS if s.name + POOL_SUFFIX == yaml_name)
+
+
 # ---- prefect.yaml ---------------------------------------------------------------------------
 
 
@@ -45,48 +52,58 @@ def test_prefect_yaml_is_valid_for_prefect_deploy():
 
     raw = yaml.safe_load(PREFECT_YAML.read_text())
     model = PrefectYamlModel.model_validate(raw)
-    assert [d.name for d in model.deployments] == ["mr", "nightly"]
+    assert [d.name for d in model.deployments] == ["mr-pool", "nightly-pool"]
     assert all(d.work_pool and d.work_pool.name == "aeval" for d in model.deployments)
-    (step,) = raw["pull"]
+    (step,) = raw["pull"]  # only where a relative run store lands: no checkout of aeval
     assert step == {"prefect.deployments.steps.set_working_directory": {
-        "directory": "{{ $AEVAL_PROJECT_DIR }}"}}
+        "directory": "{{ $AEVAL_WORKDIR }}"}}
 
 
 @pytest.mark.parametrize("name", yaml_ids())
 def test_every_entrypoint_imports_and_names_a_flow(name: str):
+    """Module entrypoints (aeval is installed): they load from anywhere, no checkout."""
     dep = next(d for d in yaml_deployments() if d["name"] == name)
-    path, _, func = dep["entrypoint"].partition(":")
-    assert (ROOT / path).is_file(), f"{dep['entrypoint']}: no such file under {ROOT}"
-    by_file = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
-    assert isinstance(by_file, Flow)
-    spec = next(s for s in DEPLOYMENTS if s.name == name)
-    assert spec.flow().name == by_file.name
-    assert spec.full_name == f"{by_file.name}/{name}"
+    assert ":" not in dep["entrypoint"] and dep["entrypoint"].startswith("aeval.flows.")
+    loaded = load_flow_from_entrypoint(dep["entrypoint"], use_placeholder_flow=False)
+    assert isinstance(loaded, Flow)
+    spec = spec_of(name)
+    assert spec.flow() is loaded
+    assert spec.full_name == f"{loaded.name}/{spec.name}"
 
 
 @pytest.mark.parametrize("name", yaml_ids())
 def test_parameters_fit_the_flow_signature(name: str):
     dep = next(d for d in yaml_deployments() if d["name"] == name)
-    spec = next(s for s in DEPLOYMENTS if s.name == name)
-    flow = spec.flow()
+    flow = spec_of(name).flow()
     params = dep.get("parameters", {})
+    if not params:  # the MR deployment: every run brings its own request
+        return
     unknown = set(params) - set(inspect.signature(flow.fn).parameters)
     assert not unknown, f"{name}: {sorted(unknown)} are not parameters of {flow.name}"
-    flow.validate_parameters(params)  # pydantic, against the annotations
+    # pydantic, against the annotations, as `prefect deploy` fills {{ $AEVAL_MARKETPLACE }}
+    from prefect.utilities.templating import apply_values
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AEVAL_MARKETPLACE", "/srv/mp")
+        flow.validate_parameters(apply_values(params, {}))
     # ... and the JSON schema the server enforces for `prefect deployment run --param`
     schema = parameter_schema(flow.fn).model_dump_for_openapi()
     jsonschema.validate(params, schema)
     required = set(schema.get("required", []))
     assert required <= set(params), f"{name}: required parameters without a value"
+    request = params["request"]
+    assert request["marketplace"] == "{{ $AEVAL_MARKETPLACE }}", "no default marketplace"
 
 
 def test_prefect_yaml_and_serve_define_the_same_deployments():
     from_yaml = {d["name"]: d for d in yaml_deployments()}
-    assert list(from_yaml) == [s.name for s in DEPLOYMENTS]
+    assert list(from_yaml) == [s.name + POOL_SUFFIX for s in DEPLOYMENTS]
     for spec in DEPLOYMENTS:
-        d = from_yaml[spec.name]
+        d = from_yaml[spec.name + POOL_SUFFIX]
         assert d["entrypoint"] == spec.entrypoint
-        assert d["parameters"] == spec.parameters, spec.name
+        expected = (nightly_parameters("{{ $AEVAL_MARKETPLACE }}") if spec.name == "nightly"
+                    else spec.parameters)
+        assert d.get("parameters", {}) == expected, spec.name
         crons = [s["cron"] for s in d.get("schedules") or []]
         assert crons == ([spec.cron] if spec.cron else []), spec.name
         assert d["tags"] == list(TAGS)
@@ -97,34 +114,42 @@ def test_the_documented_deployments():
     """What CI and the README rely on."""
     names = {s.full_name: s for s in DEPLOYMENTS}
     assert set(names) == {"aeval-mr/mr", "aeval-sweep/nightly"}
-    mr = names["aeval-mr/mr"].parameters["request"]
-    assert {"repo", "base", "head", "mr_iid", "post", "runtimes"} <= set(mr)
-    assert mr["repo"] == "." and mr["post"] is False
+    assert names["aeval-mr/mr"].parameters == {}  # repo, base and head come with each run
     nightly = names["aeval-sweep/nightly"]
     assert nightly.cron == NIGHTLY_CRON == "0 2 * * *"
     assert nightly.parameters["request"]["epochs"] == 3
+    assert "marketplace" not in nightly.parameters["request"], "no default marketplace"
 
 
 # ---- the serve entrypoint -------------------------------------------------------------------
 
 
+def test_serve_without_a_marketplace_serves_no_nightly():
+    assert [d.name for d in runner_deployments()] == ["mr"]
+
+
 @pytest.mark.parametrize("schedule", [True, False])
 def test_serve_builds_the_runner_deployments(schedule: bool):
-    deps = {d.name: d for d in runner_deployments(schedule=schedule)}
+    deps = {d.name: d for d in runner_deployments(schedule=schedule, marketplace="/srv/mp")}
     assert set(deps) == {s.name for s in DEPLOYMENTS}
     for spec in DEPLOYMENTS:
         d = deps[spec.name]
         assert d.flow_name == spec.flow().name
-        assert d.parameters == spec.parameters
+        assert d.entrypoint == spec.entrypoint  # a module path
+        assert d.parameters == (nightly_parameters("/srv/mp") if spec.name == "nightly"
+                                else spec.parameters)
         assert d.tags == list(TAGS)
         crons = [s.schedule.cron for s in d.schedules or []]
         assert crons == ([spec.cron] if spec.cron and schedule else [])
-        jsonschema.validate(d.parameters, d._parameter_openapi_schema.model_dump_for_openapi())
+        if d.parameters:  # the MR deployment has none: each run brings its request
+            jsonschema.validate(d.parameters,
+                                d._parameter_openapi_schema.model_dump_for_openapi())
 
 
 def test_serve_command_line():
     assert build_parser().parse_args(["--no-schedule"]).no_schedule is True
     assert build_parser().parse_args([]).no_schedule is False
+    assert build_parser().parse_args(["--marketplace", "/m"]).marketplace == "/m"
 
 
 # ---- task runners ---------------------------------------------------------------------------
@@ -205,30 +230,30 @@ def test_each_flow_takes_one_typed_described_request(flow_path: str):
 
 
 def test_the_ci_template_sends_a_valid_mr_request():
-    """The aeval-prefect job's --param, expanded with CI's variables as bash would, is an
-    MrRequest (numeric-looking ids stay strings)."""
+    """The aeval-prefect job's `aeval trigger` line, expanded with CI's variables as bash
+    would, parses with trigger's own parser into a valid MrRequest."""
     import shlex
     import subprocess
 
+    from aeval.deployments.cli import build_parser
+
     from aeval.requests import MrRequest
 
-    ci = yaml.safe_load((ROOT / "deployments" / "gitlab" / "aeval.gitlab-ci.yml").read_text())
+    ci = list(yaml.safe_load_all((ROOT / "deployments" / "gitlab" /
+                                  "aeval.gitlab-ci.yml").read_text()))[1]
     (command,) = ci["aeval-prefect"]["script"]
-    env = {**ci["variables"], "CI_MERGE_REQUEST_DIFF_BASE_SHA": "1234567", "CI_COMMIT_SHA":
-           "89abcde", "CI_MERGE_REQUEST_IID": "7", "CI_PROJECT_ID": "42",
-           "CI_SERVER_URL": "https://gitlab.example.com", "PATH": "/usr/bin:/bin"}
-    args = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 3)[3]],
+    env = {k: v for k, v in ci["variables"].items() if "$[[" not in v} | {
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": "1234567", "CI_COMMIT_SHA": "89abcde",
+        "CI_MERGE_REQUEST_IID": "7", "CI_PROJECT_ID": "42", "CI_PROJECT_URL":
+        "https://gitlab.example.com/g/mp", "CI_SERVER_URL": "https://gitlab.example.com",
+        "PATH": "/usr/bin:/bin"}
+    env = {k: v.replace("${CI_PROJECT_URL}", env["CI_PROJECT_URL"]) for k, v in env.items()}
+    argv = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 1)[1]],
                           env=env, capture_output=True, text=True, check=True).stdout
-    params = [a for a in args.split("\0") if a.startswith("request=")]
-    assert len(params) == 1, shlex.join(args.split("\0"))
-    req = MrRequest.model_validate_json(params[0].removeprefix("request="))
+    args = build_parser().parse_args(argv.split("\0")[:-1])
+    assert args.command == "trigger", shlex.join(argv.split("\0"))
+    req = MrRequest(repo=args.repo, base=args.base, head=args.head, mr_iid=args.mr,
+                    project_id=args.project, post=args.post == "true")
     assert (req.base, req.head, req.mr_iid, req.project_id) == ("1234567", "89abcde", 7, "42")
-    assert req.post is False and req.repo == "."
-
-
-def test_the_ci_template_installs_a_pinned_free_name():
-    ci = yaml.safe_load((ROOT / "deployments" / "gitlab" / "aeval.gitlab-ci.yml").read_text())
-    import tomllib
-
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert ci["variables"]["AEVAL_PIP_SPEC"] == f"aeval-skills=={version}"
+    assert req.repo == "https://gitlab.example.com/g/mp.git" and req.post is False
+    assert args.timeout == 3000

@@ -47,6 +47,17 @@ def test_unloadable_skill_is_invalid(tmp_path, text, expected):
         load_skill(d)
 
 
+def test_broken_frontmatter_is_one_line_naming_the_file_line(tmp_path):
+    """PyYAML's own message spans lines and quotes the source; the problem is one line with
+    the line of SKILL.md (the frontmatter starts on line 2)."""
+    d = make(tmp_path, "s", "---\nname: s\ndescription: does: things: [\n---\nBody\n")
+    with pytest.raises(ContractError) as exc:
+        load_skill(d)
+    message = str(exc.value.problems[0])
+    assert "\n" not in message, message
+    assert message.startswith(f"{d / 'SKILL.md'}:frontmatter: not valid YAML: line 3, "), message
+
+
 def test_missing_skill_md(tmp_path):
     with pytest.raises(ContractError, match=r"no SKILL\.md"):
         load_skill(tmp_path)

@@ -148,9 +148,10 @@ def test_usage_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert err.startswith("aeval uplift: ") and message in err and err.count("\n") == 1
 
 
-def test_a_folder_without_skills_is_a_usage_error(tmp_path, capsys):
+def test_a_folder_without_skills_is_a_usage_error(tmp_path, capsys, monkeypatch):
     from aeval.deployments.cli import main
 
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # else the missing key is said first
     assert main(["uplift", str(tmp_path), "--model", "openai/x"]) == 2
     assert "no SKILL.md found under" in capsys.readouterr().err
 
@@ -162,4 +163,4 @@ def test_the_flow_request_refuses_runtimes_without_an_agent():
 
     with pytest.raises(ValidationError, match="uplift needs an agent runtime, not literal"):
         UpliftRequest(runtimes=["builtin", "literal"])
-    assert UpliftRequest().with_id().uplift_id
+    assert UpliftRequest(model="openai/x").with_id().uplift_id
