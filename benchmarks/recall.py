@@ -139,8 +139,9 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
             by_id = {p.id: p for p in plants}
             for r in missed:
                 exp = by_id[r.plant].expect
+                named = f", names line {', '.join(map(str, r.named))}" if r.named else ""
                 print(f"  {r.plant} {r.skill} (wants {exp.file}:{exp.line}, "
-                      f"{exp.cause!r}): {r.status}: {r.said}")
+                      f"{exp.cause!r}{named}): {r.status}: {r.said}")
         for r, changed in results:
             false_alarms += [f"{r.marketplace}/{c} under {r.plant}" for c in changed]
     caught = sum(r.caught for r, _ in results)

@@ -372,6 +372,8 @@ class PlantResult:
     said: str
     """What aeval said about the planted skill (a failing case's evidence, or the first
     case's reason), on one line."""
+    named: list[int] = field(default_factory=list)
+    """The lines of the expected file the failing cases' evidence names."""
 
 
 def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> PlantResult:
@@ -379,14 +381,16 @@ def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> Plan
     status = view.status if view else "not found"
     line_ok = cause_ok = caught = False
     said = problem
+    named: set[int] = set()
     if view:
         failing = [c for c in view.cases if c.status == "fail"]
         for c in failing:
             lo, co = finding_matches(c.evidence, plant)
             line_ok, cause_ok = line_ok or lo, cause_ok or co
             caught = caught or (lo and co)
+            named |= named_lines(c.evidence, plant.expect.file)
         shown = failing or view.cases
         if shown and not said:
             said = f"{shown[0].case_id}: {one_line(shown[0].evidence)}"
     return PlantResult(plant.id, plant.marketplace, plant.skill, plant.kind, status, line_ok,
-                       cause_ok, caught and status == "fail", said)
+                       cause_ok, caught and status == "fail", said, sorted(named))
