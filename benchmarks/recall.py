@@ -160,7 +160,7 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(prog="recall.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Plants and marketplaces: tests/corpus/plants.json, "
                                        "tests/corpus/marketplaces/.")

@@ -380,7 +380,7 @@ def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> Plan
     view = skills.get(plant.skill)
     status = view.status if view else "not found"
     line_ok = cause_ok = caught = False
-    said = problem
+    said = problem or ("" if view else "the run did not discover this skill folder")
     named: set[int] = set()
     if view:
         failing = [c for c in view.cases if c.status == "fail"]
