@@ -1,0 +1,249 @@
+"""Planted-defect recall and false alarms of `aeval run` over the recall corpus
+(tests/corpus/: three marketplaces written the way public ones are, and the defects planted
+in them, plants.json).
+
+    .venv/bin/python benchmarks/recall.py                  # every marketplace and plant
+    .venv/bin/python benchmarks/recall.py --plant P09      # one plant (and its baseline)
+    .venv/bin/python benchmarks/recall.py --jobs 3 --json /tmp/recall.json
+
+Each marketplace is built in a temporary git repository and run zero-key, exactly as CI
+would (`aeval run <marketplace> --out <tmp> -q`: no model configured, so the literal
+runtime), once as committed and once per plant with that plant alone applied. From run.json
+and each case's grading.json and eval_metadata.json it prints, per plant, the planted
+skill's status, whether the evidence (the failing case's `reason` plus the `evidence` of its
+failed expectations) names the expected line (`line N` or `<file>:N`) and the cause, and
+whether the other skills kept their verdicts; then the totals:
+
+- recall: plants whose skill fails with the right line and cause, over all plants;
+- false alarms: `fail`, `error` or `internal` skills of the unplanted marketplaces, plus
+  other skills whose verdict changed under a plant;
+- dishonest passes: `pass` cases of the unplanted marketplaces whose resource record shows
+  nothing of the skill ran (no file executed, none read but SKILL.md);
+- skills found (against the folders holding a SKILL.md), pass and untested, per marketplace.
+
+The machine's load is printed at the start and the end: on a shared machine the wall times
+are not comparable between sittings, the verdicts are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from _common import aeval_exe, clean_env, machine, run_timed  # noqa: E402
+
+from tests.corpus.loader import (  # noqa: E402
+    Plant,
+    PlantResult,
+    SkillView,
+    build_marketplace,
+    changed_verdicts,
+    judge,
+    load_plants,
+    marketplace_names,
+    one_line,
+    read_run,
+    skill_folders,
+)
+
+BAD = ("fail", "error", "internal")
+ZERO_KEY = ("AEVAL_MODEL", "AEVAL_GRADER_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+            "AEVAL_API_BASE", "PREFECT_API_URL")
+
+
+@dataclass
+class Run:
+    """One `aeval run` of a marketplace (unplanted, or with one plant)."""
+
+    marketplace: str
+    plant: str | None
+    exit: int
+    wall_s: float
+    skills: dict[str, SkillView] = field(default_factory=dict)
+    problem: str = ""
+
+
+def run_one(marketplace: str, plant: Plant | None, work: Path, prefect_home: Path,
+            timeout: float) -> Run:
+    tag = plant.id if plant else "unplanted"
+    root = build_marketplace(marketplace, work / f"{marketplace}-{tag}" / marketplace,
+                             [plant] if plant else [])
+    out = root.parent / "out"
+    env = clean_env(prefect_home)
+    for key in ZERO_KEY:
+        env.pop(key, None)
+    timed = run_timed([str(aeval_exe()), "run", str(root), "--out", str(out), "-q"], env,
+                      timeout=timeout)
+    skills, problem = read_run(root, out)
+    if problem:
+        said = (timed.stdout + timed.stderr).strip().splitlines()
+        problem = f"{problem}; exit {timed.returncode}: {one_line(said[-1] if said else '', 200)}"
+    return Run(marketplace, plant.id if plant else None, timed.returncode,
+               round(timed.wall_s, 1), skills, problem)
+
+
+def _table(rows: list[list[str]], head: list[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths)),
+                      *(fmt.format(*r) for r in rows)])
+
+
+def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]]],
+           plants: list[Plant]) -> dict:
+    print()
+    print("Unplanted marketplaces")
+    rows, false_alarms, dishonest = [], [], []
+    for name, run in baselines.items():
+        expected = skill_folders(name)
+        statuses = [v.status for v in run.skills.values()]
+        for folder, v in sorted(run.skills.items()):
+            if v.status in BAD:
+                false_alarms.append(f"{name}/{folder}: {v.status} (unplanted): "
+                                    + one_line(v.cases[0].evidence if v.cases else ""))
+            dishonest += [f"{name}/{folder}/{c.case_id}" for c in v.cases
+                          if c.status == "pass" and c.honest is False]
+        found = len(set(expected) & set(run.skills))
+        rows.append([name, f"{found}/{len(expected)}", str(statuses.count("pass")),
+                     str(statuses.count("untested")), str(sum(s in BAD for s in statuses)),
+                     str(run.exit), f"{run.wall_s:.0f}", run.problem])
+    print(_table(rows, ["marketplace", "found", "pass", "untested", "fail/error", "exit",
+                        "wall s", "problem"]))
+    if results:
+        print()
+        print("Plants")
+        print(_table([[r.plant, r.marketplace, r.skill, r.kind, r.status,
+                       "yes" if r.line_ok else "no", "yes" if r.cause_ok else "no",
+                       "yes" if not changed else f"no ({len(changed)})",
+                       "CAUGHT" if r.caught else "missed"] for r, changed in results],
+                     ["plant", "marketplace", "skill", "kind", "status", "line", "cause",
+                      "others kept", "result"]))
+        missed = [r for r, _ in results if not r.caught]
+        if missed:
+            print()
+            print("Missed: what aeval said instead")
+            by_id = {p.id: p for p in plants}
+            for r in missed:
+                exp = by_id[r.plant].expect
+                named = f", names line {', '.join(map(str, r.named))}" if r.named else ""
+                print(f"  {r.plant} {r.skill} (wants {exp.file}:{exp.line}, "
+                      f"{exp.cause!r}{named}): {r.status}: {r.said}")
+        for r, changed in results:
+            false_alarms += [f"{r.marketplace}/{c} under {r.plant}" for c in changed]
+    caught = sum(r.caught for r, _ in results)
+    print()
+    print("Totals")
+    if results:
+        print(f"  recall:           {caught}/{len(results)} = {caught / len(results):.0%}")
+    print(f"  false alarms:     {len(false_alarms)}")
+    for fa in false_alarms:
+        print(f"    {fa}")
+    print(f"  dishonest passes: {len(dishonest)}")
+    for d in dishonest:
+        print(f"    {d}")
+    return {"recall": [caught, len(results)], "false_alarms": false_alarms,
+            "dishonest_passes": dishonest}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="recall.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Plants and marketplaces: tests/corpus/plants.json, "
+                                       "tests/corpus/marketplaces/.")
+    p.add_argument("--plant", action="append", metavar="ID",
+                   help="run only this plant (repeatable); its marketplace's baseline runs too")
+    p.add_argument("--marketplace", action="append", metavar="NAME",
+                   help="only this marketplace (repeatable): "
+                        + ", ".join(marketplace_names()))
+    p.add_argument("--no-plants", action="store_true", help="only the unplanted marketplaces")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="aeval runs at a time (default 1; each has its own PREFECT_HOME)")
+    p.add_argument("--timeout", type=float, default=1800, metavar="S",
+                   help="seconds one aeval run may take (default 1800)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write every result here")
+    p.add_argument("--keep", type=Path, metavar="DIR",
+                   help="build and run in DIR and keep it (default: a temporary folder)")
+    args = p.parse_args()
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
+
+    plants = load_plants()
+    known = {pl.id for pl in plants}
+    if args.plant:
+        unknown = sorted(set(args.plant) - known)
+        if unknown:
+            p.error(f"unknown plant(s): {', '.join(unknown)} (see tests/corpus/plants.json)")
+        plants = [pl for pl in plants if pl.id in set(args.plant)]
+    names = args.marketplace or sorted({pl.marketplace for pl in plants} if args.plant
+                                       else marketplace_names())
+    unknown = sorted(set(names) - set(marketplace_names()))
+    if unknown:
+        p.error(f"unknown marketplace(s): {', '.join(unknown)}")
+    plants = [] if args.no_plants else [pl for pl in plants if pl.marketplace in names]
+
+    print(f"machine: {machine()}")
+    print(f"aeval: {aeval_exe()}; {len(names)} marketplace(s), {len(plants)} plant(s), "
+          f"{args.jobs} job(s)")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="aeval-recall-"))
+    work.mkdir(parents=True, exist_ok=True)
+    homes = [work / f"prefect-home-{i}" for i in range(args.jobs)]
+    free = list(homes)
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def job(name: str, plant: Plant | None) -> Run:
+        with lock:
+            home = free.pop()
+        try:
+            run = run_one(name, plant, work, home, args.timeout)
+        finally:
+            with lock:
+                free.append(home)
+        print(f"  {name:<10} {plant.id if plant else 'unplanted':<9} exit {run.exit} "
+              f"in {run.wall_s:.0f} s", flush=True)
+        return run
+
+    try:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            base_f = {n: pool.submit(job, n, None) for n in names}
+            plant_f = [(pl, pool.submit(job, pl.marketplace, pl)) for pl in plants]
+            baselines = {n: f.result() for n, f in base_f.items()}
+            results = []
+            for pl, f in plant_f:
+                run = f.result()
+                results.append((judge(pl, run.skills, run.problem),
+                                changed_verdicts(run.skills, baselines[pl.marketplace].skills,
+                                                 {pl.skill})))
+        totals = report(baselines, results, plants)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"{time.monotonic() - start:.0f} s; load at the end: "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "machine": machine(), "totals": totals,
+            "baselines": {n: asdict(r) for n, r in baselines.items()},
+            "plants": [{**asdict(r), "changed": c} for r, c in results]}, indent=2) + "\n",
+            encoding="utf-8")
+        print(f"results: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

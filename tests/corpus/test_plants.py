@@ -1,0 +1,281 @@
+"""The recall corpus holds what it claims, before aeval looks at it: three marketplaces of at
+least ten skills each; the unplanted corpus has no defect of the kinds planted (every link
+resolves, every script with an interpreter line is executable and committed so, no CRLF);
+every plant applies to a copy, and its `expect.line` is a line that names the cause; and a
+planted block really breaks: run as a reader would (bash, from the skill folder, a private
+/tmp), it exits 0 on the corpus as committed and non-zero once the plant is applied.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path, PurePosixPath
+from typing import get_args
+
+import pytest
+
+from tests.corpus.loader import (
+    MARKETPLACES,
+    Kind,
+    Plant,
+    PlantError,
+    apply_plant,
+    build_marketplace,
+    finding_matches,
+    load_plants,
+    marketplace_names,
+    names_cause,
+    skill_folders,
+)
+
+PLANTS = load_plants()
+FENCE = re.compile(r"^( *)(`{3,}|~{3,})[ \t]*([\w-]*)[^\n]*\n(.*?)^\1\2[ \t]*$", re.M | re.S)
+LINK = re.compile(r"\[[^\]\n]+\]\(([^)\s]+)\)")
+
+
+def blocks(text: str) -> list[tuple[int, int, str, str]]:
+    """Top-level fenced blocks of a Markdown text: (first body line, last body line, language,
+    body with the fence's indentation removed). Lines are 1-based."""
+    out = []
+    for m in FENCE.finditer(text):
+        first = text.count("\n", 0, m.start()) + 2
+        body = m.group(4)
+        ind = len(m.group(1))
+        lines = [ln[ind:] if ln[:ind].strip() == "" else ln for ln in body.splitlines()]
+        out.append((first, first + len(lines) - 1, m.group(3), "\n".join(lines)))
+    return out
+
+
+def prose(text: str) -> str:
+    """``text`` with its fenced blocks blanked (line numbers kept)."""
+    for m in FENCE.finditer(text):
+        text = text[:m.start()] + re.sub(r"[^\n]", " ", m.group(0)) + text[m.end():]
+    return text
+
+
+def test_three_marketplaces_of_at_least_ten_skills():
+    names = marketplace_names()
+    assert len(names) >= 3, names
+    for name in names:
+        assert len(skill_folders(name)) >= 10, (name, skill_folders(name))
+    # the layouts aeval must discover: dot-folders and .claude/skills
+    found = {s for n in names for s in skill_folders(n)}
+    assert any(s.startswith("skills/.curated/") for s in found)
+    assert any(s.startswith("skills/.system/") for s in found)
+    assert any(s.startswith("skills/.experimental/") for s in found)
+    assert any(s.startswith(".claude/skills/") for s in found)
+
+
+def test_at_least_thirty_plants_spread_over_marketplaces_and_kinds():
+    assert len(PLANTS) >= 30
+    per_mp = Counter(p.marketplace for p in PLANTS)
+    assert set(per_mp) == set(marketplace_names()), per_mp
+    assert min(per_mp.values()) >= 8, per_mp
+    assert set(get_args(Kind)) == {p.kind for p in PLANTS}, "a kind without a plant"
+    assert sum(p.after_skipped for p in PLANTS) >= 5
+    for p in PLANTS:
+        assert p.skill in skill_folders(p.marketplace), p.id
+
+
+@pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.id)
+def test_expected_lines_name_the_cause(plant: Plant):
+    path = MARKETPLACES / plant.marketplace / plant.skill / plant.expect.file
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n in plant.expect.lines:
+        assert n <= len(lines), f"{plant.id}: {plant.expect.file} has {len(lines)} lines"
+        assert names_cause(lines[n - 1], plant.expect.cause), \
+            f"{plant.id}: {plant.expect.file}:{n} does not name {plant.expect.cause!r}: " \
+            f"{lines[n - 1]!r}"
+
+
+def _copy(plant: Plant, dest: Path) -> Path:
+    shutil.copytree(MARKETPLACES / plant.marketplace, dest, symlinks=True)
+    return dest
+
+
+def _files(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.relative_to(root).as_posix(): (p.stat().st_mode, p.read_bytes())
+            for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.id)
+def test_plant_applies_to_a_copy_and_changes_only_its_skill(plant: Plant, tmp_path):
+    before = _files(MARKETPLACES / plant.marketplace)
+    after_root = _copy(plant, tmp_path / "after")
+    apply_plant(plant, after_root)
+    after = _files(after_root)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert changed, f"{plant.id} changed nothing"
+    assert all(k.startswith(plant.skill + "/") for k in changed), changed
+    # the committed corpus is never touched
+    assert _files(MARKETPLACES / plant.marketplace) == before
+
+
+def test_a_plant_that_no_longer_applies_says_which_edit(tmp_path):
+    plant = PLANTS[0].model_copy(deep=True)
+    edit = next(e for e in plant.edits if e.op == "replace")
+    edit.old = "text that is not in the script"
+    with pytest.raises(PlantError, match=rf"{plant.id} edit \d \(replace\).*0 time\(s\)"):
+        apply_plant(plant, _copy(plant, tmp_path / "mp"))
+
+
+def _corpus_files() -> list[Path]:
+    return sorted(p for p in MARKETPLACES.rglob("*") if p.is_file())
+
+
+def test_every_link_of_the_unplanted_corpus_resolves():
+    broken = []
+    for md in (p for p in _corpus_files() if p.suffix == ".md"):
+        for n, line in enumerate(prose(md.read_text(encoding="utf-8")).splitlines(), 1):
+            for target in LINK.findall(line):
+                target = target.split("#", 1)[0]
+                if not target or re.match(r"[a-z]+:", target):
+                    continue
+                if not (md.parent / target).exists():
+                    broken.append(f"{md.relative_to(MARKETPLACES)}:{n}: {target}")
+    assert not broken, broken
+
+
+def test_scripts_with_an_interpreter_line_are_executable_and_committed_so():
+    not_exec, no_crlf = [], []
+    for f in _corpus_files():
+        data = f.read_bytes()
+        if b"\r\n" in data:
+            no_crlf.append(str(f))
+        if data.startswith(b"#!") and not os.access(f, os.X_OK):
+            not_exec.append(str(f))
+    assert not not_exec, not_exec
+    assert not no_crlf, no_crlf
+    git = shutil.which("git")
+    inside = git and subprocess.run([git, "rev-parse"], cwd=MARKETPLACES,
+                                    capture_output=True).returncode == 0
+    if not inside:
+        pytest.skip("not a git checkout: the committed modes cannot be read")
+    listed = subprocess.run([git, "ls-files", "-s", "--", "."], cwd=MARKETPLACES,
+                            capture_output=True, text=True, check=True).stdout
+    modes = {line.split("\t", 1)[1]: line.split()[0] for line in listed.splitlines()}
+    if not modes:
+        pytest.skip("the corpus is not committed yet")
+    wrong = [path for path, mode in modes.items()
+             if (MARKETPLACES / path).read_bytes().startswith(b"#!") and mode != "100755"]
+    assert not wrong, f"committed without the executable bit: {wrong}"
+
+
+# ---- a planted block really breaks -----------------------------------------------------------
+
+BWRAP = shutil.which("bwrap")
+
+
+INSTALL = re.compile(r"\b(?:pip3?|npm|pnpm|yarn|apt-get|apt|brew|conda|cargo|gem)\s+"
+                     r"(?:-\S+\s+)*(?:install|add|i)\b")
+
+
+def _planted_block(plant: Plant) -> tuple[list[str], str] | None:
+    """The shell blocks of ``expect.file`` before the one holding ``expect.line`` (install
+    blocks left out), and that block; None when the line is prose (a link, an inline span)."""
+    path = MARKETPLACES / plant.marketplace / plant.skill / plant.expect.file
+    shell = [b for b in blocks(path.read_text(encoding="utf-8"))
+             if b[2] in ("bash", "sh", "shell")]
+    for i, (first, last, _lang, body) in enumerate(shell):
+        if first <= plant.expect.line <= last:
+            return [b[3] for b in shell[:i] if not INSTALL.search(b[3])], body
+    return None
+
+
+def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
+                   keep: Path) -> subprocess.CompletedProcess:
+    """The blocks of ``prelude`` (their failures ignored), then ``code``, each run by bash
+    from ``skill_dir`` as a reader would, in one session: a read-only host, a private /tmp
+    and HOME (bubblewrap); only ``keep``, which holds the skill, is writable."""
+    home, scripts = keep / "home", keep / "blocks"
+    home.mkdir(exist_ok=True)
+    scripts.mkdir(exist_ok=True)
+    steps = []
+    for i, body in enumerate([*prelude, code]):
+        (scripts / f"{i:02d}.sh").write_text(body + "\n", encoding="utf-8")
+        steps.append(f'(cd "$SKILL_DIR" && bash {scripts}/{i:02d}.sh)')
+    session = "\n".join(f"{s} >/dev/null 2>&1" for s in steps[:-1]) + "\n" + steps[-1] + "\n"
+    cmd = [BWRAP, "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
+           "--bind", str(keep), str(keep),
+           "--unshare-pid", "--die-with-parent", "--chdir", str(skill_dir),
+           "bash", "-c", session]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+           "TMPDIR": "/tmp", "LANG": "C.UTF-8", "SKILL_DIR": str(skill_dir)}
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+
+RUN_PLANTS = [p for p in PLANTS if _planted_block(p) is not None]
+
+
+def test_most_plants_are_in_runnable_blocks():
+    links = {"missing_reference", "missing_nested_reference"}
+    assert {p.id for p in PLANTS if p.kind not in links} <= {p.id for p in RUN_PLANTS}
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(BWRAP is None, reason="bubblewrap (bwrap) is not installed")
+@pytest.mark.parametrize("plant", RUN_PLANTS, ids=lambda p: p.id)
+def test_planted_block_works_unplanted_and_breaks_planted(plant: Plant, tmp_path):
+    found = _planted_block(plant)
+    assert found is not None
+    prelude, code = found
+    where = f"{plant.id} {plant.skill}/{plant.expect.file}:{plant.expect.line}"
+    before = _copy(plant, tmp_path / "before" / plant.marketplace)
+    r = _run_as_reader(before / plant.skill, prelude, code, tmp_path / "before")
+    assert r.returncode == 0, f"{where} fails unplanted ({r.returncode}): {r.stdout}{r.stderr}"
+    after = _copy(plant, tmp_path / "after" / plant.marketplace)
+    apply_plant(plant, after)
+    r = _run_as_reader(after / plant.skill, prelude, code, tmp_path / "after")
+    assert r.returncode != 0, f"{where} still works planted: {r.stdout}{r.stderr}"
+
+
+@pytest.mark.parametrize("plant", [p for p in PLANTS if p not in RUN_PLANTS],
+                         ids=lambda p: p.id)
+def test_planted_link_resolves_unplanted_and_breaks_planted(plant: Plant, tmp_path):
+    rel = PurePosixPath(plant.expect.file).parent / plant.expect.cause
+    before = _copy(plant, tmp_path / "before")
+    assert (before / plant.skill / rel).is_file(), f"{plant.id}: {rel} missing unplanted"
+    after = _copy(plant, tmp_path / "after")
+    apply_plant(plant, after)
+    assert not (after / plant.skill / rel).exists(), f"{plant.id}: {rel} still there"
+
+
+def test_build_marketplace_commits_the_corpus_then_the_plants(tmp_path):
+    plants = [p for p in PLANTS if p.marketplace == "codex-kit"][:2]
+    root = build_marketplace("codex-kit", tmp_path / "mp", plants)
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert log == [f"plant {plants[0].id}, {plants[1].id}", "codex-kit: the corpus as committed"]
+    assert sorted(skill_folders(root)) == skill_folders("codex-kit")
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True,
+                            text=True, check=True).stdout
+    assert status == ""
+
+
+@pytest.mark.parametrize(("evidence", "line_ok", "cause_ok"), [
+    ("SKILL.md line 54: the skill's stats.py rejects what SKILL.md documents: argument "
+     "command: invalid choice: 'mean'", True, True),
+    ("SKILL.md:54 `python3 scripts/stats.py mean ...` exited 2", True, True),
+    ("SKILL.md line 53: ... invalid choice: 'mean'", False, True),     # the fence, not the line
+    ("SKILL.md line 54: exited 2; the mean could not be computed", True, True),
+    ("SKILL.md line 54: exited 2; meaning unclear", True, False),      # 'mean' is not 'meaning'
+    ("doc test: line 540 of SKILL.md", False, False),
+])
+def test_finding_matches_reads_line_and_cause(evidence, line_ok, cause_ok):
+    plant = next(p for p in PLANTS if p.id == "P01")
+    assert plant.expect.line == 54 and plant.expect.cause == "mean"
+    assert finding_matches(evidence, plant) == (line_ok, cause_ok)
+
+
+def test_a_reference_file_line_counts_only_with_the_file_named():
+    plant = next(p for p in PLANTS if p.expect.file != "SKILL.md")
+    n = plant.expect.line
+    name = PurePosixPath(plant.expect.file).name
+    assert finding_matches(f"line {n}: {plant.expect.cause} is missing", plant)[0] is False
+    assert finding_matches(f"{name} line {n}: {plant.expect.cause} is missing", plant) \
+        == (True, True)
+    assert finding_matches(f"{plant.expect.file}:{n}: {plant.expect.cause}", plant)[0] is True
