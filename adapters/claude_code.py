@@ -29,9 +29,10 @@ Isolation, per attempt:
 - Permissions: running as root refuses ``bypassPermissions``, so ``acceptEdits`` with the
   read / run tools in ``allowed_tools``. Writes are NOT pre-allowed (an allowed ``Write``
   writes anywhere): acceptEdits accepts them inside the workspace, and the rest reach
-  `_permission` — a write inside the workspace is allowed (Claude Code always asks for
-  ``.claude/``, where the skill copy lives; a hook cannot approve that, this callback can),
-  anything else is denied, since nobody is there to answer.
+  `_permission`. Claude Code always asks for ``.claude/``, where the skill copy lives, also
+  for a pre-allowed Bash command that writes there; a hook cannot approve that, this
+  callback can, and does, as a user would: the agent has the same power over the skill copy
+  as under the other runtimes. A write outside the workspace and the web tools are denied.
 - Retries: Claude Code's own retries are off (``CLAUDE_CODE_MAX_RETRIES=0``): a 429 / 5xx /
   529 ends the attempt with `ModelTransientError`, and aeval retries the whole case from a
   fresh workspace.
@@ -60,7 +61,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from aeval.adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
+from aeval.adapters._claude_code_parse import (
+    DENIED,
+    START,
+    STOP,
+    WRITE_TOOLS,
+    StreamParser,
+    message_record,
+)
 from aeval.adapters._cli import in_sandbox
 from aeval.adapters.keyproxy import Grant, grant
 
@@ -343,8 +351,13 @@ def _signal(pidfile: Path, sig: int) -> None:
 
 
 def _permission(workspace: Path) -> Callable[..., Any]:
-    """can_use_tool: what Claude Code would ask a person. Writes inside the workspace: yes
-    (the skill copy under ``.claude/`` always asks); anything else: no."""
+    """can_use_tool: what Claude Code would ask a person, answered as the user of a skill
+    would. Claude Code asks even for pre-allowed tools when a call touches its own config
+    folder ``.claude/``, where the skill copy lives (a Bash ``sed -i`` on the skill's script,
+    an Edit of its SKILL.md): a user watching would approve, so the agent has the same power
+    over the skill copy as in real use (and its edits show in Δ). The pre-allowed tools: yes
+    (Bash inside aeval's sandbox when there is one); writes inside the workspace: yes; a
+    write outside it, the web tools and anything else: no (`DENIED` says so to the agent)."""
     root = workspace.resolve()
 
     async def decide(tool: str, tool_input: dict[str, Any], context: Any) -> Any:
@@ -357,9 +370,12 @@ def _permission(workspace: Path) -> Callable[..., Any]:
             if full.is_relative_to(root):
                 return PermissionResultAllow()
             return PermissionResultDeny(
-                message=f"{target} is outside the workspace: write inside {root}")
+                message=f"{DENIED}: {target} is outside the workspace; write inside {root}")
+        if tool in ALLOWED_TOOLS:
+            return PermissionResultAllow()
         return PermissionResultDeny(
-            message=f"{tool} is not permitted in this evaluation run (nobody can approve it)")
+            message=f"{DENIED}: {tool} is not permitted in this evaluation run (nobody can "
+                    "approve it)")
 
     return decide
 
