@@ -48,7 +48,12 @@ from aeval.artifacts import (
 )
 from aeval.attribution import attribute_changes
 from aeval.checks import CheckContext, CheckOutcome, run_check
-from aeval.documented import documented_signatures, failed_documented_calls, skill_files
+from aeval.documented import (
+    agent_errors,
+    documented_signatures,
+    failed_documented_calls,
+    skill_files,
+)
 from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
@@ -158,13 +163,16 @@ def case_redactor(plan: CasePlan) -> Redactor:
 
 def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: CasePlan,
                     execution: ExecutionRecord) -> list[FirstAttemptError]:
-    """The failed tool calls, those that ran a command the skill documents marked with it."""
+    """The failed tool calls, those that ran a command the skill documents marked with it,
+    and those that are the agent's own error (refused, another runtime's path) with why."""
     files = skill_files(plan.skill.path)
     docs = documented_signatures(plan.skill.body, plan.case.steps, files)
     roots = (str(execution.skill_copy),
              execution.skill_copy.relative_to(execution.workspace).as_posix())
     found = {f.seq: f.signature for f in failed_documented_calls(events, docs, files, roots)}
-    return [e.model_copy(update={"documented": found.get(e.seq)}) for e in errors]
+    theirs = agent_errors(events, files, roots)
+    return [e.model_copy(update={"documented": found.get(e.seq),
+                                 "agent_error": theirs.get(e.seq)}) for e in errors]
 
 
 def grade(plan: CasePlan, assertions: AssertionsFile,
