@@ -290,7 +290,7 @@ class StreamParser:
         return {"kind": "tool_result", "call_id": call_id,
                 "tool": call.tool if call else "unknown", "ok": ok, "exit_code": exit_code,
                 "output": output, "truncated": truncated, "duration_s": duration,
-                "paths_written": written, **({"refused": refused} if refused else {})}
+                "paths_written": written, "refused": refused}
 
     def _relative(self, path: Any) -> str | None:
         """A written path relative to the workspace root, or None when outside it."""

@@ -13,10 +13,14 @@ Isolation, per attempt:
 - The key: the CLI never has it. ``ANTHROPIC_BASE_URL`` is aeval's key proxy
   (`aeval.adapters.keyproxy`), which holds the real key and forwards to ``--api-base`` (default:
   Anthropic); the CLI's "API key" is the attempt's proxy token, revoked when the run ends.
-- Environment: the SDK starts the CLI with aeval's whole environment plus its options. So it
-  starts a small launcher instead (written into the private home, run by aeval's Python
-  outside the sandbox) that execs the CLI with exactly the case's environment
-  (`RunRequest.env`) plus the CLI's own settings, and hands the token over through a pipe
+- Environment: the SDK starts its CLI with aeval's whole environment (provider keys,
+  ``PREFECT_API_URL``, ...) plus its options. aeval hands the SDK, for its run only, an
+  empty inherited environment (`scrubbed_spawn`: the SDK's module reads ``os.environ``
+  through a per-run view, so other threads and other SDK users see the real one), and points
+  it at a small launcher (written into the private home, run by aeval's Python outside the
+  sandbox): its environment is the CLI's settings and nothing of aeval's. The launcher execs
+  the CLI with exactly the case's environment (`RunRequest.env`) plus the CLI's own
+  settings, and hands the token over through a pipe
   (``CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR``): it is in no environment, the CLI drains the pipe
   at start, and tool processes do not inherit the descriptor. Limits: tool processes also see
   the variables Claude Code itself sets (``CLAUDECODE``, ``CLAUDE_CODE_*`` session ids,
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import json
 import os
@@ -312,6 +317,8 @@ async def _stream(prompt: str, options: Any, start: float,
     as usual. Cancelling the SDK's generator instead would wait out its own shutdown grace."""
     from claude_agent_sdk import ClaudeSDKError, CLINotFoundError, query
 
+    # the launcher inherits nothing of aeval's environment (the options carry what it needs)
+    scrubbed_spawn({"PATH": options.env.get("PATH", "/usr/bin:/bin")})
     loop = asyncio.get_running_loop()
     expired: list[asyncio.TimerHandle] = []
 
@@ -338,6 +345,38 @@ async def _stream(prompt: str, options: Any, start: float,
         for handle in expired:
             handle.cancel()
     return timeout if expired else None
+
+
+_SPAWN_ENV: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "aeval_claude_spawn_env", default=None)
+_view_lock = threading.Lock()
+
+
+class _OsView:
+    """The ``os`` module as claude-agent-sdk's transport sees it: the real one, except that
+    ``environ`` is the current run's scrubbed environment while one is set (a ContextVar:
+    per thread and asyncio task, so concurrent runs and other users of the SDK are not
+    affected)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @property
+    def environ(self) -> Any:
+        scoped = _SPAWN_ENV.get()
+        return os.environ if scoped is None else scoped
+
+
+def scrubbed_spawn(env: dict[str, str]) -> contextvars.Token:
+    """From here on in this context, the SDK starts its CLI (aeval's launcher) inheriting
+    ``env`` instead of aeval's environment: the SDK merges ``os.environ`` under its options,
+    and aeval's holds the provider keys. Returns the token to reset."""
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    with _view_lock:
+        if not isinstance(subprocess_cli.os, _OsView):
+            subprocess_cli.os = _OsView()  # type: ignore[assignment]
+    return _SPAWN_ENV.set(dict(env))
 
 
 def _pidfile(home: Path) -> Path:
