@@ -78,13 +78,16 @@ def _during(ch: FileChange, ws_path: str, spans: list[Window]) -> tuple[ToolCall
     """The call during which the watch saw ``ch`` (``at_s``), and how it is tied to it."""
     at = ch.at_s
     assert at is not None
-    inside = [w for w in spans if w.start - EARLY_S <= at <= w.end]
-    near = inside or [w for w in spans if w.start - EARLY_S <= at <= w.end + LATE_S]
-    if near:
+    inside = [w for w in spans if w.start <= at <= w.end]
+    if inside:
         # calls running at once (a runtime's parallel tools): the write tool naming the file,
         # else the one that started last
-        best = max(near, key=lambda w: (w.call.tool in WRITE_TOOLS
-                                        and _names(w.call, ws_path, ch.path), w.start))
+        best = max(inside, key=lambda w: (w.call.tool in WRITE_TOOLS
+                                          and _names(w.call, ws_path, ch.path), w.start))
+        return best.call, "direct" if best.call.tool in WRITE_TOOLS else "during_call"
+    near = [w for w in spans if w.start - EARLY_S <= at <= w.end + LATE_S]
+    if near:  # just outside a window (two clocks, a watch that read late): the nearest
+        best = min(near, key=lambda w: w.start - at if at < w.start else at - w.end)
         return best.call, "direct" if best.call.tool in WRITE_TOOLS else "during_call"
     before = [w for w in spans if w.start <= at]
     if before:  # between calls: a process the latest call left running

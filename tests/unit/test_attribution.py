@@ -76,3 +76,16 @@ def test_seen_at_takes_the_first_change_the_watch_saw_of_each_entry():
          change("SKILL.md"), change("x.md", 1.5)], touches)
     assert runner.at_s == 3.2 and folder.at_s == 5.0 and unseen.at_s is None
     assert put_back.at_s == 1.5
+
+
+def test_a_change_inside_one_window_is_never_given_to_the_next_call_starting_just_after():
+    """The next call starts 19 ms after the sed's result (a scripted agent is fast): a change
+    stamped inside the sed's window belongs to the sed, however close the next call is."""
+    events = [call(13, 7.956, "bash", command=f"sed -i s/a/b/ {SKILL}/{RUNNER}"),
+              result(14, 8.059, 13, "bash"),
+              call(16, 8.078, "bash", command=f"python3 {SKILL}/{RUNNER} x"),
+              result(17, 8.306, 16, "bash")]
+    (c,) = attribute_changes([change(RUNNER, 8.04)], events, SKILL)
+    assert c.event_seq == 13
+    (late,) = attribute_changes([change(RUNNER, 8.065)], events, SKILL)  # between the two
+    assert late.event_seq == 13  # nearer the sed's end than the next call's start
