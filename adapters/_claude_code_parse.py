@@ -11,7 +11,8 @@ Mapping:
   the tool name normalized (`TOOL_NAMES`; others kept as Claude Code names them). Thinking is
   not a message. The CLI's synthetic ``API Error: ...`` messages become the error event.
 - ``UserMessage``: ``ToolResultBlock`` -> tool_result (ok = not is_error; Bash exit code from
-  ``Exit code N``; ``paths_written`` from the Write / Edit inputs, workspace-relative); text
+  ``Exit code N``; ``paths_written`` from the Write / Edit inputs, workspace-relative;
+  ``refused`` for a call Claude Code did not run: `REFUSALS`); text
   (the prompt, a skill's body injected by the Skill tool) -> message (user).
 - ``ResultMessage`` -> one usage event with the run's totals, then end (or error).
 
@@ -52,6 +53,18 @@ TOOL_NAMES = {
 WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
                "NotebookEdit": "notebook_path"}
 """Tools that write one file, and the input field naming it."""
+DENIED = "aeval denied this call"
+"""How aeval's permission callback starts a refusal (the claude-code adapter)."""
+REFUSALS = (
+    (re.compile(r"^\s*<tool_use_error>\s*(?:Error:\s*)?No such tool available", re.I),
+     "unknown_tool"),
+    (re.compile(r"^\s*<tool_use_error>\s*InputValidationError", re.I), "invalid_arguments"),
+    (re.compile(rf"^\s*(?:{re.escape(DENIED)}|Permission to use \S+ has been denied|"
+                r"Claude requested permissions to|The user doesn't want to proceed)", re.I),
+     "policy"),
+)
+"""Tool results of calls Claude Code did not run: no such tool, arguments its schema
+rejected, a permission refused (aeval's callback, or Claude Code's own rules)."""
 SYNTHETIC_MODEL = "<synthetic>"
 TRANSIENT_KINDS = frozenset({"rate_limit", "server_error"})
 _EXIT = re.compile(r"^Exit code (-?\d+)")
@@ -270,10 +283,14 @@ class StreamParser:
         duration = None
         if call is not None and call.t is not None and t is not None:
             duration = round(max(0.0, t - call.t), 3)
+        refused = None if ok else next((kind for pattern, kind in REFUSALS
+                                         if pattern.match(text)), None)
+        if refused is not None:
+            exit_code = None
         return {"kind": "tool_result", "call_id": call_id,
                 "tool": call.tool if call else "unknown", "ok": ok, "exit_code": exit_code,
                 "output": output, "truncated": truncated, "duration_s": duration,
-                "paths_written": written}
+                "paths_written": written, "refused": refused}
 
     def _relative(self, path: Any) -> str | None:
         """A written path relative to the workspace root, or None when outside it."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import fnmatch
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -102,12 +104,118 @@ class ProcessOutcome:
     wall_s: float
 
 
+class SessionTail:
+    """The new complete lines of a JSONL file a CLI writes inside the attempt (its own session
+    record), read as it grows: the first file matching ``pattern`` (one glob per folder
+    level) under ``root``. The attempt's tools can write there, so nothing is followed: every
+    folder and the file are opened with O_NOFOLLOW from their parent's descriptor, the file
+    must be a regular one (never a FIFO), and at most `LIMIT` bytes are read. Only lines
+    whose record ``keep`` accepts are returned."""
+
+    LIMIT = 64 << 20
+    LINE_LIMIT = 4 << 20
+
+    def __init__(self, root: Path, pattern: tuple[str, ...],
+                 keep: Callable[[dict[str, Any]], bool]):
+        self.root, self.pattern, self.keep = Path(root), pattern, keep
+        self._fd: int | None = None
+        self._buffer = b""
+        self._read = 0
+
+    def _open(self) -> int | None:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.root, flags | os.O_DIRECTORY)
+        except OSError:
+            return None
+        try:
+            for i, glob in enumerate(self.pattern):
+                last = i == len(self.pattern) - 1
+                with os.scandir(fd) as entries:
+                    names = sorted(e.name for e in entries if fnmatch.fnmatchcase(e.name, glob)
+                                   and (e.is_file(follow_symlinks=False) if last
+                                        else e.is_dir(follow_symlinks=False)))
+                if not names:
+                    return None
+                child = os.open(names[0], flags | (os.O_NONBLOCK if last else os.O_DIRECTORY),
+                                dir_fd=fd)
+                os.close(fd)
+                fd = child
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            found, fd = fd, -1
+            return found
+        except OSError:
+            return None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def lines(self) -> list[str]:
+        """Lines written since the last call (kept records only)."""
+        if self._fd is None:
+            self._fd = self._open()
+            if self._fd is None:
+                return []
+        while self._read < self.LIMIT:
+            try:
+                chunk = os.read(self._fd, min(1 << 20, self.LIMIT - self._read))
+            except OSError:
+                break
+            if not chunk:
+                break
+            self._read += len(chunk)
+            self._buffer += chunk
+        *complete, self._buffer = self._buffer.split(b"\n")
+        if len(self._buffer) > self.LINE_LIMIT:
+            self._buffer = b""  # a line too long to be a record: dropped
+        out = []
+        for raw in complete:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and self.keep(record):
+                out.append(json.dumps(record, ensure_ascii=False))
+        return out
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                  raw_log: Path, on_record: Callable[[dict[str, Any]], bool],
-                 pass_fds: tuple[int, ...] = ()) -> ProcessOutcome:
+                 pass_fds: tuple[int, ...] = (),
+                 side: Callable[[], list[str]] | None = None) -> ProcessOutcome:
     """Run ``argv`` (stdin closed, own process group), append its stdout as is to ``raw_log``
     and hand each JSON object line to ``on_record``; a True answer stops the process. The
-    timeout kills the whole process group. ``pass_fds`` are inherited by the process."""
+    timeout kills the whole process group. ``pass_fds`` are inherited by the process.
+    ``side``: a second source of JSON lines (the CLI's session record, `SessionTail.lines`),
+    asked before each stdout line and once the process has ended; its lines go to the raw
+    log and ``on_record`` first, so raw log and events keep one order."""
+    stopped = False
+
+    def take(raw: Any, line: str) -> None:
+        nonlocal stopped
+        raw.write(line if line.endswith("\n") else line + "\n")
+        raw.flush()
+        text = line.strip()
+        if stopped or not text.startswith("{"):
+            return
+        try:
+            record = json.loads(text)
+        except ValueError:
+            return
+        if isinstance(record, dict) and on_record(record):
+            stopped = True
+            kill()
+
+    def drain_side(raw: Any) -> None:
+        for line in side() if side is not None else ():
+            take(raw, line)
+
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -129,23 +237,13 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
     timer = threading.Timer(timeout_s, on_timeout)
     timer.daemon = True
     timer.start()
-    stopped = False
     try:
         with raw_log.open("a", encoding="utf-8") as raw:
             for line in proc.stdout:
-                raw.write(line)
-                raw.flush()
-                text = line.strip()
-                if stopped or not text.startswith("{"):
-                    continue
-                try:
-                    record = json.loads(text)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and on_record(record):
-                    stopped = True
-                    kill()
-        proc.wait()
+                drain_side(raw)
+                take(raw, line)
+            proc.wait()
+            drain_side(raw)
     finally:
         timer.cancel()
         if proc.poll() is None:

@@ -17,6 +17,22 @@ Mapping: command_execution -> ``bash`` tool_call + tool_result (exit code); file
 ``write_file`` (only additions) or ``edit_file`` with ``paths_written`` relative to the
 workspace; agent_message -> assistant message; item errors -> system message; ``error`` and
 ``turn.failed`` -> an error event and `CodexParser.failure`.
+
+What that stream leaves out, Codex's own session record (the rollout,
+``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``) holds, and the adapter interleaves its
+records (`ROLLOUT_TYPES`) into the same raw log:
+
+    response_item {payload{type: function_call{name, arguments, call_id} |
+        custom_tool_call{name, input, call_id} | function_call_output{call_id, output} |
+        custom_tool_call_output{call_id, output}}}      every call the model made, and its answer
+    event_msg {payload{type: item_started | item_completed, item{id = call_id}}}
+                                          a call Codex carried out (the exec stream reports it)
+    token_usage_record {payload{response_id, usage}}    one per model response
+
+A call with an answer and no item is one the exec stream never shows: a tool Codex has not
+got (``unsupported call: bash``), a command its approval policy rejected, arguments it could
+not parse. It becomes a tool_call and a tool_result (``refused`` when Codex did not run it)
+at the times the rollout gives. Each model response counts one request in the turn's usage.
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -36,6 +53,19 @@ from aeval.shell import cap_text
 
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
 """Item types that are tool calls: what the max-turns guard counts."""
+ROLLOUT_TYPES = frozenset({"response_item", "event_msg", "token_usage_record"})
+"""Record types of Codex's session record (the rollout) that the parser reads."""
+ROLLOUT_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+ROLLOUT_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+SHELL_CALLS = frozenset({"exec_command", "shell", "container.exec", "local_shell"})
+_REFUSALS = (
+    (re.compile(r"^\s*(?:unsupported call|unknown tool|no such tool)", re.I), "unknown_tool"),
+    (re.compile(r"failed to parse (?:function )?arguments|invalid (?:function )?arguments|"
+                r"missing field", re.I), "invalid_arguments"),
+    (re.compile(r"reject(?:ed)? (?:the )?command|approval policy|not approved|declined|"
+                r"denied by|sandbox denied", re.I), "policy"),
+)
+"""Codex's answer to a call it did not run (0.17x), and what it means."""
 
 _TRANSIENT_TEXT = re.compile(
     r"stream disconnected|exceeded retry limit|too many requests|rate.?limit|overloaded|"
@@ -109,6 +139,7 @@ class CodexParser:
     workspace: str | None = None
     output_cap: int = 16_000
     model: str | None = None
+    start_epoch: float | None = None  # the run's start (Unix s): rollout times -> event `t`
     usage: Usage = field(default_factory=Usage)
     final_text: str = ""
     failure: Failure | None = None
@@ -118,9 +149,16 @@ class CodexParser:
     thread_id: str | None = None
     _called: set[str] = field(default_factory=set)
     _last_error: str | None = None
+    _pending: dict[str, tuple[str, dict[str, Any], dict[str, float]]] = field(
+        default_factory=dict)  # rollout call id -> (tool, input, t) until its answer
+    _carried_out: set[str] = field(default_factory=set)  # call ids the exec stream reports
+    _responses: set[str] = field(default_factory=set)  # model responses seen, all turns
+    _counted: int = 0  # responses already counted in a usage event
 
     def feed(self, record: dict[str, Any]) -> list[dict[str, Any]]:
         kind = record.get("type")
+        if kind in ROLLOUT_TYPES:
+            return self._rollout(record)
         if kind == "thread.started":
             self.thread_id = record.get("thread_id")
         elif kind in ("item.started", "item.updated", "item.completed"):
@@ -129,7 +167,8 @@ class CodexParser:
                 return self._item(item, done=kind == "item.completed")
         elif kind == "turn.completed":
             self.turns_completed += 1
-            usage = usage_from_codex(record.get("usage") or {})
+            usage = usage_from_codex(record.get("usage") or {}).model_copy(
+                update={"requests": self._uncounted()})
             self.usage = self.usage + usage
             return [{"kind": "usage", "usage": usage.model_dump(), "model": self.model}]
         elif kind == "error":
@@ -139,6 +178,68 @@ class CodexParser:
             message = str(err.get("message", "")) if isinstance(err, dict) else str(err)
             self.turn_failed = True
             return self._error(message or "the turn failed")
+        return []
+
+    def _uncounted(self) -> int:
+        n = len(self._responses) - self._counted
+        self._counted = len(self._responses)
+        return n
+
+    def finish(self) -> list[dict[str, Any]]:
+        """At the end of the run: a usage event for model responses no turn counted (a turn
+        that failed or was stopped)."""
+        n = self._uncounted()
+        if not n:
+            return []
+        self.usage = self.usage + Usage(requests=n)
+        return [{"kind": "usage", "usage": Usage(requests=n).model_dump(), "model": self.model}]
+
+    def _t(self, record: dict[str, Any]) -> dict[str, float]:
+        """``t`` of a rollout record (its ISO timestamp), when the run's start is known."""
+        stamp = record.get("timestamp")
+        if self.start_epoch is None or not isinstance(stamp, str):
+            return {}
+        try:
+            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return {}
+        return {"t": round(max(0.0, at - self.start_epoch), 3)}
+
+    def _rollout(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+        """A record of Codex's session record: a call the exec stream does not show becomes
+        events once answered; a model response counts one request."""
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            return []
+        kind, what = record.get("type"), payload.get("type")
+        if kind == "token_usage_record":
+            self._responses.add(str(payload.get("response_id") or len(self._responses)))
+        elif kind == "event_msg" and what in ("item_started", "item_completed"):
+            item = payload.get("item")
+            if isinstance(item, dict) and item.get("id"):
+                self._carried_out.add(str(item["id"]))
+        elif kind == "response_item" and what in ROLLOUT_CALLS:
+            call_id = str(payload.get("call_id") or payload.get("id") or "")
+            if call_id:
+                tool, args = rollout_call(payload)
+                self._pending[call_id] = (tool, args, self._t(record))
+        elif kind == "response_item" and what in ROLLOUT_OUTPUTS:
+            call_id = str(payload.get("call_id") or "")
+            pending = self._pending.pop(call_id, None)
+            if pending is None or call_id in self._carried_out:
+                return []  # the exec stream reported this call
+            tool, args, t_call = pending
+            output = payload.get("output")
+            if isinstance(output, dict):  # {content, success}
+                output = output.get("content")
+            text, truncated = cap_text(str(output or ""), self.output_cap)
+            refused = next((k for pattern, k in _REFUSALS if pattern.search(text[:400])), None)
+            self.tool_calls += 1
+            return [{"kind": "tool_call", "call_id": call_id, "tool": tool, "input": args,
+                     **t_call},
+                    {"kind": "tool_result", "call_id": call_id, "tool": tool,
+                     "ok": refused is None, "output": text, "truncated": truncated,
+                     **({"refused": refused} if refused else {}), **self._t(record)}]
         return []
 
     def _error(self, message: str) -> list[dict[str, Any]]:
@@ -223,6 +324,42 @@ class CodexParser:
         return result
 
 
+def rollout_call(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A call of the rollout -> (normalized tool, input): Codex's shell tools are ``bash``
+    with the command line, as the exec stream's command_execution; others keep their name and
+    their arguments (a JSON object, when they parse as one)."""
+    name = str(payload.get("name") or payload.get("type") or "?")
+    raw = payload.get("arguments", payload.get("input", payload.get("action")))
+    args: Any = raw
+    if isinstance(raw, str):
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = raw
+    if not isinstance(args, dict):
+        args = {"input": args}
+    if name in SHELL_CALLS:
+        cmd = args.get("cmd", args.get("command"))
+        if isinstance(cmd, list):
+            cmd = unwrap_command(shlex.join(str(c) for c in cmd))
+        if isinstance(cmd, str):
+            return "bash", {"command": cmd, **{k: v for k, v in args.items()
+                                               if k not in ("cmd", "command")}}
+    return name, args
+
+
+def wants_rollout(record: dict[str, Any]) -> bool:
+    """Whether a record of the rollout is one the parser reads (kept in the raw log; the
+    rest, instructions and history, is left out)."""
+    payload = record.get("payload")
+    if not isinstance(payload, dict):
+        return False
+    kind, what = record.get("type"), payload.get("type")
+    return (kind == "token_usage_record"
+            or (kind == "event_msg" and what in ("item_started", "item_completed"))
+            or (kind == "response_item" and what in ROLLOUT_CALLS | ROLLOUT_OUTPUTS))
+
+
 @dataclass(frozen=True)
 class ParsedRun:
     """Everything a Codex log says, normalized."""
@@ -258,6 +395,7 @@ def parse_codex(records: Iterable[dict[str, Any]], workspace: str | None = None,
     """A whole Codex JSONL log (parsed records) -> normalized events, usage, final text."""
     parser = CodexParser(workspace=workspace, output_cap=output_cap, model=model)
     events = [e for r in records for e in parser.feed(r)]
+    events += parser.finish()
     return ParsedRun(events=events, usage=parser.usage, final_text=parser.final_text,
                      failure=parser.failure, turn_failed=parser.turn_failed,
                      tool_calls=parser.tool_calls, turns_completed=parser.turns_completed)

@@ -14,10 +14,15 @@ The native stream (OpenCode 1.18), one JSON object per line, each with ``type``,
 
 Tool names are normalized: bash -> bash, read -> read_file, write -> write_file, edit /
 multiedit / patch / apply_patch -> edit_file, list / glob -> list_dir; others keep their name.
+A call OpenCode could not make (its ``invalid`` tool: an unknown tool, bad arguments) is the
+tool the model named, failed and ``refused``; so is one its permission rules rejected. With
+``start_epoch`` (when the run started, Unix seconds) a tool call's events carry the times the
+tool really started and ended: OpenCode reports a tool call only once it has finished.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -35,6 +40,13 @@ TOOL_NAMES = {"bash": "bash", "read": "read_file", "write": "write_file", "edit"
               "multiedit": "edit_file", "patch": "edit_file", "apply_patch": "edit_file",
               "list": "list_dir", "glob": "list_dir"}
 WRITING_TOOLS = frozenset({"write_file", "edit_file"})
+INVALID_TOOL = "invalid"
+"""OpenCode's stand-in for a call it could not make (an unknown tool, or arguments that failed
+the tool's schema): it "completes" with the complaint as output, the model's own arguments
+replaced by ``{tool, error}``."""
+_UNKNOWN_TOOL = re.compile(r"unavailable tool|no such tool|unknown tool", re.I)
+_REFUSED_PERMISSION = re.compile(r"rejected permission|rule which prevents you from using|"
+                                 r"permission (?:was )?denied by|auto-rejected", re.I)
 
 
 def normalize_tool(name: str) -> str:
@@ -81,6 +93,7 @@ class OpenCodeParser:
     workspace: str | None = None
     output_cap: int = 16_000
     model: str | None = None
+    start_epoch: float | None = None
     usage: Usage = field(default_factory=Usage)
     final_text: str = ""
     failure: Failure | None = None
@@ -120,12 +133,25 @@ class OpenCodeParser:
             return relative_path(raw, self.workspace)
         return PurePosixPath(raw).as_posix()
 
+    def _t(self, ms: Any) -> dict[str, float]:
+        """``t`` (seconds since the run started) of an OpenCode timestamp, when the parser
+        knows when the run started: a finished tool call arrives only after it ran, so its
+        events carry the times it really started and ended (what ties a skill edit to it)."""
+        if self.start_epoch is None or not isinstance(ms, int | float):
+            return {}
+        return {"t": round(max(0.0, ms / 1000 - self.start_epoch), 3)}
+
     def _tool(self, part: dict[str, Any]) -> list[dict[str, Any]]:
         self.tool_calls += 1
         tool = normalize_tool(str(part.get("tool") or "?"))
         call_id = str(part.get("callID") or part.get("id") or f"call-{self.tool_calls}")
         state = part.get("state") if isinstance(part.get("state"), dict) else {}
         args = dict(state.get("input") or {})
+        refused = None
+        if tool == INVALID_TOOL:  # the call OpenCode could not make: name it as the model did
+            error = str(args.get("error") or state.get("output") or "")
+            tool = normalize_tool(str(args.get("tool") or INVALID_TOOL))
+            refused = "unknown_tool" if _UNKNOWN_TOOL.search(error) else "invalid_arguments"
         path = self._path(args.get("filePath") or args.get("path"))
         if path is not None and tool in ("read_file", "write_file", "edit_file"):
             args["path"] = path
@@ -133,8 +159,10 @@ class OpenCodeParser:
         metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
         code = metadata.get("exit")
         code = code if isinstance(code, int) else None
-        ok = status == "completed" and code in (None, 0)
+        ok = status == "completed" and code in (None, 0) and refused is None
         text = state.get("output") if status == "completed" else state.get("error")
+        if status == "error" and _REFUSED_PERMISSION.search(str(text or "")):
+            refused = "policy"
         output, truncated = cap_text(str(text or ""), self.output_cap)
         times = state.get("time") if isinstance(state.get("time"), dict) else {}
         duration = None
@@ -143,10 +171,12 @@ class OpenCodeParser:
             duration = max(0.0, (times["end"] - times["start"]) / 1000)
         written = [path] if ok and path is not None and tool in WRITING_TOOLS else []
         return [
-            {"kind": "tool_call", "call_id": call_id, "tool": tool, "input": args},
+            {"kind": "tool_call", "call_id": call_id, "tool": tool, "input": args,
+             **self._t(times.get("start"))},
             {"kind": "tool_result", "call_id": call_id, "tool": tool, "ok": ok,
              "exit_code": code, "output": output, "truncated": truncated,
-             "duration_s": duration, "paths_written": written},
+             "duration_s": duration, "paths_written": written,
+             **({"refused": refused} if refused else {}), **self._t(times.get("end"))},
         ]
 
 

@@ -8,7 +8,8 @@ file. bash runs with the workspace as cwd and only the case's environment, insid
 attempt's sandbox when one is given. Every change to the skill copy is seen: the skill
 manifest is compared before and after each call, and changed skill entries are reported in
 ``paths_written`` of that call's result. Bad arguments from the model are tool errors,
-never exceptions.
+never exceptions; an unknown tool or unusable arguments are a refusal (the call did not
+run: ``refused`` on its result), the agent's error, never the skill's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from aeval.adapters.watch import quiet_uses
 
+from aeval.events import Refusal
 from aeval.redact import Redactor
 from aeval.shell import cap_text, run_command
 from aeval.workspace import manifest
@@ -73,10 +75,15 @@ class ToolOutcome:
     truncated: bool = False
     duration_s: float | None = None
     paths_written: list[str] = field(default_factory=list)
+    refused: Refusal | None = None  # the call did not run at all (see ToolResultEvent.refused)
 
 
 class ToolError(Exception):
     """A tool refused or failed (bad path, missing file, ambiguous edit): shown to the model."""
+
+
+class BadArguments(ToolError):
+    """The call's arguments are unusable (missing, of the wrong type): the tool did not run."""
 
 
 DEFAULT_BASH_TIMEOUT_S = 600.0
@@ -88,13 +95,13 @@ def _timeout(value: Any) -> float:
     if value is None or value == "":
         return DEFAULT_BASH_TIMEOUT_S
     if isinstance(value, bool):
-        raise ToolError(f"timeout_s must be a number of seconds, not {value!r}")
+        raise BadArguments(f"timeout_s must be a number of seconds, not {value!r}")
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise ToolError(f"timeout_s must be a number of seconds, not {value!r}") from None
+        raise BadArguments(f"timeout_s must be a number of seconds, not {value!r}") from None
     if not math.isfinite(seconds) or seconds <= 0:
-        raise ToolError(f"timeout_s must be a positive number of seconds, not {value!r}")
+        raise BadArguments(f"timeout_s must be a positive number of seconds, not {value!r}")
     return seconds
 
 
@@ -110,9 +117,9 @@ class Toolbox:
 
     def _path(self, rel: Any) -> Path:
         if not isinstance(rel, str) or not rel.strip():
-            raise ToolError("a path (a non-empty string) is required")
+            raise BadArguments("a path (a non-empty string) is required")
         if "\0" in rel:
-            raise ToolError("a path cannot hold a NUL character")
+            raise BadArguments("a path cannot hold a NUL character")
         p = (self.ws / rel).resolve()
         if not p.is_relative_to(self.ws):
             raise ToolError(f"{rel}: outside the workspace")
@@ -168,12 +175,15 @@ class Toolbox:
     def run(self, name: str, args: dict[str, Any], time_left: float) -> ToolOutcome:
         try:
             if name not in TOOL_NAMES:
-                raise ToolError(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOL_NAMES))}")
+                return ToolOutcome(ok=False, refused="unknown_tool", output=(
+                    f"error: unknown tool {name!r}; tools: {', '.join(sorted(TOOL_NAMES))}"))
             if not isinstance(args, dict):
-                raise ToolError(f"arguments must be a JSON object, not {type(args).__name__}")
+                raise BadArguments(f"arguments must be a JSON object, not {type(args).__name__}")
             if "_unparsed" in args:
-                raise ToolError(f"arguments are not valid JSON: {str(args['_unparsed'])[:200]}")
+                raise BadArguments(f"arguments are not valid JSON: {str(args['_unparsed'])[:200]}")
             return getattr(self, f"_{name}")(args, time_left)
+        except BadArguments as exc:
+            return ToolOutcome(ok=False, output=f"error: {exc}", refused="invalid_arguments")
         except ToolError as exc:
             return ToolOutcome(ok=False, output=f"error: {exc}")
         except (OSError, UnicodeError, ValueError, TypeError, OverflowError) as exc:
@@ -182,7 +192,7 @@ class Toolbox:
     def _bash(self, args: dict, time_left: float) -> ToolOutcome:
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise ToolError("command (a non-empty string) is required")
+            raise BadArguments("command (a non-empty string) is required")
         timeout = min(_timeout(args.get("timeout_s")), max(time_left, 1))
         with quiet_uses(self.skill_dir):  # aeval's own reads are not the agent's uses
             before = manifest(self.skill_dir)
@@ -210,7 +220,7 @@ class Toolbox:
         p = self._path(args.get("path"))
         content = args.get("content")
         if not isinstance(content, str):
-            raise ToolError("content must be a string")
+            raise BadArguments("content must be a string")
         p.parent.mkdir(parents=True, exist_ok=True)
         if not p.parent.resolve().is_relative_to(self.ws):
             raise ToolError(f"{args.get('path')}: outside the workspace")
@@ -222,7 +232,7 @@ class Toolbox:
         p = self._path(args.get("path"))
         old, new = args.get("old_text"), args.get("new_text")
         if not isinstance(old, str) or not isinstance(new, str) or not old:
-            raise ToolError("old_text (non-empty) and new_text are required strings")
+            raise BadArguments("old_text (non-empty) and new_text are required strings")
         if not p.is_file():
             raise ToolError(f"{args.get('path')}: no such file")
         if p.stat().st_size > MAX_EDIT_BYTES:

@@ -180,7 +180,8 @@ class BuiltinRuntime:
                     recorder.tool_result(call.id, call.name, out.ok, exit_code=out.exit_code,
                                          output=out.output, duration_s=out.duration_s,
                                          truncated=out.truncated,
-                                         paths_written=out.paths_written)
+                                         paths_written=out.paths_written,
+                                         refused=out.refused)
                     messages.append({"role": "tool", "tool_call_id": call.id,
                                      "content": out.output})
         finally:

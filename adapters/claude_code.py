@@ -13,10 +13,14 @@ Isolation, per attempt:
 - The key: the CLI never has it. ``ANTHROPIC_BASE_URL`` is aeval's key proxy
   (`aeval.adapters.keyproxy`), which holds the real key and forwards to ``--api-base`` (default:
   Anthropic); the CLI's "API key" is the attempt's proxy token, revoked when the run ends.
-- Environment: the SDK starts the CLI with aeval's whole environment plus its options. So it
-  starts a small launcher instead (written into the private home, run by aeval's Python
-  outside the sandbox) that execs the CLI with exactly the case's environment
-  (`RunRequest.env`) plus the CLI's own settings, and hands the token over through a pipe
+- Environment: the SDK starts its CLI with aeval's whole environment (provider keys,
+  ``PREFECT_API_URL``, ...) plus its options. aeval hands the SDK, for its run only, an
+  empty inherited environment (`scrubbed_spawn`: the SDK's module reads ``os.environ``
+  through a per-run view, so other threads and other SDK users see the real one), and points
+  it at a small launcher (written into the private home, run by aeval's Python outside the
+  sandbox): its environment is the CLI's settings and nothing of aeval's. The launcher execs
+  the CLI with exactly the case's environment (`RunRequest.env`) plus the CLI's own
+  settings, and hands the token over through a pipe
   (``CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR``): it is in no environment, the CLI drains the pipe
   at start, and tool processes do not inherit the descriptor. Limits: tool processes also see
   the variables Claude Code itself sets (``CLAUDECODE``, ``CLAUDE_CODE_*`` session ids,
@@ -29,9 +33,10 @@ Isolation, per attempt:
 - Permissions: running as root refuses ``bypassPermissions``, so ``acceptEdits`` with the
   read / run tools in ``allowed_tools``. Writes are NOT pre-allowed (an allowed ``Write``
   writes anywhere): acceptEdits accepts them inside the workspace, and the rest reach
-  `_permission` — a write inside the workspace is allowed (Claude Code always asks for
-  ``.claude/``, where the skill copy lives; a hook cannot approve that, this callback can),
-  anything else is denied, since nobody is there to answer.
+  `_permission`. Claude Code always asks for ``.claude/``, where the skill copy lives, also
+  for a pre-allowed Bash command that writes there; a hook cannot approve that, this
+  callback can, and does, as a user would: the agent has the same power over the skill copy
+  as under the other runtimes. A write outside the workspace and the web tools are denied.
 - Retries: Claude Code's own retries are off (``CLAUDE_CODE_MAX_RETRIES=0``): a 429 / 5xx /
   529 ends the attempt with `ModelTransientError`, and aeval retries the whole case from a
   fresh workspace.
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import json
 import os
@@ -60,7 +66,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from aeval.adapters._claude_code_parse import START, STOP, WRITE_TOOLS, StreamParser, message_record
+from aeval.adapters._claude_code_parse import (
+    DENIED,
+    START,
+    STOP,
+    WRITE_TOOLS,
+    StreamParser,
+    message_record,
+)
 from aeval.adapters._cli import in_sandbox
 from aeval.adapters.keyproxy import Grant, grant
 
@@ -304,6 +317,8 @@ async def _stream(prompt: str, options: Any, start: float,
     as usual. Cancelling the SDK's generator instead would wait out its own shutdown grace."""
     from claude_agent_sdk import ClaudeSDKError, CLINotFoundError, query
 
+    # the launcher inherits nothing of aeval's environment (the options carry what it needs)
+    scrubbed_spawn({"PATH": options.env.get("PATH", "/usr/bin:/bin")})
     loop = asyncio.get_running_loop()
     expired: list[asyncio.TimerHandle] = []
 
@@ -332,6 +347,38 @@ async def _stream(prompt: str, options: Any, start: float,
     return timeout if expired else None
 
 
+_SPAWN_ENV: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "aeval_claude_spawn_env", default=None)
+_view_lock = threading.Lock()
+
+
+class _OsView:
+    """The ``os`` module as claude-agent-sdk's transport sees it: the real one, except that
+    ``environ`` is the current run's scrubbed environment while one is set (a ContextVar:
+    per thread and asyncio task, so concurrent runs and other users of the SDK are not
+    affected)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @property
+    def environ(self) -> Any:
+        scoped = _SPAWN_ENV.get()
+        return os.environ if scoped is None else scoped
+
+
+def scrubbed_spawn(env: dict[str, str]) -> contextvars.Token:
+    """From here on in this context, the SDK starts its CLI (aeval's launcher) inheriting
+    ``env`` instead of aeval's environment: the SDK merges ``os.environ`` under its options,
+    and aeval's holds the provider keys. Returns the token to reset."""
+    from claude_agent_sdk._internal.transport import subprocess_cli
+
+    with _view_lock:
+        if not isinstance(subprocess_cli.os, _OsView):
+            subprocess_cli.os = _OsView()  # type: ignore[assignment]
+    return _SPAWN_ENV.set(dict(env))
+
+
 def _pidfile(home: Path) -> Path:
     return home / ".aeval" / "claude.pid"
 
@@ -343,8 +390,13 @@ def _signal(pidfile: Path, sig: int) -> None:
 
 
 def _permission(workspace: Path) -> Callable[..., Any]:
-    """can_use_tool: what Claude Code would ask a person. Writes inside the workspace: yes
-    (the skill copy under ``.claude/`` always asks); anything else: no."""
+    """can_use_tool: what Claude Code would ask a person, answered as the user of a skill
+    would. Claude Code asks even for pre-allowed tools when a call touches its own config
+    folder ``.claude/``, where the skill copy lives (a Bash ``sed -i`` on the skill's script,
+    an Edit of its SKILL.md): a user watching would approve, so the agent has the same power
+    over the skill copy as in real use (and its edits show in Δ). The pre-allowed tools: yes
+    (Bash inside aeval's sandbox when there is one); writes inside the workspace: yes; a
+    write outside it, the web tools and anything else: no (`DENIED` says so to the agent)."""
     root = workspace.resolve()
 
     async def decide(tool: str, tool_input: dict[str, Any], context: Any) -> Any:
@@ -357,9 +409,12 @@ def _permission(workspace: Path) -> Callable[..., Any]:
             if full.is_relative_to(root):
                 return PermissionResultAllow()
             return PermissionResultDeny(
-                message=f"{target} is outside the workspace: write inside {root}")
+                message=f"{DENIED}: {target} is outside the workspace; write inside {root}")
+        if tool in ALLOWED_TOOLS:
+            return PermissionResultAllow()
         return PermissionResultDeny(
-            message=f"{tool} is not permitted in this evaluation run (nobody can approve it)")
+            message=f"{DENIED}: {tool} is not permitted in this evaluation run (nobody can "
+                    "approve it)")
 
     return decide
 

@@ -28,16 +28,23 @@ process, and so the proxy token (never the key).
 
 Codex has no turn limit: the adapter counts tool calls and stops the process after
 ``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `aeval.adapters._codex_parse`
-turns it into events, live and on re-parse alike.
+turns it into events, live and on re-parse alike. ``codex exec --json`` leaves out the calls
+Codex did not carry out (a tool it has not got, a command its policy rejected) and counts no
+requests, so the adapter also reads Codex's session record as it grows (`SessionTail`,
+``$CODEX_HOME/sessions/...``, never through a symlink the agent planted) and interleaves the
+records the parser needs into the raw log: every call the model made is an event, and every
+model response a request.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, ClassVar
 
 from aeval.adapters._cli import (
+    SessionTail,
     cli_version,
     emit,
     executor_prompt,
@@ -46,7 +53,7 @@ from aeval.adapters._cli import (
     sandboxed,
     stream_jsonl,
 )
-from aeval.adapters._codex_parse import CodexParser, classify_error_text
+from aeval.adapters._codex_parse import CodexParser, classify_error_text, wants_rollout
 from aeval.adapters.keyproxy import grant
 
 from aeval.errors import (
@@ -60,6 +67,8 @@ CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
 """Where ``.ci/install-clis.sh`` installs the pinned CLIs (``npm install -g --prefix``)."""
 KEY_VAR = "AEVAL_CODEX_API_KEY"
+SESSION_FILES = ("sessions", "*", "*", "*", "rollout-*.jsonl")
+"""Where Codex keeps its session record, under CODEX_HOME (year, month, day)."""
 OPENAI_BASE = "https://api.openai.com/v1"
 
 
@@ -161,9 +170,13 @@ class CodexRuntime:
         argv = [*pre, binary, "exec", "--json", "--skip-git-repo-check", "-C",
                 str(request.workspace), "-s", "workspace-write", "--", request.prompt]
         recorder.message("user", request.prompt)
+        # the run's start on the wall clock the session record stamps its calls with
+        start_epoch = time.time() - (time.monotonic() - recorder.clock_start)
         parser = CodexParser(workspace=str(request.workspace),
-                             output_cap=request.limits.output_cap, model=request.model)
+                             output_cap=request.limits.output_cap, model=request.model,
+                             start_epoch=start_epoch)
         max_turns = request.limits.max_turns
+        session = SessionTail(codex_home, SESSION_FILES, wants_rollout)
 
         def on_record(record: dict[str, Any]) -> bool:
             emit(recorder, parser.feed(record))
@@ -174,9 +187,14 @@ class CodexRuntime:
                                                     encoding="utf-8")
             env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
                    "TMPDIR": str(tmp), KEY_VAR: g.token}
-            outcome = stream_jsonl(in_sandbox(request, argv, env, g, request.home / ".aeval"),
-                                   request.workspace, env, request.limits.timeout_s,
-                                   request.raw_log, on_record)
+            try:
+                outcome = stream_jsonl(in_sandbox(request, argv, env, g,
+                                                  request.home / ".aeval"),
+                                       request.workspace, env, request.limits.timeout_s,
+                                       request.raw_log, on_record, side=session.lines)
+            finally:
+                session.close()
+        emit(recorder, parser.finish())
         version = self.version()
         if parser.turn_failed and parser.failure is not None and not outcome.stopped:
             f = parser.failure

@@ -36,6 +36,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -212,8 +213,11 @@ class OpenCodeRuntime:
         base, style = upstream(request)
         key = self._key(request)
         recorder.message("user", request.prompt)
+        # the run's start on the wall clock OpenCode stamps its tool calls with
+        start_epoch = time.time() - (time.monotonic() - recorder.clock_start)
         parser = OpenCodeParser(workspace=str(request.workspace),
-                                output_cap=request.limits.output_cap, model=request.model)
+                                output_cap=request.limits.output_cap, model=request.model,
+                                start_epoch=start_epoch)
         max_turns = request.limits.max_turns
 
         def on_record(record: dict[str, Any]) -> bool:

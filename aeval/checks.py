@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from aeval import contract as c
-from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id, transcript_text
+from aeval.events import (
+    REFUSALS,
+    EndEvent,
+    Event,
+    MessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    calls_by_id,
+)
 from aeval.redact import Redactor
 from aeval.sandbox import Sandbox
 from aeval.shell import run_command
@@ -51,15 +59,80 @@ def describe(check: c.DeterministicCheck) -> str:
                     else f" matches /{check.pattern}/" if check.pattern else " exists")
             return f"{check.path}: {check.query}{want}"
         case c.TranscriptContains():
-            return f"Transcript contains {check.text!r}"
+            return f"{SOURCE_NAMES[check.source].capitalize()} contains {check.text!r}"
         case c.TranscriptRegex():
-            return f"Transcript matches /{check.pattern}/"
+            return f"{SOURCE_NAMES[check.source].capitalize()} matches /{check.pattern}/"
         case c.ToolUsed():
             what = f" with input /{check.input}/" if check.input else ""
             return f"Tool {check.tool} used{what} at least {check.min_count}x"
         case c.CommandsSucceeded():
             return "Every command of the run succeeded on the first attempt"
     raise TypeError(check)  # pragma: no cover
+
+
+SOURCE_NAMES = {"any": "what the agent and its tools produced",
+                "tool_output": "the output of a tool that ran",
+                "agent": "the agent's own words"}
+
+
+@dataclass(frozen=True)
+class Said:
+    """One piece of text the agent or a tool produced, and where: an event and its kind."""
+
+    seq: int
+    source: str  # tool_output | agent | tool_input
+    where: str  # as evidence names it
+    text: str
+
+
+def produced(events: list[Event], source: str) -> list[Said]:
+    """The texts a transcript check searches, one per event: tool outputs (of calls that
+    ran), the agent's messages and final answer, and (for ``any``) its tool calls' inputs.
+    Never the prompt, a system message, text the runtime handed the agent (a skill's body)
+    or a runtime error: those are not what the agent or its tools produced."""
+    calls = calls_by_id(events)
+    out = []
+    for e in events:
+        if isinstance(e, ToolResultEvent) and not e.refused and source in ("any", "tool_output"):
+            call = calls.get(e.call_id)
+            of = f" of event {call.seq} ({e.tool})" if call else f" ({e.tool})"
+            out.append(Said(e.seq, "tool_output", f"event {e.seq}, tool output{of}", e.output))
+        elif isinstance(e, MessageEvent) and e.role == "assistant" and source in ("any",
+                                                                                   "agent"):
+            out.append(Said(e.seq, "agent", f"event {e.seq}, the agent's own words", e.text))
+        elif isinstance(e, EndEvent) and e.final_text and source in ("any", "agent"):
+            out.append(Said(e.seq, "agent", f"event {e.seq}, the agent's final answer",
+                            e.final_text))
+        elif isinstance(e, ToolCallEvent) and source == "any":
+            out.append(Said(e.seq, "tool_input", f"event {e.seq}, input of a {e.tool} call",
+                            json.dumps(e.input, ensure_ascii=False)))
+    return out
+
+
+def _only_elsewhere(events: list[Event], found: Any, source: str) -> str:
+    """Why a transcript check failed when the text is there, but not where it counts."""
+    if source != "any":
+        elsewhere = [s for s in produced(events, "any") if found(s.text)]
+        if elsewhere:
+            return f"; it is only in {elsewhere[0].where}, which does not count here"
+    handed = [e for e in events if isinstance(e, MessageEvent) and e.role != "assistant"
+              and found(e.text)]
+    if handed:
+        return (f"; it is only in what the agent was given (event {handed[0].seq}, "
+                f"{handed[0].role}), which is no evidence")
+    return ""
+
+
+def _transcript(events: list[Event], source: str, what: str, search: Any) -> CheckOutcome:
+    texts = produced(events, source)
+    for said in texts:
+        m = search(said.text)
+        if m is not None:
+            start, end = m
+            shown = said.text[max(0, start - 80): end + 120]
+            return CheckOutcome(True, f"{said.where}: {_short(shown, 220)!r}")
+    return CheckOutcome(False, f"{what} not in {SOURCE_NAMES[source]} ({len(texts)} "
+                               f"event(s)){_only_elsewhere(events, search, source)}")
 
 
 def _short(text: str, cap: int = EVIDENCE_CAP) -> str:
@@ -138,17 +211,21 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
                                            f"/{check.pattern}/")
             return CheckOutcome(True, f"{check.path}: {check.query} = {shown}")
         case c.TranscriptContains():
-            text = transcript_text(ctx.events)
-            i = text.find(check.text)
-            if i >= 0:
-                return CheckOutcome(True, f"found: {_short(text[max(0, i - 80): i + 120], 220)!r}")
-            return CheckOutcome(False, f"{check.text!r} not in the transcript ({len(text)} chars)")
+            needle = check.text
+
+            def find(text: str) -> tuple[int, int] | None:
+                i = text.find(needle)
+                return (i, i + len(needle)) if i >= 0 else None
+
+            return _transcript(ctx.events, check.source, repr(needle), find)
         case c.TranscriptRegex():
-            text = transcript_text(ctx.events)
-            m = re.search(check.pattern, text, re.MULTILINE)
-            if m:
-                return CheckOutcome(True, f"matched: {_short(m.group(0), 200)!r}")
-            return CheckOutcome(False, f"/{check.pattern}/ not in the transcript")
+            rx = re.compile(check.pattern, re.MULTILINE)
+
+            def match(text: str) -> tuple[int, int] | None:
+                m = rx.search(text)
+                return m.span() if m else None
+
+            return _transcript(ctx.events, check.source, f"/{check.pattern}/", match)
         case c.ToolUsed():
             calls = [e for e in ctx.events if isinstance(e, ToolCallEvent) and e.tool == check.tool]
             if check.input:
@@ -169,6 +246,10 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
             f = failed[0]
             call = calls.get(f.call_id)
             cmd = call.input.get("command", json.dumps(call.input)) if call else f.tool
+            if f.refused:
+                return CheckOutcome(False, f"event {f.seq}: `{_short(str(cmd), 200)}` was "
+                                           f"refused by the runtime ({REFUSALS[f.refused]}): "
+                                           f"{_short(f.output, 300)}")
             return CheckOutcome(False, f"event {f.seq}: `{_short(str(cmd), 200)}` exited "
                                        f"{f.exit_code}: {_short(f.output)}")
     raise TypeError(f"unknown check {check!r}")  # pragma: no cover

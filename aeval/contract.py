@@ -128,18 +128,30 @@ class JsonPath(_Check):
     _v = field_validator("path")(_relative)
 
 
+TranscriptSource = Literal["any", "tool_output", "agent"]
+SOURCE_FIELD = Field(
+    "any", description="Where the text must be: `tool_output` (what a tool that ran printed: "
+                       "evidence), `agent` (the agent's own messages: a claim), `any` (either, "
+                       "or the input of a tool call). Never the prompt or text handed to the "
+                       "agent.")
+
+
 class TranscriptContains(_Check):
-    """The transcript (messages and tool output) contains a literal text."""
+    """What the agent and its tools produced (not the prompt) contains a literal text, within
+    one event."""
 
     type: Literal["transcript_contains"]
     text: str = Field(min_length=1, description="Literal text, case-sensitive.")
+    source: TranscriptSource = SOURCE_FIELD
 
 
 class TranscriptRegex(_Check):
-    """The transcript (messages and tool output) matches a regular expression."""
+    """What the agent and its tools produced (not the prompt) matches a regular expression,
+    within one event."""
 
     type: Literal["transcript_regex"]
     pattern: str = Field(description="Regular expression (MULTILINE).")
+    source: TranscriptSource = SOURCE_FIELD
 
 
 class ToolUsed(_Check):

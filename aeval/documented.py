@@ -10,6 +10,12 @@ runs the same skill file with the same action and only flags the documentation s
 argument values do not matter. When such a call fails, the skill did not work as documented
 on the first attempt, whatever the agent did next. What the agent improvised (the script
 without arguments, an action the docs do not name, `--help`) is left to the grader.
+
+It counts only when the command ran and the skill's own code rejected it. A call the runtime
+refused (a tool it has not got, its policy: `ToolResultEvent.refused`) never ran, and a
+command that names the skill in another runtime's folder (``.agents/skills/x/...`` where this
+runtime's copy is ``.opencode/skills/x``) did not reach the skill: both are the agent's
+errors (`agent_errors` says which), never the skill's.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from aeval import markdown
-from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id
+from aeval.events import REFUSALS, Event, ToolCallEvent, ToolResultEvent, calls_by_id
 
 _ACTION = re.compile(r"^[A-Za-z][A-Za-z0-9_:-]{0,63}$")
 _SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", "\n"}
@@ -104,8 +110,43 @@ def _skill_path(token: str, skill_files: frozenset[str], skill_roots: tuple[str,
     for i in range(1, len(parts)):
         rel = "/".join(parts[i:])
         if rel in skill_files and "/" in rel:
-            return rel
+            return rel if _copy_prefix(parts[:i], skill_roots) else None
     return None
+
+
+def _copy_prefix(prefix: tuple[str, ...], skill_roots: tuple[str, ...]) -> bool:
+    """Whether the folders before a skill file's path can be the skill copy: they end as a
+    root ends (``/x/ws/.opencode/skills/seg``, ``skills/seg``, ``seg`` for the root
+    ``.opencode/skills/seg``). ``.agents/skills/seg`` is another runtime's folder, where
+    this runtime's copy is not. Without roots, any prefix."""
+    roots = [PurePosixPath(r).parts for r in skill_roots if r]
+    if not roots:
+        return True
+    for root in roots:
+        k = min(len(prefix), len(root))
+        if prefix[len(prefix) - k:] == root[len(root) - k:]:
+            return True
+    return False
+
+
+def misplaced_skill_paths(command: str, skill_files: frozenset[str],
+                          skill_roots: tuple[str, ...]) -> list[str]:
+    """Words of ``command`` that name one of the skill's files under a folder that is not
+    the skill copy (another runtime's skills folder): where the command looked, the skill
+    was not."""
+    if not any(skill_roots):
+        return []
+    out = []
+    for words in _simple_commands(command):
+        for w in words:
+            parts = PurePosixPath(w.removeprefix("./")).parts
+            for i in range(1, len(parts)):
+                rel = "/".join(parts[i:])
+                if "/" in rel and rel in skill_files:
+                    if not _copy_prefix(parts[:i], skill_roots) and w not in out:
+                        out.append(w)
+                    break
+    return out
 
 
 def signatures(command: str, skill_files: frozenset[str],
@@ -183,24 +224,54 @@ def matches(call: Signature, documented: list[Signature]) -> Signature | None:
     return None
 
 
+def _command(call: ToolCallEvent) -> str | None:
+    command = call.input.get("command") or call.input.get("cmd")
+    if isinstance(command, list):
+        command = shlex.join(str(c) for c in command)
+    return command if isinstance(command, str) else None
+
+
+def agent_errors(events: list[Event], skill_files: frozenset[str],
+                 skill_roots: tuple[str, ...] = ()) -> dict[int, str]:
+    """Failed tool calls that are the agent's error, by their tool_result's seq, with the
+    reason as a person reads it: the runtime refused the call (it never ran), or the command
+    named the skill's files where this runtime does not put them."""
+    calls = calls_by_id(events)
+    out: dict[int, str] = {}
+    copy = next((r for r in skill_roots[1:] if r), skill_roots[0] if skill_roots else "")
+    for e in events:
+        if not isinstance(e, ToolResultEvent) or e.ok:
+            continue
+        if e.refused:
+            out[e.seq] = f"refused by the runtime ({REFUSALS[e.refused]}): it never ran"
+            continue
+        call = calls.get(e.call_id)
+        command = _command(call) if isinstance(call, ToolCallEvent) else None
+        wrong = misplaced_skill_paths(command, skill_files, skill_roots) if command else []
+        if wrong:
+            out[e.seq] = (f"names {wrong[0]}, not in this runtime's skill copy ({copy}/): "
+                          "the agent's path, the skill never ran")
+    return out
+
+
 def failed_documented_calls(events: list[Event], documented: list[Signature],
                             skill_files: frozenset[str], skill_roots: tuple[str, ...] = ()
                             ) -> list[DocumentedFailure]:
-    """Every failed shell tool call of the run that ran a documented command."""
+    """Every failed shell tool call of the run that ran a documented command: the runtime
+    ran it (not refused) and it ran the skill's own file (the copy, not a path in another
+    runtime's folder)."""
     if not documented:
         return []
     calls = calls_by_id(events)
     out = []
     for e in events:
-        if not isinstance(e, ToolResultEvent) or e.ok:
+        if not isinstance(e, ToolResultEvent) or e.ok or e.refused:
             continue
         call = calls.get(e.call_id)
         if not isinstance(call, ToolCallEvent):
             continue
-        command = call.input.get("command") or call.input.get("cmd")
-        if isinstance(command, list):
-            command = shlex.join(str(c) for c in command)
-        if not isinstance(command, str):
+        command = _command(call)
+        if command is None:
             continue
         for sig in signatures(command, skill_files, skill_roots):
             doc = matches(sig, documented)

@@ -34,6 +34,15 @@ class Usage(BaseModel):
         return self.input_tokens + self.cached_input_tokens + self.cache_write_tokens
 
 
+Refusal = Literal["unknown_tool", "invalid_arguments", "policy"]
+REFUSALS: dict[str, str] = {
+    "unknown_tool": "the runtime has no tool of that name",
+    "invalid_arguments": "the runtime rejected its arguments before running it",
+    "policy": "the runtime's own permission rules refused it",
+}
+"""Why a runtime did not run a tool call, as a person reads it."""
+
+
 class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -73,6 +82,11 @@ class ToolResultEvent(_Event):
     paths_written: list[str] = Field(
         default_factory=list, description="Workspace-relative paths the tool wrote, when known."
     )
+    refused: Refusal | None = Field(
+        None, description="Set when the runtime did not run the call at all: `unknown_tool` "
+                          "(no tool of that name), `invalid_arguments` (rejected before it "
+                          "ran), `policy` (the runtime's own permission rules refused it). The "
+                          "agent's error, never the skill's; None: the tool ran.")
 
 
 class UsageEvent(_Event):
@@ -169,6 +183,8 @@ def render_transcript(events: list[Event], title: str) -> str:
         elif isinstance(e, ToolResultEvent):
             call = calls.get(e.call_id)
             state = "ok" if e.ok else "FAILED"
+            if e.refused:
+                state = f"REFUSED ({REFUSALS[e.refused]})"
             code = f", exit {e.exit_code}" if e.exit_code is not None else ""
             dur = f", {e.duration_s:.2f}s" if e.duration_s is not None else ""
             ref = f" for [{call.seq}]" if call else ""

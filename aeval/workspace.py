@@ -44,7 +44,8 @@ class FileChange(BaseModel):
     kind: str = Field("file", description="Type of the entry after the change (before it, for "
                                           "a deletion): file | dir | symlink | other.")
     at_s: float | None = Field(None, description="Seconds after the run started when the "
-                                                 "watch saw it (an edit later reverted).")
+                                                 "watch first saw it change (also for an "
+                                                 "edit later reverted); None: not seen.")
 
 
 def shown_path(rel: str) -> str:

@@ -154,13 +154,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="run the same skills through several runtimes/models",
                        description="One evaluate run per runtime (x model), then one table: "
-                       "wall minutes, assertions passed/total, causal share, self-corrections, "
-                       "protocol fidelity, tokens in and cached (compare.json, compare.md).")
+                       "elapsed and executor minutes, assertions passed/total, causal share, "
+                       "self-corrections, protocol fidelity (– without a grader), requests, "
+                       "tokens in and cached (compare.json, compare.md). A row whose runtime "
+                       "refused the agent's tool calls is flagged: it measured the agent, "
+                       "not the skill. Exits with the worst gate of its runs, in aeval run's "
+                       "order: 1 a case failed in any row, 2, 4, 3, else 0.")
     c.add_argument("paths", nargs="+", metavar="PATH",
                    help="skill folders or marketplace roots")
     c.add_argument("--runtime", action="append", metavar="NAME[=MODEL]",
                    help="repeatable (default: builtin); NAME=MODEL gives that runtime its own "
-                        "model string, e.g. claude-code=claude-sonnet-4-5")
+                        "model string, e.g. claude-code=claude-sonnet-4-5 (offline: the "
+                        "scripted model server picks each runtime's script by it)")
     c.add_argument("--model", action="append", help="repeatable: one row per model")
     add_grader_options(c)
     c.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")

@@ -312,6 +312,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     store = Path(args.out or settings.home)
     compare_id = new_run_id()
+    # as `run` does: litellm loads while the server starts, not inside the first case's wall
+    prefetch_model_client(any(v["runtime"] == "builtin" for v in variants)
+                          or bool(args.grader_model or settings.grader_model))
     start_embedded_server()
     report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
                      concurrency=args.concurrency or settings.concurrency,
@@ -321,7 +324,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                      skill_roots=[str(r) for r in roots])
     print(render_compare(report))
     print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
-    return 0
+    return report.gate.exit_code
 
 
 def cmd_regrade(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from aeval.tasks.install import install, resolve_credentials, tool_env
 from aeval.tasks.sandboxing import attempt_sandbox
 
 from aeval.artifacts import AttemptRecord
+from aeval.attribution import seen_at
 from aeval.coverage import ResourceUse, exercised, resource_use, uses_from_events
 from aeval.doctest import doc_blocks
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
@@ -162,9 +163,10 @@ class Attempt:
         touches = self.watch.stop() if self.watch is not None else []
         delta = diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
         t0 = self.clock_start if self.clock_start is not None else 0.0
-        restored = restored_changes(self.baseline, manifest(self.ws.skill_dir),
-                                    [(t.path, t.what, t.at - t0) for t in touches
-                                     if t.what in CHANGES])  # opens are not edits
+        seen = [(t.path, t.what, t.at - t0) for t in touches
+                if t.what in CHANGES]  # opens are not edits
+        restored = restored_changes(self.baseline, manifest(self.ws.skill_dir), seen)
+        delta = seen_at(delta, seen)  # when each change happened: ties it to its tool call
         try:
             self.record.resources = self._resources(touches)
         except (OSError, ValueError):  # coverage is a by-product: it never costs Δ

@@ -17,26 +17,48 @@ from aeval.artifacts import (
     CompareReport,
     CompareRow,
     FixSuggestions,
+    Gate,
     Grading,
     RaterError,
     RaterSummary,
     RaterVerdict,
+    RefusedTools,
     RegradeReport,
     RunManifest,
     TierDifference,
 )
-from aeval.events import Usage
+from aeval.events import ToolResultEvent, Usage, read_events
 from aeval.store import atomic_write_text, read_model, write_model
 
-COLUMNS = ("runtime", "wall (min)", "assertions passed/total", "causal share",
-           "self-corrections", "protocol fidelity", "tokens in", "tokens cached")
+COLUMNS = ("runtime", "wall (min)", "executor (min)", "assertions passed/total",
+           "causal share", "self-corrections", "protocol fidelity", "requests", "tokens in",
+           "tokens cached")
+GATE_ORDER = (1, 2, 4, 3)
+"""Which row's gate `aeval compare` exits with: the first of these codes any row has, as
+`aeval run` orders them (a failed case first), else 0."""
+
+
+def _refused(case_dir: Path, errors: list) -> RefusedTools:
+    """The calls of one case the runtime refused, and the tools it has not got."""
+    found = RefusedTools(calls=0, misplaced=sum(
+        1 for e in errors if e.agent_error and "not in this runtime's skill copy" in e.agent_error))
+    events = case_dir / "events.jsonl"
+    if not events.is_file():
+        return found
+    for e in read_events(events):
+        if isinstance(e, ToolResultEvent) and e.refused:
+            found.calls += 1
+            if e.refused == "unknown_tool" and e.tool not in found.unknown_tools:
+                found.unknown_tools.append(e.tool)
+    return found
 
 
 def row_for_run(run_dir: Path, label: str, runtime: str, model: str | None) -> CompareRow:
     m = read_model(run_dir / "run.json", RunManifest)
-    wall, passed, total, changes, valid, graded = 0.0, 0, 0, 0, 0, 0
+    executor, passed, total, changes, valid, judged = 0.0, 0, 0, 0, 0, 0
     usage = Usage()
     statuses: dict[str, int] = {}
+    refused = RefusedTools(calls=0)
     lv1 = lv2 = 0
     for s in m.skills:
         for c in s.cases:
@@ -47,40 +69,91 @@ def row_for_run(run_dir: Path, label: str, runtime: str, model: str | None) -> C
             if not p.is_file():
                 continue
             g = read_model(p, Grading)
-            graded += 1
-            valid += g.grader.protocol_fidelity
-            wall += g.timing.executor_wall_s or 0.0
+            if g.grader.model is not None:  # a grader model was asked: did it keep protocol?
+                judged += 1
+                valid += g.grader.protocol_fidelity
+            executor += g.timing.executor_wall_s or 0.0
             passed += g.summary.passed
             total += g.summary.passed + g.summary.failed
             changes += len(g.self_correction.changes_made)
             usage = usage + g.execution_metrics.usage
+            case = _refused(run_dir / c.dir, g.self_correction.first_attempt_errors)
+            refused.calls += case.calls
+            refused.misplaced += case.misplaced
+            refused.unknown_tools += [t for t in case.unknown_tools
+                                      if t not in refused.unknown_tools]
         fx = run_dir / s.name / runtime / "fix_suggestions.json"
         if fx.is_file():
             sug = read_model(fx, FixSuggestions).suggestions
             lv1 += sum(x.level == "LV1" for x in sug)
             lv2 += sum(x.level == "LV2" for x in sug)
+    elapsed = ((m.finished_at - m.created_at).total_seconds()
+               if m.finished_at is not None else executor)
     return CompareRow(
         label=label, runtime=runtime, model=model, run_id=m.run_id,
-        cases=sum(statuses.values()), statuses=statuses, wall_minutes=round(wall / 60, 3),
+        cases=sum(statuses.values()), statuses=statuses, gate=m.gate,
+        wall_minutes=round(elapsed / 60, 3), executor_minutes=round(executor / 60, 3),
         assertions_passed=passed, assertions_total=total,
         causal_share=round(lv1 / (lv1 + lv2), 4) if lv1 + lv2 else None,
-        self_corrections=changes, protocol_fidelity=f"{valid}/{graded}",
-        tokens_in=usage.input_tokens, tokens_cached=usage.cached_input_tokens)
+        self_corrections=changes, protocol_fidelity=f"{valid}/{judged}" if judged else "–",
+        requests=usage.requests, tokens_in=usage.input_tokens,
+        tokens_cached=usage.cached_input_tokens, refused=refused)
+
+
+def compare_gate(rows: list[CompareRow]) -> Gate:
+    """`aeval compare` exits as its worst row: the first code of `GATE_ORDER` any row's run
+    ended with (a failed case in any row is exit 1), naming the rows; else 0."""
+    for code in GATE_ORDER:
+        hit = [r for r in rows if r.gate.exit_code == code]
+        if hit:
+            return Gate(exit_code=code, reason="; ".join(f"{r.label}: {r.gate.reason}"
+                                                         for r in hit))
+    return Gate(exit_code=0, reason="every row's run passed")
+
+
+def refusal_warnings(report: CompareReport) -> list[str]:
+    """One loud line per row whose runtime refused tool calls or whose agent looked for the
+    skill in another runtime's folder: such a row measured the agent's script, not the
+    skill."""
+    out = []
+    for r in report.rows:
+        f = r.refused
+        if not f.calls and not f.misplaced:
+            continue
+        parts = []
+        if f.calls:
+            names = f" (tools it has not got: {', '.join(f.unknown_tools)})" \
+                if f.unknown_tools else ""
+            parts.append(f"{f.calls} tool call(s) the runtime refused{names}")
+        if f.misplaced:
+            parts.append(f"{f.misplaced} command(s) that looked for the skill outside "
+                         f"{r.runtime}'s skills folder")
+        out.append(f"warning: {r.label}: {'; '.join(parts)}. This row measures the agent's "
+                   "mistakes, not the skill: is its script written for another runtime? "
+                   "(examples/model-server/ has one per runtime)")
+    return out
+
+
+def _cells(r: CompareRow) -> list[object]:
+    pct = f" ({r.assertions_passed / r.assertions_total:.0%})" if r.assertions_total else ""
+    share = "–" if r.causal_share is None else f"{r.causal_share:.2f}"
+    return [r.label, f"{r.wall_minutes:.2f}", f"{r.executor_minutes:.2f}",
+            f"{r.assertions_passed}/{r.assertions_total}{pct}", share, r.self_corrections,
+            r.protocol_fidelity, r.requests, r.tokens_in, r.tokens_cached]
 
 
 def render_compare(report: CompareReport) -> str:
-    def cs(x: float | None) -> str:
-        return "–" if x is None else f"{x:.2f}"
-
     lines = [f"# aeval compare {report.compare_id}", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in report.rows:
-        pct = f" ({r.assertions_passed / r.assertions_total:.0%})" if r.assertions_total else ""
-        lines.append(f"| {r.label} | {r.wall_minutes:.2f} | {r.assertions_passed}/"
-                     f"{r.assertions_total}{pct} | {cs(r.causal_share)} | {r.self_corrections} "
-                     f"| {r.protocol_fidelity} | {r.tokens_in} | {r.tokens_cached} |")
-    lines += ["", "Pass rates are comparable across rows only when the assertion lists are the "
-                  "same (an assertion writer writes its own list per run)."]
+        lines.append("| " + " | ".join(str(c) for c in _cells(r)) + " |")
+    lines += ["", "wall: elapsed time of the row's run; executor: the cases' executor time "
+                  "summed. Pass rates are comparable across rows only when the assertion "
+                  "lists are the same (an assertion writer writes its own list per run)."]
+    warnings = refusal_warnings(report)
+    if warnings:
+        lines += ["", *warnings]
+    lines += ["", f"gate: exit {report.gate.exit_code} ({report.gate.reason})"]
     return "\n".join(lines) + "\n"
 
 
@@ -89,14 +162,14 @@ def write_compare(out_dir: Path, compare_id: str, paths: list[str],
                   runs: list[tuple[str, str, str | None, str]]) -> CompareReport:
     """compare.json, compare.md and a Prefect table from (label, runtime, model, run dir)."""
     rows = [row_for_run(Path(d), label, rt, model) for label, rt, model, d in runs]
-    report = CompareReport(compare_id=compare_id, paths=paths, rows=rows)
+    report = CompareReport(compare_id=compare_id, paths=paths, rows=rows,
+                           gate=compare_gate(rows))
     write_model(Path(out_dir) / "compare.json", report)
     atomic_write_text(Path(out_dir) / "compare.md", render_compare(report))
-    create_table_artifact([dict(zip(COLUMNS, [
-        r.label, r.wall_minutes, f"{r.assertions_passed}/{r.assertions_total}", r.causal_share,
-        r.self_corrections, r.protocol_fidelity, r.tokens_in, r.tokens_cached], strict=True))
-        for r in rows], key=f"compare-{compare_id.lower()}",
-        description=f"aeval compare {compare_id}")
+    create_table_artifact([dict(zip(COLUMNS, _cells(r), strict=True)) for r in rows],
+                          key=f"compare-{compare_id.lower()}",
+                          description=f"aeval compare {compare_id}: exit "
+                                      f"{report.gate.exit_code}")
     return report
 
 

@@ -33,7 +33,6 @@ from aeval.artifacts import (
     AssertionsFile,
     AttemptRecord,
     CaseResult,
-    ChangeMade,
     Claim,
     EvalFeedback,
     EvalMetadata,
@@ -47,8 +46,14 @@ from aeval.artifacts import (
     SelfCorrection,
     Timing,
 )
+from aeval.attribution import attribute_changes
 from aeval.checks import CheckContext, CheckOutcome, run_check
-from aeval.documented import documented_signatures, failed_documented_calls, skill_files
+from aeval.documented import (
+    agent_errors,
+    documented_signatures,
+    failed_documented_calls,
+    skill_files,
+)
 from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
@@ -67,9 +72,6 @@ from aeval.redact import Redactor
 from aeval.shell import base_env
 from aeval.store import read_model, write_model
 from aeval.verdict import summarize
-from aeval.workspace import FileChange
-
-WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
 
 
 def first_attempt_errors(events: list[Event]) -> list[FirstAttemptError]:
@@ -86,39 +88,6 @@ def first_attempt_errors(events: list[Event]) -> list[FirstAttemptError]:
                 seq=e.seq, call_seq=call.seq if call else None, tool=e.tool,
                 exit_code=e.exit_code, command=(cmd or "")[:300] or None,
                 excerpt=e.output.strip()[-400:]))
-    return out
-
-
-def attribute_changes(changes: list[FileChange], events: list[Event],
-                      skill_rel: str) -> list[ChangeMade]:
-    """Tie each skill edit to the tool call that made it (Δ attribution)."""
-    calls = calls_by_id(events)
-    results = {e.call_id: e for e in events if isinstance(e, ToolResultEvent)}
-    out = []
-    for i, ch in enumerate(changes, 1):
-        ws_path = f"{skill_rel}/{ch.path}"
-        seq, tool, how = None, None, "unknown"
-        if ch.at_s is not None:  # seen by the watch: the tool call running at that moment
-            for c in calls.values():
-                r = results.get(c.call_id)
-                if c.t <= ch.at_s + 0.05 and (r is None or ch.at_s <= r.t + 0.05):
-                    seq, tool = c.seq, c.tool
-                    how = "direct" if c.tool in WRITE_TOOLS else "after_bash"
-        for e in (events if seq is None else []):
-            if isinstance(e, ToolResultEvent) and ws_path in e.paths_written:
-                call = calls.get(e.call_id)
-                seq, tool = (call.seq if call else e.seq), e.tool
-                how = "direct" if e.tool in WRITE_TOOLS else "after_bash"
-                break
-        if seq is None:
-            for e in events:
-                if isinstance(e, ToolCallEvent) and (
-                        ws_path in json.dumps(e.input) or ch.path in json.dumps(e.input)):
-                    seq, tool = e.seq, e.tool
-                    how = "direct" if e.tool in WRITE_TOOLS else "after_bash"
-                    break
-        out.append(ChangeMade(id=f"C{i}", path=ch.path, change=ch.change, diff=ch.diff,
-                              detail=ch.detail, event_seq=seq, tool=tool, attribution=how))
     return out
 
 
@@ -194,13 +163,16 @@ def case_redactor(plan: CasePlan) -> Redactor:
 
 def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: CasePlan,
                     execution: ExecutionRecord) -> list[FirstAttemptError]:
-    """The failed tool calls, those that ran a command the skill documents marked with it."""
+    """The failed tool calls, those that ran a command the skill documents marked with it,
+    and those that are the agent's own error (refused, another runtime's path) with why."""
     files = skill_files(plan.skill.path)
     docs = documented_signatures(plan.skill.body, plan.case.steps, files)
     roots = (str(execution.skill_copy),
              execution.skill_copy.relative_to(execution.workspace).as_posix())
     found = {f.seq: f.signature for f in failed_documented_calls(events, docs, files, roots)}
-    return [e.model_copy(update={"documented": found.get(e.seq)}) for e in errors]
+    theirs = agent_errors(events, files, roots)
+    return [e.model_copy(update={"documented": found.get(e.seq),
+                                 "agent_error": theirs.get(e.seq)}) for e in errors]
 
 
 def grade(plan: CasePlan, assertions: AssertionsFile,

@@ -41,6 +41,7 @@ from aeval.artifacts.compare import (
     RaterError,
     RaterSummary,
     RaterVerdict,
+    RefusedTools,
     RegradeReport,
     TierDifference,
 )
@@ -181,6 +182,7 @@ __all__ = [
     "RaterError",
     "RaterSummary",
     "RaterVerdict",
+    "RefusedTools",
     "RegradeReport",
     "Regression",
     "RejectedSuggestion",

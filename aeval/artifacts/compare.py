@@ -7,11 +7,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.artifacts.aggregate import Gate
 from aeval.artifacts.case import Artifact, AssertionKind
 
 
 class _M(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class RefusedTools(_M):
+    """Tool calls a row's runtime refused: the agent's errors, never the skill's. Many of
+    them mean the agent (a scripted one, typically) was written for another runtime."""
+
+    calls: int = Field(description="Tool calls the runtime did not run.")
+    unknown_tools: list[str] = Field(
+        default_factory=list, description="Names the agent called that the runtime has not got.")
+    misplaced: int = Field(0, description="Failed calls that named the skill where this "
+                                          "runtime does not put it (another runtime's folder).")
 
 
 class CompareRow(_M):
@@ -23,20 +35,30 @@ class CompareRow(_M):
     run_id: str
     cases: int
     statuses: dict[str, int]
-    wall_minutes: float = Field(description="Executor wall time summed over the cases.")
+    gate: Gate = Field(description="The gate of this row's run (as `aeval run` exits).")
+    wall_minutes: float = Field(description="Elapsed wall time of this row's run, from its "
+                                            "start to its report.")
+    executor_minutes: float = Field(description="Executor wall time summed over the cases "
+                                                "(cases run side by side overlap).")
     assertions_passed: int = Field(description="First-attempt passes over graded assertions.")
     assertions_total: int = Field(description="Graded assertions.")
     causal_share: float | None = Field(description="LV1 / (LV1 + LV2) over all suggestions.")
     self_corrections: int = Field(description="Skill-file edits the executor made (Δ).")
-    protocol_fidelity: str = Field(description="Cases whose grader answers validated, `n/m`.")
+    protocol_fidelity: str = Field(description="Cases whose grader answers validated, `n/m` "
+                                               "over the cases a grader model judged; `–` "
+                                               "when no grader ran.")
+    requests: int = Field(0, description="Model requests of the executor.")
     tokens_in: int = Field(description="Uncached prompt tokens of the executor.")
     tokens_cached: int = Field(description="Cached prompt tokens of the executor.")
+    refused: RefusedTools = Field(default_factory=lambda: RefusedTools(calls=0))
 
 
 class CompareReport(Artifact):
     compare_id: str
     paths: list[str]
     rows: list[CompareRow]
+    gate: Gate = Field(description="The exit code of `aeval compare`: the first of its rows' "
+                                   "gates in aeval run's order (1, 2, 4, 3, then 0).")
 
 
 Verdict = Literal["passed", "failed"]

@@ -56,6 +56,11 @@ class FirstAttemptError(_M):
     documented: str | None = Field(
         None, description="The documented command this call ran (`file action flags`), when "
                           "it ran one: its failure fails the first attempt (structural S2).")
+    agent_error: str | None = Field(
+        None, description="Why this failure is the agent's, not the skill's: the runtime "
+                          "refused the call (a tool it has not got, its policy) or the command "
+                          "named the skill where this runtime does not put it. Such a call "
+                          "never counts against a documented command.")
 
 
 class ChangeMade(_M):
@@ -65,13 +70,18 @@ class ChangeMade(_M):
     path: str = Field(description="Path relative to the skill root.")
     change: Literal["added", "modified", "deleted"]
     diff: str = Field(description="Unified diff, shipped -> after execution.")
-    event_seq: int | None = Field(None, description="The tool_call that made it, when known.")
+    event_seq: int | None = Field(None, description="The tool_call during which it was made, "
+                                                    "when known (see attribution).")
     tool: str | None = None
     detail: str = Field("", description="What changed, readable ('content', 'mode 0644 -> "
                                         "0755', 'modified and restored: written ...').")
-    attribution: Literal["direct", "after_bash", "unknown"] = Field(
-        "unknown", description="direct: a write/edit call named the file; after_bash: found "
-                               "after a bash call; unknown: not tied to an event."
+    attribution: Literal["direct", "during_call", "after_call", "named", "unknown"] = Field(
+        "unknown", description="How `event_seq` is known. direct: the watch saw the change "
+                               "during a write/edit tool call; during_call: during another "
+                               "call (a shell command); after_call: between calls, after this "
+                               "one (a process it left running); named: the watch saw nothing "
+                               "(no inotify), so the call that reported writing the file or "
+                               "else the first that names it (a guess); unknown: no call."
     )
 
 

@@ -27,7 +27,7 @@ from aeval.testing._http import (
 )
 from aeval.testing._openai import ChatCompletions, Responses
 from aeval.testing._script import Script, ScriptFile, Turn, load_script_file, select_script
-from aeval.testing._wire import Answer, Tokens, WireFormat, output_size
+from aeval.testing._wire import Answer, Tokens, WireFormat, offered_tools, output_size
 
 WIRES: dict[str, WireFormat] = {
     "/v1/chat/completions": ChatCompletions(),
@@ -75,6 +75,11 @@ class RecordedRequest(BaseModel):
     usage: dict[str, int] | None = Field(
         None, description="Tokens reported, in aeval's convention (input EXCLUDES cached)."
     )
+    unknown_tools: list[str] = Field(
+        default_factory=list,
+        description="Tools the scripted answer called that the request did not offer: the "
+        "script was written for another client (each runtime names its tools its own way).",
+    )
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -118,10 +123,12 @@ class ScriptedModelServer:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModelServer:
-        """A server for a JSON or YAML script file (see `ScriptFile`)."""
-        loaded = load_script_file(path)
-        return cls(loaded.scripts, default=loaded.default, **kwargs)
+    def from_file(cls, path: str | Path, *more: str | Path, **kwargs: Any
+                  ) -> ScriptedModelServer:
+        """A server for one or more JSON or YAML script files (see `ScriptFile`): their
+        scripts in the order given (names must differ), the first file's default answer."""
+        files = [load_script_file(p) for p in (path, *more)]
+        return cls([s for f in files for s in f.scripts], default=files[0].default, **kwargs)
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -283,6 +290,8 @@ class ScriptedModelServer:
         turn = script.turn(index) if script else self.default
         name = script.name if script else None
         key = (name, index if script else -1)
+        offered = offered_tools(body)
+        unknown = [c.name for c in turn.tool_calls if offered and c.name not in offered]
         with self._lock:
             fault = None
             if turn.fault is not None and self._faults[key] < turn.fault_times:
@@ -303,7 +312,18 @@ class ScriptedModelServer:
             fault=fault is not None,
             fault_kind=fault,
             usage=tokens.as_dict() if tokens else None,
+            unknown_tools=unknown,
         )
+        if unknown:  # always said, --quiet or not: the run is about to measure the script
+            print(
+                f"[aeval-model-server] WARNING: script {name!r} turn {index} calls "
+                f"{', '.join(unknown)}, which this client does not offer (it offers: "
+                f"{', '.join(offered[:12])}{' ...' if len(offered) > 12 else ''}): is the "
+                "script written for another runtime? Give each runtime its own script "
+                "(`model` regex, `--runtime NAME=MODEL`).",
+                file=sys.stderr,
+                flush=True,
+            )
         delay = turn.delay_s or (TIMEOUT_FAULT_S if fault == "timeout" else 0)
         if delay and self._stopping.wait(delay):
             handler.drop()

@@ -101,6 +101,21 @@ class WireFormat:
         raise NotImplementedError
 
 
+def offered_tools(body: Any) -> list[str]:
+    """The names of the tools a request offers the model (any wire format: ``name``, or
+    ``function.name`` for chat completions); [] when it offers none."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    names = []
+    for t in tools if isinstance(tools, list) else []:
+        if not isinstance(t, dict):
+            continue
+        fn = t.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else t.get("name")
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
+
+
 def dumps(value: Any) -> str:
     """Compact JSON, the way the providers send it."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -17,7 +17,9 @@ forgets ``/v1`` fails here as it would against the real provider.
 Which answer a request gets depends on the request alone (see `_script.py`); the only state
 is the fault counters and, for the simulated prompt cache, each script's previous prompt.
 
-Run it for a real agent: ``python -m aeval.testing.model_server SCRIPT.json --port 8123``.
+Run it for a real agent: ``python -m aeval.testing.model_server SCRIPT.json --port 8123``
+(several files: their scripts in order). A scripted tool call the request does not offer a
+tool for is warned about on stderr, always: the script was written for another runtime.
 Stdlib only (plus pydantic for the scripts): no model SDK is imported.
 """
 
@@ -46,23 +48,25 @@ __all__ = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m aeval.testing.model_server SCRIPT [--host H] [--port P] [--quiet]``."""
+    """``python -m aeval.testing.model_server SCRIPT... [--host H] [--port P] [--quiet]``."""
     parser = argparse.ArgumentParser(
         prog="python -m aeval.testing.model_server",
         description="Serve scripted model answers (OpenAI chat + responses, Anthropic "
         "messages) until interrupted. Prints the URL on the first line of stdout.",
     )
-    parser.add_argument("script", type=Path, help="JSON or YAML script file")
+    parser.add_argument("script", type=Path, nargs="+",
+                        help="JSON or YAML script file(s); several: their scripts in order "
+                        "(e.g. one per runtime, each picked by its `model` regex)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--quiet", action="store_true", help="do not log requests to stderr")
     args = parser.parse_args(argv)
     try:
         server = ScriptedModelServer.from_file(
-            args.script, host=args.host, port=args.port, verbose=not args.quiet
+            *args.script, host=args.host, port=args.port, verbose=not args.quiet
         )
     except (OSError, ValueError) as exc:
-        print(f"error: {args.script}: {exc}", file=sys.stderr)
+        print(f"error: {', '.join(map(str, args.script))}: {exc}", file=sys.stderr)
         return 2
 
     def _terminate(signum: int, frame: Any) -> None:

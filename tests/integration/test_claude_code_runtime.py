@@ -198,3 +198,65 @@ def test_timeout_stops_the_cli_and_records_what_happened(skill_copy, tmp_path, k
     assert events[-1]["kind"] == "end" and events[-1]["status"] == "timeout"
     meta = load(case / "eval_metadata.json")
     assert meta["wall_s"] < 20
+
+
+class ObservedLauncher:
+    """Wraps aeval's launcher in a shell script that first copies its own environment: what
+    the host-side launcher holds before it execs anything (the sandbox, or the CLI)."""
+
+    def __init__(self, dump: Path):
+        self.dump = dump
+
+    def __call__(self, home: Path) -> Path:
+        from aeval.adapters.claude_code import ClaudeCodeRuntime
+
+        real = ClaudeCodeRuntime._write_launcher(home)
+        wrapper = real.with_name("observed-launcher")
+        wrapper.write_text(f"#!/bin/sh\ncat /proc/$$/environ > '{self.dump}'\n"
+                           f"exec '{real}' \"$@\"\n")
+        wrapper.chmod(0o700)
+        return wrapper
+
+
+def test_the_host_side_launcher_starts_with_nothing_of_aevals_environment(
+        skill_copy, tmp_path, keys, monkeypatch):
+    """claude-agent-sdk starts its CLI with the parent's whole environment merged under its
+    options. aeval's launcher runs outside the sandbox, before it execs bwrap: its
+    /proc/<pid>/environ must hold no provider key, no PREFECT_API_URL, nothing of aeval's."""
+    from aeval.adapters.claude_code import ClaudeCodeRuntime
+
+    from aeval.redact import Redactor
+    from aeval.runtime import EventRecorder, Limits, RunRequest
+    from aeval.shell import base_env
+    from aeval.workspace import prepare_workspace
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api-canary-5521")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-canary-6632")
+    dump = tmp_path / "launcher.environ"
+    runtime = ClaudeCodeRuntime()
+    monkeypatch.setattr(runtime, "_write_launcher", ObservedLauncher(dump))
+    ws = prepare_workspace(tmp_path / "attempt", skill_copy, "segmentation", SKILL,
+                           ["fixtures/"])
+    quiet = Script(name="quiet", match=MATCH, turns=[Turn(text="Nothing to run.")])
+    with ScriptedModelServer([quiet]) as srv:
+        request = RunRequest(
+            prompt=PROMPT, case_id="train", workspace=ws.path, home=ws.home,
+            skill_name="segmentation", skill_description="d", skill_dir=ws.skill_dir,
+            env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}),
+            limits=Limits(timeout_s=120), model="claude-sonnet-4-5", api_base=srv.url,
+            system_prompt="You are the EXECUTOR of an aeval test run.",
+            raw_log=ws.root / "raw.jsonl")
+        recorder = EventRecorder(tmp_path / "events.jsonl", Redactor())
+        result = runtime.run(request, recorder)
+        recorder.close()
+        assert srv.requests_for("quiet")  # the CLI did start, through the wrapper
+    assert result.status == "completed" and result.final_text == "Nothing to run."
+    env = dict(x.split(b"=", 1) for x in dump.read_bytes().split(b"\0") if b"=" in x)
+    assert b"AEVAL_CLAUDE_ARGV" in env  # it is the launcher's environment
+    values = b"\n".join(env.values())
+    for name in (b"ANTHROPIC_API_KEY", b"OPENAI_API_KEY", b"PREFECT_API_URL",
+                 b"AEVAL_GITLAB_TOKEN", b"AEVAL_TEST_PARENT_CANARY"):
+        assert name not in env, name
+    for canary in (API_KEY, "sk-openai-canary-6632", "api-canary-5521", GITLAB_TOKEN,
+                   PARENT_CANARY):
+        assert canary.encode() not in values, canary

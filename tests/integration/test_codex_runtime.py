@@ -165,3 +165,45 @@ def test_rate_limit_on_the_first_turn_retries_the_case_from_a_fresh_workspace(
     g = load(case / "grading.json")
     assert g["self_correction"]["changes_made"][0]["path"] == "SKILL.md"
     assert g["status"] == "fail" and code == 1  # a skill verdict, never `error`
+
+
+def test_calls_codex_refused_are_events_and_never_the_skills_failure(skill_copy, tmp_path,
+                                                                     fake_home):
+    """The exec stream shows neither a call of a tool Codex has not got nor a command its
+    approval policy rejects: grading used to say "no command was run". Both are events now
+    (from Codex's session record), in the transcript as refused, and neither counts against
+    the skill, though the first one ran the documented command's words. Every model
+    response is a request."""
+    documented = (f"python3 {SKILL}/scripts/run.py segment_train --data fixtures "
+                  "--out outputs")
+    turns = [
+        Turn(tool_calls=[ToolCall(name="bash", arguments={"command": documented})]),
+        Turn(tool_calls=[ToolCall(name="exec_command", arguments={
+            "cmd": "touch /etc/aeval-escalated", "sandbox_permissions": "require_escalated",
+            "justification": "write outside"})]),
+        Turn(tool_calls=[sh("echo ran")]),
+        Turn(text="Done."),
+    ]
+    with ScriptedModelServer([Script(name="codex", match=MATCH, turns=turns)]) as srv:
+        _, case = run(skill_copy, srv, tmp_path / "s")
+        requests = srv.requests_for("codex")
+    events = [json.loads(x) for x in (case / "events.jsonl").read_text().splitlines()]
+    calls = [e for e in events if e["kind"] == "tool_call"]
+    results = {e["call_id"]: e for e in events if e["kind"] == "tool_result"}
+    assert [c["input"]["command"] for c in calls] == [
+        documented, "touch /etc/aeval-escalated", "echo ran"]
+    assert [(results[c["call_id"]]["ok"], results[c["call_id"]].get("refused"))
+            for c in calls] == [(False, "unknown_tool"), (False, "policy"), (True, None)]
+    assert results[calls[0]["call_id"]]["output"] == "unsupported call: bash"
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    assert calls[0]["seq"] < results[calls[0]["call_id"]]["seq"] < calls[1]["seq"]
+    transcript = (case / "transcript.md").read_text()
+    assert transcript.count("REFUSED") == 2
+    g = load(case / "grading.json")
+    by = {e["id"]: e for e in g["expectations"]}
+    assert by["S2"]["passed"] is True  # the documented command never ran
+    assert "refused by the runtime" in by["A3"]["evidence"]  # commands_succeeded says why
+    errors = g["self_correction"]["first_attempt_errors"]
+    assert len(errors) == 2 and all(e["agent_error"] and not e["documented"] for e in errors)
+    usage = load(case / "eval_metadata.json")["usage"]
+    assert usage["requests"] == len(requests) == len(turns)

@@ -35,8 +35,9 @@ def test_compare_two_models_on_the_examples_prints_every_column(tmp_path, capsys
         code = main(["compare", str(mp), "--runtime", "builtin", "--model", "openai/model-a",
                      "--model", "openai/model-b", "--runtime", "literal", "--no-grader",
                      "--api-base", srv.base_url_openai, "--out", str(tmp_path / "s"), "-q"])
-    assert code == 0
+    assert code == 1  # the examples' defective skills fail their cases in every row
     out = capsys.readouterr().out
+    assert "gate: exit 1 (builtin:openai/model-a: " in out
     header = next(line for line in out.splitlines() if line.startswith("| runtime"))
     assert [c.strip() for c in header.strip("|").split("|")] == list(COLUMNS)
     rows = [line for line in out.splitlines() if line.startswith("| builtin:")
@@ -49,7 +50,10 @@ def test_compare_two_models_on_the_examples_prints_every_column(tmp_path, capsys
     assert a["cases"] == b["cases"] == lit["cases"] == 7
     assert a["tokens_in"] > 0 and a["tokens_cached"] > 0 and lit["tokens_in"] == 0
     assert lit["statuses"] == {"pass": 4, "fail": 3}
-    assert a["wall_minutes"] > 0 and a["assertions_total"] > 0
+    assert a["wall_minutes"] > 0 and a["executor_minutes"] > 0 and a["assertions_total"] > 0
+    assert a["requests"] > 0 and lit["requests"] == 0
+    assert a["protocol_fidelity"] == lit["protocol_fidelity"] == "–"  # --no-grader
+    assert report["gate"]["exit_code"] == 1 and a["gate"]["exit_code"] == 1
     assert (cmp_dir / "compare.md").read_text().count("\n| ") == 4
 
 
@@ -261,7 +265,7 @@ def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, ca
                      "--no-grader", "--api-base", srv.base_url_openai,
                      "--out", str(tmp_path / "s"), "-q"])
         paths = {r.path.split("?")[0] for r in srv.requests}
-    assert code == 0
+    assert code == 1  # nobody trained: every row's case fails, so compare exits 1
     assert {"/v1/chat/completions", "/v1/messages", "/v1/responses"} <= paths
     out = capsys.readouterr().out
     labels = [line.split("|")[1].strip() for line in out.splitlines()

@@ -547,3 +547,47 @@ def test_command_line_serves_a_yaml_script(tmp_path: Path):
             proc.kill()
             proc.wait(timeout=5)
     assert proc.returncode == 0
+
+
+def test_a_scripted_call_of_a_tool_the_client_does_not_offer_warns_loudly(capsys):
+    """A script written for another runtime: it calls `bash` where the client offers `Bash`.
+    The server answers as scripted (the run shows what the agent did), records the unknown
+    tool, and says so on stderr even when not verbose; a request that offers no tools at all
+    (a title request) is not warned about."""
+    script = Script(name="for-builtin", match="train", turns=[
+        Turn(tool_calls=[ToolCall(name="bash", arguments={"command": "ls"}),
+                         ToolCall(name="Read", arguments={"file_path": "x"})])])
+    bash_tool = {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}
+    read_tool = {"name": "Read", "description": "read", "input_schema": {"type": "object"}}
+    with ScriptedModelServer([script]) as srv:
+        reply = claude(srv).messages.create(model="claude-x", max_tokens=50,
+                                            messages=[user("train it")],
+                                            tools=[bash_tool, read_tool])
+        oai(srv).chat.completions.create(model="m", messages=[user("train it")])
+        offered, bare = srv.requests_for("for-builtin")
+    assert [b.name for b in reply.content if b.type == "tool_use"] == ["bash", "Read"]
+    assert offered.unknown_tools == ["bash"] and bare.unknown_tools == []
+    err = capsys.readouterr().err
+    assert err.count("[aeval-model-server] WARNING") == 1
+    assert "script 'for-builtin' turn 0 calls bash, which this client does not offer " \
+           "(it offers: Bash, Read)" in err
+
+
+def test_scripts_of_several_files_are_served_in_order_and_names_stay_unique(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.yaml"
+    a.write_text(json.dumps({"scripts": [{"name": "codex", "match": "go", "model": "codex",
+                                          "turns": [{"text": "from a"}]}],
+                             "default": {"text": "a's default"}}))
+    b.write_text("scripts:\n  - name: builtin\n    match: go\n    turns:\n"
+                 "      - text: from b\n")
+    with ScriptedModelServer.from_file(a, b) as srv:
+        client = oai(srv)
+        def ask(model: str, text: str) -> str:
+            return client.chat.completions.create(
+                model=model, messages=[user(text)]).choices[0].message.content
+        assert ask("scripted-codex", "go") == "from a"
+        assert ask("scripted-builtin", "go") == "from b"
+        assert ask("m", "nothing matches") == "a's default"
+    b.write_text("scripts:\n  - name: codex\n    match: x\n")
+    with pytest.raises(ValueError, match="duplicate script names"):
+        ScriptedModelServer.from_file(a, b)

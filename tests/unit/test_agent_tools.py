@@ -133,6 +133,14 @@ def test_read_file_redacts_before_it_cuts(ws):
 def test_bad_arguments_are_tool_errors_not_exceptions(ws, tool, args):
     out = tools(ws).run(tool, args, 60)
     assert out.ok is False and out.output.startswith("error: ")
+    # the call did not run: the agent's error, never the skill's
+    assert out.refused == ("unknown_tool" if tool == "no_such_tool" else "invalid_arguments")
+
+
+def test_a_tool_that_ran_and_failed_is_not_a_refusal(ws):
+    assert tools(ws).run("read_file", {"path": "no/such.md"}, 60).refused is None
+    out = tools(ws).run("bash", {"command": "exit 3"}, 60)
+    assert out.ok is False and out.exit_code == 3 and out.refused is None
 
 
 def test_a_numeric_string_timeout_is_accepted(ws):

@@ -61,10 +61,13 @@ def ctx(tmp_path: Path) -> CheckContext:
     ({"type": "json_path", "path": "outputs/m.json", "query": "metrics.miou",
       "pattern": r"^0\.8"}, True, "0.81"),
     ({"type": "json_path", "path": "bad.json", "query": "a"}, False, "not valid JSON"),
-    ({"type": "transcript_contains", "text": "KeyError: 'segment_train'"}, True, "found"),
-    ({"type": "transcript_contains", "text": "CUDA"}, False, "not in the transcript"),
+    ({"type": "transcript_contains", "text": "KeyError: 'segment_train'"}, True,
+     "event 2, tool output of event 1 (bash)"),
+    ({"type": "transcript_contains", "text": "CUDA"}, False,
+     "not in what the agent and its tools produced"),
     ({"type": "transcript_regex", "pattern": r"mIoU=\d\.\d+"}, True, "mIoU=0.81"),
-    ({"type": "transcript_regex", "pattern": r"loss=\d"}, False, "not in the transcript"),
+    ({"type": "transcript_regex", "pattern": r"loss=\d"}, False,
+     "not in what the agent and its tools produced"),
     ({"type": "tool_used", "tool": "bash", "input": "segment_train"}, True, "(events 1)"),
     ({"type": "tool_used", "tool": "bash", "min_count": 3}, False, "2 matching bash call(s)"),
     ({"type": "tool_used", "tool": "edit_file"}, False, "0 matching"),
@@ -97,3 +100,59 @@ def test_command_check_runs_in_workspace_with_only_given_env(ctx, monkeypatch):
 def test_paths_outside_the_workspace_are_rejected_when_the_contract_is_read():
     with pytest.raises(ValueError, match="must be a relative path inside the workspace"):
         CHECK.validate_python({"type": "file_exists", "path": "../../etc/passwd"})
+
+
+CLAIMS = [
+    MessageEvent(seq=0, t=0, role="user", text="Train and print the final mIoU=0.9 line."),
+    ToolCallEvent(seq=1, t=0, call_id="a", tool="bash",
+                  input={"command": "python run.py segment_train"}),
+    ToolResultEvent(seq=2, t=0, call_id="a", tool="bash", ok=False, exit_code=1,
+                    output="KeyError: 'segment_train'"),
+    ToolCallEvent(seq=3, t=0, call_id="b", tool="Bash", input={"command": "echo hi"}),
+    ToolResultEvent(seq=4, t=0, call_id="b", tool="Bash", ok=False, refused="unknown_tool",
+                    output="No such tool available: Bash; mIoU=0.5"),
+    MessageEvent(seq=5, t=0, role="assistant", text="Done: trained, mIoU=0.8125."),
+]
+
+
+def outcome(tmp_path: Path, spec: dict):
+    ctx = CheckContext(workspace=tmp_path, events=CLAIMS, env=base_env(tmp_path))
+    return run_check(CHECK.validate_python(spec), ctx)
+
+
+def test_the_prompt_is_never_evidence_for_a_transcript_check(tmp_path):
+    """A check copied from the prompt: the words are in the prompt, nowhere else."""
+    out = outcome(tmp_path, {"type": "transcript_contains", "text": "mIoU=0.9"})
+    assert not out.passed
+    assert "only in what the agent was given (event 0, user)" in out.evidence
+
+
+def test_a_claim_is_not_tool_output(tmp_path):
+    """Training never succeeded; the agent says it did. With `source: tool_output` the check
+    fails (the claim is not evidence), and says where the text was; by default it passes on
+    the agent's own words, and says so."""
+    spec = {"type": "transcript_regex", "pattern": r"mIoU=\d"}
+    said = outcome(tmp_path, spec)
+    assert said.passed and "event 5, the agent's own words" in said.evidence
+    out = outcome(tmp_path, {**spec, "source": "tool_output"})
+    assert not out.passed
+    assert "only in event 5, the agent's own words, which does not count here" in out.evidence
+    # the runtime's complaint about a refused call is no tool output either
+    assert "event 4" not in out.evidence
+    assert describe(CHECK.validate_python({**spec, "source": "tool_output"})) == (
+        "The output of a tool that ran matches /mIoU=\\d/")
+
+
+def test_agent_source_reads_only_the_agents_words(tmp_path):
+    assert not outcome(tmp_path, {"type": "transcript_contains", "text": "KeyError",
+                                  "source": "agent"}).passed
+    out = outcome(tmp_path, {"type": "transcript_contains", "text": "KeyError",
+                             "source": "tool_output"})
+    assert out.passed and out.evidence.startswith("event 2, tool output of event 1 (bash)")
+
+
+def test_a_refused_call_is_named_as_such_by_commands_succeeded(tmp_path):
+    events = CLAIMS[3:5]
+    ctx = CheckContext(workspace=tmp_path, events=events, env=base_env(tmp_path))
+    out = run_check(CHECK.validate_python({"type": "commands_succeeded"}), ctx)
+    assert not out.passed and "refused by the runtime (the runtime has no tool" in out.evidence

@@ -228,3 +228,31 @@ def test_sdk_messages_become_tagged_records():
                    "usage": {"input_tokens": 1}}
     assert json.loads(json.dumps(rec)) == rec
     assert parse_records([rec])  # and the parser reads it back
+
+
+def test_calls_claude_code_did_not_run_are_refused_with_the_reason_and_no_exit_code():
+    """Texts as Claude Code 2.1 answers them (captured against the scripted server): a tool
+    it has not got, arguments its schema rejects, and a permission aeval denied. A Bash
+    command that ran and failed is not a refusal, nor is a file tool's own error."""
+    records = [
+        assistant("m1", tool_use("a", "bash", command="python3 run.py x"),
+                  tool_use("b", "Edit", file_path="SKILL.md"),
+                  tool_use("c", "WebFetch", url="https://example.com", prompt="x"),
+                  tool_use("d", "Bash", command="false"),
+                  tool_use("e", "Write", file_path="e.txt", content="x")),
+        tool_result("a", "<tool_use_error>Error: No such tool available: bash. Tool names are "
+                         "case-sensitive: call Bash instead.</tool_use_error>", True),
+        tool_result("b", "<tool_use_error>InputValidationError: Edit failed due to the "
+                         "following issues:\nThe required parameter `old_string` is "
+                         "missing</tool_use_error>", True),
+        tool_result("c", "aeval denied this call: WebFetch is not permitted in this evaluation "
+                         "run (nobody can approve it)", True),
+        tool_result("d", "Exit code 1\nNo such tool available", True),
+        tool_result("e", "<tool_use_error>File has not been read yet</tool_use_error>", True),
+        result(),
+    ]
+    results = of(parse_records(records).events, "tool_result")
+    assert [r.get("refused") for r in results] == [
+        "unknown_tool", "invalid_arguments", "policy", None, None]
+    assert [r["exit_code"] for r in results] == [None, None, None, 1, None]
+    assert all(EVENT_ADAPTER.validate_python({"seq": 0, "t": 0, **r}) for r in results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from aeval.adapters._codex_parse import (
@@ -107,3 +108,38 @@ def test_unwrap_command():
     assert unwrap_command("/bin/bash -c 'echo \"x\"'") == 'echo "x"'
     assert unwrap_command("python3 x.py") == "python3 x.py"
     assert unwrap_command("bash -c 'unterminated") == "bash -c 'unterminated"
+
+
+def test_calls_codex_did_not_carry_out_are_events_from_its_session_record():
+    """Codex's exec stream leaves out a call of a tool it has not got and a command its
+    approval policy rejected; its session record (interleaved into raw.jsonl by the adapter)
+    has them. Each becomes a tool_call and a refused tool_result, in the order they
+    happened, with no duplicate of the calls the exec stream reports; each model response
+    counts as one request."""
+    run = parse_codex(records("refused.jsonl"), workspace=WS)
+    calls = [e for e in run.events if e["kind"] == "tool_call"]
+    results = [e for e in run.events if e["kind"] == "tool_result"]
+    assert [c["input"]["command"] for c in calls] == [
+        "cat .agents/skills/segmentation/SKILL.md | head -3", "echo hi",
+        "python3 .agents/skills/segmentation/scripts/run.py segment_train --data fixtures "
+        "--out outputs", "touch /etc/aeval-x",
+        "sed -i 's/segment_train/train/' .agents/skills/segmentation/scripts/run.py; echo done"]
+    assert [(r["ok"], r.get("refused")) for r in results] == [
+        (True, None), (False, "unknown_tool"), (False, None), (False, "policy"), (True, None)]
+    assert results[1]["output"] == "unsupported call: bash"
+    assert "approval policy is Never" in results[3]["output"]
+    assert run.tool_calls == 5  # refused calls count towards max_turns too
+    assert run.usage.requests == 6  # five tool turns and the final answer
+    assert all(EVENT_ADAPTER.validate_python({"seq": 0, "t": 0, **e}) for e in run.events)
+
+
+def test_session_records_carry_the_times_they_happened_when_the_start_is_known():
+    recs = records("refused.jsonl")
+    first = next(r for r in recs if r.get("type") == "response_item")
+    start = datetime.fromisoformat(first["timestamp"].replace("Z", "+00:00")).timestamp() - 2
+    run = parse_codex(recs, workspace=WS)
+    timed = CodexParser(workspace=WS, start_epoch=start)
+    events = [e for r in recs for e in timed.feed(r)]
+    refused = [e for e in events if e.get("refused")]
+    assert refused and all(e["t"] >= 2 for e in refused)
+    assert [{k: v for k, v in e.items() if k != "t"} for e in events] == run.events[:len(events)]

@@ -6,6 +6,7 @@ import pytest
 
 from aeval.documented import (
     Signature,
+    agent_errors,
     documented_signatures,
     failed_documented_calls,
     signatures,
@@ -101,3 +102,45 @@ def test_contract_steps_are_documented_too():
 
 def test_unbalanced_quotes_do_not_crash():
     assert signatures("python3 scripts/run.py segment_train 'oops", FILES)
+
+
+def _refused(seq: int, tool: str, command: str, refused: str, output: str) -> list:
+    return [EVENT_ADAPTER.validate_python({
+                "seq": seq, "t": 0, "kind": "tool_call", "call_id": f"r{seq}", "tool": tool,
+                "input": {"command": command}}),
+            EVENT_ADAPTER.validate_python({
+                "seq": seq + 1, "t": 0, "kind": "tool_result", "call_id": f"r{seq}",
+                "tool": tool, "ok": False, "output": output, "refused": refused})]
+
+
+TRAIN = "scripts/run.py segment_train --data fixtures --out outputs"
+OPENCODE_ROOTS = ("/tmp/a/workspace/.opencode/skills/segmentation",
+                  ".opencode/skills/segmentation")
+
+
+def test_a_documented_command_the_runtime_never_ran_is_the_agents_error_not_the_skills():
+    """The scripted agent written for builtin calls `bash` under Claude Code, which has only
+    `Bash`: the documented command never ran, so it says nothing about the skill."""
+    events = _refused(0, "bash", f"python3 .claude/skills/segmentation/{TRAIN}",
+                      "unknown_tool", "<tool_use_error>Error: No such tool available: bash")
+    roots = ("/tmp/a/workspace/.claude/skills/segmentation", ".claude/skills/segmentation")
+    assert failed_documented_calls(events, DOCS, FILES, roots) == []
+    assert "refused by the runtime" in agent_errors(events, FILES, roots)[1]
+
+
+def test_a_path_in_another_runtimes_skill_folder_did_not_reach_the_skill():
+    """Under OpenCode the copy is at .opencode/skills/: a command naming .agents/skills/
+    fails with "can't open file", which is the agent's path, not a documented command that
+    the skill rejected. The same command at the right folder still counts."""
+    wrong = _events((f"python3 .agents/skills/segmentation/{TRAIN}", 2))
+    assert failed_documented_calls(wrong, DOCS, FILES, OPENCODE_ROOTS) == []
+    why = agent_errors(wrong, FILES, OPENCODE_ROOTS)[1]
+    assert ".agents/skills/segmentation/scripts/run.py" in why
+    assert ".opencode/skills/segmentation/" in why
+    for command in (f"python3 .opencode/skills/segmentation/{TRAIN}",
+                    f"python3 /elsewhere/ws/.opencode/skills/segmentation/{TRAIN}",
+                    f"cd .opencode && python3 skills/segmentation/{TRAIN}",
+                    f"cd .opencode/skills/segmentation && python3 {TRAIN}"):
+        right = _events((command, 1))
+        assert len(failed_documented_calls(right, DOCS, FILES, OPENCODE_ROOTS)) == 1, command
+        assert agent_errors(right, FILES, OPENCODE_ROOTS) == {}, command

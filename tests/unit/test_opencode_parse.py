@@ -98,3 +98,43 @@ def test_incremental_feed_equals_whole_parse():
     recs = records("segmentation.jsonl")
     parser = OpenCodeParser(workspace=WS)
     assert [e for r in recs for e in parser.feed(r)] == parse_opencode(recs, WS).events
+
+
+INVALID = ("Model tried to call unavailable tool 'read_file'. Available tools: bash, edit, glob, "
+           "grep, invalid, read, skill, task, todowrite, webfetch, write.")
+
+
+def test_a_call_opencode_could_not_make_is_the_tool_the_model_named_failed_and_refused():
+    """OpenCode 1.18 turns a call of a tool it has not got into a *completed* call of its
+    `invalid` tool (as recorded against the scripted server): that is a refused call of the
+    named tool, not a success of a tool called `invalid`."""
+    parser = OpenCodeParser(workspace="/w")
+    call, result = parser.feed({"type": "tool_use", "part": {
+        "tool": "invalid", "callID": "c1", "state": {
+            "status": "completed", "input": {"tool": "read_file", "error": INVALID},
+            "output": f"The arguments provided to the tool are invalid: {INVALID}"}}})
+    assert call["tool"] == result["tool"] == "read_file"
+    assert result["ok"] is False and result["refused"] == "unknown_tool"
+    _, denied = parser.feed({"type": "tool_use", "part": {
+        "tool": "bash", "callID": "c2", "state": {
+            "status": "error", "input": {"command": "cat /etc/shadow"},
+            "error": "The user rejected permission to use this specific tool call."}}})
+    assert denied["ok"] is False and denied["refused"] == "policy"
+    _, ran = parser.feed({"type": "tool_use", "part": {
+        "tool": "bash", "callID": "c3", "state": {
+            "status": "completed", "input": {"command": "false"}, "output": "",
+            "metadata": {"exit": 1}}}})
+    assert ran["ok"] is False and "refused" not in ran
+    assert all(EVENT_ADAPTER.validate_python({"seq": 0, "t": 0, **e}) for e in (result, denied))
+
+
+def test_with_the_run_start_a_finished_tool_call_carries_the_times_it_really_ran():
+    parser = OpenCodeParser(workspace="/w", start_epoch=1000.0)
+    call, result = parser.feed({"type": "tool_use", "part": {
+        "tool": "bash", "callID": "c1", "state": {
+            "status": "completed", "input": {"command": "sleep 1"}, "output": "",
+            "time": {"start": 1002_500, "end": 1003_750}}}})
+    assert (call["t"], result["t"]) == (2.5, 3.75)
+    assert "t" not in OpenCodeParser(workspace="/w").feed({"type": "tool_use", "part": {
+        "tool": "bash", "callID": "c1", "state": {"status": "completed", "input": {},
+                                                  "time": {"start": 1, "end": 2}}}})[0]

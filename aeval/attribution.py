@@ -1,0 +1,121 @@
+"""Δ attribution: which tool call made each change to the skill copy. Pure: changes and
+events in, `ChangeMade` entries out.
+
+The same rule for every runtime: a change is tied to the tool call during which the watch
+saw it happen. A call's window runs from its tool_call event to its tool_result (the times
+the tool really started and ended: the adapters put them there, also for a runtime that
+reports a call only once it has finished); the watch stamps each change it sees with the
+same clock (`seen_at`). Naming the file is no evidence: an agent that reads SKILL.md in
+event 3 and edits it with ``sed -i`` in event 9 edited it in event 9. Only when the watch
+saw nothing (no inotify here) does the attribution fall back to the call that reported
+writing the file, then to the first call that names it (``named``: a guess, said so).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from aeval.artifacts import ChangeMade
+from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id
+from aeval.workspace import FileChange
+
+WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
+EARLY_S = 0.05
+"""A change stamped this much before its call's event still belongs to it (two clocks read
+a few milliseconds apart)."""
+LATE_S = 0.25
+"""How long after a call's result a change may still be its own: the watch stamps what it
+sees when its thread gets to read the queue, which can lag behind on a busy machine."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """When one tool call ran, on the run's clock (seconds since the execution started)."""
+
+    call: ToolCallEvent
+    start: float
+    end: float  # its result; without one, until the next call starts (or forever)
+
+
+def windows(events: list[Event]) -> list[Window]:
+    """Every tool call's window, in the order the calls were made."""
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    results = {e.call_id: e for e in events if isinstance(e, ToolResultEvent)}
+    out = []
+    for i, c in enumerate(calls):
+        r = results.get(c.call_id)
+        end = r.t if r is not None else (calls[i + 1].t if i + 1 < len(calls)
+                                         else float("inf"))
+        out.append(Window(c, c.t, max(end, c.t)))
+    return out
+
+
+def seen_at(changes: list[FileChange], touches: list[tuple[str, str, float]]
+            ) -> list[FileChange]:
+    """Δ entries with ``at_s`` set to when the watch first saw a change to that entry (or,
+    for a folder, inside it); ``touches``: (path relative to the skill root, what, seconds
+    since the execution started), changes only. An entry that already has ``at_s`` (an edit
+    put back) keeps it."""
+    out = []
+    for ch in changes:
+        if ch.at_s is None:
+            times = [at for path, _, at in touches
+                     if path == ch.path or path.startswith(ch.path.rstrip("/") + "/")]
+            if times:
+                ch = ch.model_copy(update={"at_s": round(min(times), 3)})
+        out.append(ch)
+    return out
+
+
+def _names(call: ToolCallEvent, ws_path: str, path: str) -> bool:
+    text = json.dumps(call.input, ensure_ascii=False)
+    return ws_path in text or path in text
+
+
+def _during(ch: FileChange, ws_path: str, spans: list[Window]) -> tuple[ToolCallEvent, str
+                                                                        ] | None:
+    """The call during which the watch saw ``ch`` (``at_s``), and how it is tied to it."""
+    at = ch.at_s
+    assert at is not None
+    inside = [w for w in spans if w.start <= at <= w.end]
+    if inside:
+        # calls running at once (a runtime's parallel tools): the write tool naming the file,
+        # else the one that started last
+        best = max(inside, key=lambda w: (w.call.tool in WRITE_TOOLS
+                                          and _names(w.call, ws_path, ch.path), w.start))
+        return best.call, "direct" if best.call.tool in WRITE_TOOLS else "during_call"
+    near = [w for w in spans if w.start - EARLY_S <= at <= w.end + LATE_S]
+    if near:  # just outside a window (two clocks, a watch that read late): the nearest
+        best = min(near, key=lambda w: w.start - at if at < w.start else at - w.end)
+        return best.call, "direct" if best.call.tool in WRITE_TOOLS else "during_call"
+    before = [w for w in spans if w.start <= at]
+    if before:  # between calls: a process the latest call left running
+        return before[-1].call, "after_call"
+    return None
+
+
+def attribute_changes(changes: list[FileChange], events: list[Event],
+                      skill_rel: str) -> list[ChangeMade]:
+    """Tie each skill edit to the tool call that made it (Δ attribution, see the module)."""
+    calls = calls_by_id(events)
+    spans = windows(events)
+    out = []
+    for i, ch in enumerate(changes, 1):
+        ws_path = f"{skill_rel}/{ch.path}"
+        found = _during(ch, ws_path, spans) if ch.at_s is not None else None
+        if found is None and ch.at_s is None:  # the watch saw nothing: what the calls said
+            wrote = next((e for e in events if isinstance(e, ToolResultEvent)
+                          and ws_path in e.paths_written and e.call_id in calls), None)
+            if wrote is not None:
+                call = calls[wrote.call_id]
+                found = call, "direct" if call.tool in WRITE_TOOLS else "during_call"
+            else:
+                named = next((e for e in events if isinstance(e, ToolCallEvent)
+                              and _names(e, ws_path, ch.path)), None)
+                found = (named, "named") if named is not None else None
+        call, how = found if found is not None else (None, "unknown")
+        out.append(ChangeMade(id=f"C{i}", path=ch.path, change=ch.change, diff=ch.diff,
+                              detail=ch.detail, event_seq=call.seq if call else None,
+                              tool=call.tool if call else None, attribution=how))
+    return out
