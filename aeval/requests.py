@@ -106,6 +106,11 @@ class EvalRequest(ModelChoice):
                           "of `aeval uplift`: same prompt, case files and assertions, but no "
                           "skill copy where the runtime discovers skills ($SKILL_DIR is an "
                           "empty folder), and only the assertions count, not S1-S3.")
+    skill_md_doc_test: bool = Field(
+        True, description="Under `literal`, also run SKILL.md's doc test beside a contract's "
+                          "cases (the case `skill-md`), so SKILL.md cannot drift from the "
+                          "scripts. False for `aeval compare`, whose rows must run the same "
+                          "cases.")
     require_exercise: bool = Field(
         True, description="A case passes only when it exercised the skill (one of its files ran, "
                           "or was read by a call that succeeded); otherwise it is `untested: "

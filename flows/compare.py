@@ -24,11 +24,12 @@ def compare(paths: list[str], variants: list[dict], compare_id: str, store: str 
     run_variant = evaluate.with_options(task_runner=task_runner(concurrency))
     for i, v in enumerate(variants, 1):
         run_id = f"{compare_id}-{i}"
-        # a variant whose gate is not 0 is a row of the table, not the end of the comparison
+        # a variant whose gate is not 0 is a row of the table, not the end of the comparison;
+        # every row runs the same cases (no SKILL.md doc test that only literal would add)
         manifest_of(run_variant(EvalRequest(
             paths=paths, run_id=run_id, runtimes=[v["runtime"]], model=v.get("model"),
             grader_model=grader_model, api_base=api_base, store=store, epochs=epochs,
-            skill_roots=skill_roots), return_state=True))
+            skill_roots=skill_roots, skill_md_doc_test=False), return_state=True))
         label = v["runtime"] + (f":{v['model']}" if v.get("model") else "")
         runs.append((label, v["runtime"], v.get("model"),
                      str(RunStore(Path(store)).run_dir(run_id))))

@@ -14,7 +14,8 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                output_cap: int = 16_000, keep_workspace: bool = False,
                runtime_options: dict[str, dict[str, Any]] | None = None,
                recordings: dict[str, str] | None = None, sandbox: str = "auto",
-               install_skill: bool = True, require_exercise: bool = True) -> list[CasePlan]:
+               install_skill: bool = True, require_exercise: bool = True,
+               skill_md_doc_test: bool = True) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
     case folder, or ``skill/case#epoch`` for one epoch; ``skill`` is the skill's folder key in
     the run: two skills may share a name) makes each plan reuse that case's assertions
@@ -24,7 +25,7 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
         if not ex.valid:
             continue
         cases = [(c, False) for c in ex.cases]
-        if ex.doc_case is not None and install_skill:
+        if ex.doc_case is not None and install_skill and skill_md_doc_test:
             cases.append((ex.doc_case, True))
         for case, supplementary in cases:
             for rt in runtimes:

@@ -127,7 +127,7 @@ def prepare(request: EvalRequest) -> PreparedRun:
                        ws_root, request.model, request.grader_model, request.api_base,
                        request.output_cap, request.keep_workspaces, request.runtime_options,
                        request.recordings, request.sandbox, request.install_skill,
-                       request.require_exercise)
+                       request.require_exercise, request.skill_md_doc_test)
     todo, finished = plans, []
     if request.resume:
         todo = []

@@ -33,6 +33,10 @@ EXPECTED = {
     ("segmentation", "train"): "fail",
     ("invoice-totals", "totals"): "fail",
     ("needs-secret", "uses-token"): "error",  # execute raises MissingCredential
+    # SKILL.md's own doc tests beside the contracts (literal)
+    ("csv-stats", "skill-md"): "untested",
+    ("invoice-totals", "skill-md"): "fail",
+    ("release-notes", "skill-md"): "untested",
 }
 
 

@@ -283,6 +283,10 @@ def test_the_served_nightly_sweeps_only_the_marketplace_it_is_given(server, mr_r
 
         with api_client(server) as client, pytest.raises(ObjectNotFound):
             client.read_deployment_by_name("aeval-sweep/nightly")
+        deadline = time.monotonic() + 30  # the serve log may lag its deployments on a busy box
+        while "aeval-sweep/nightly not served" not in log.read_text() \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
         assert "aeval-sweep/nightly not served: no --marketplace" in log.read_text()
     finally:
         stop(serve)
