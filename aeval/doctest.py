@@ -156,6 +156,9 @@ def plan_blocks(blocks: list[DocBlock] | list[tuple[int, str]]) -> list[BlockPla
 # ---- the skill's own files ------------------------------------------------------------------
 
 _SKILL_VAR = re.compile(r'^"?\$\{?(?:SKILL_DIR|CLAUDE_SKILL_DIR)\}?"?/')
+# the folders skills keep their files in: a path under one names the skill's own file even
+# when the whole folder is gone (`dist/`, `bin/`, `node_modules/` are the reader's project)
+SKILL_FOLDERS = frozenset({"scripts", "references", "reference", "assets", "templates"})
 SCRIPT_EXT = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php",
               ".R", ".lua", ".ps1")
 
@@ -164,10 +167,10 @@ def own_file(word: str, skill_dir: Path, names: tuple[str, ...] = ()) -> str | N
     """The skill-relative path a command word names as a file of the skill itself, whether or
     not it exists: ``$SKILL_DIR/x``; a path through a folder named after the skill
     (``.claude/skills/<name>/x``, ``~/skills/<name>/x``); a relative path that exists in the
-    skill, starts in one of its folders, or is a script (``scripts/x.py``, ``./run.sh``); a
-    bare ``x.py`` when the skill keeps other such files at its root. None for a word that
-    names no file of the skill (a program on PATH, ``./node_modules/.bin/x`` or ``bin/rails``
-    of the reader's project, an absolute path elsewhere, a path above the skill)."""
+    skill, or starts in one of its folders or in `SKILL_FOLDERS` (``scripts/x.py``); a bare
+    ``x.py`` when the skill keeps other such files at its root. None for a word that names no
+    file of the skill (a program on PATH, ``./node_modules/.bin/x``, ``dist/index.js`` or
+    ``bin/rails`` of the reader's project, an absolute path elsewhere, a path above it)."""
     w = word.strip()
     if not w or "://" in w or w.startswith("-"):
         return None
@@ -189,9 +192,9 @@ def own_file(word: str, skill_dir: Path, names: tuple[str, ...] = ()) -> str | N
     suffix = PurePosixPath(rel).suffix
     if direct or os.path.lexists(skill_dir / rel):
         return rel
-    if "/" in rel:
-        return rel if rel.split("/", 1)[0] in _top(skill_dir) or suffix in SCRIPT_EXT \
-            else None
+    if "/" in rel:  # in one of the skill's folders, or in one a skill keeps scripts in
+        first = rel.split("/", 1)[0]
+        return rel if first in _top(skill_dir) or first in SKILL_FOLDERS else None
     if suffix in SCRIPT_EXT and any(PurePosixPath(n).suffix == suffix
                                     for n in _top(skill_dir, files=True)):
         return rel
@@ -221,6 +224,10 @@ _CMD_NOT_FOUND = re.compile(
     r"(?:command )?not found\s*$", re.M)
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
 _NODE_NO_MODULE = re.compile(r"Error: Cannot find (?:module|package) '([^'./][^']*)'")
+# a program a script starts that is not installed: node, ruby, go
+_NO_PROGRAM = re.compile(r"\bspawn(?:Sync)? ([\w.+-]+) ENOENT\b|"
+                         r"Errno::ENOENT: No such file or directory - ([\w.+-]+)\b|"
+                         r"exec: \"([\w.+-]+)\": executable file not found")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
 _EXC_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt|KeyError)\b.*)$", re.M)
 _ARGPARSE = re.compile(r"^(?:usage: )?([\w.-]+): error: (argument [^\n]*invalid choice[^\n]*|"
@@ -302,6 +309,10 @@ def _missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
         cm = _CMD_NOT_FOUND.search(output)
         if cm:
             missing = cm.group(1)
+    if missing is None:
+        pm = _NO_PROGRAM.search(output)
+        if pm:
+            missing = next(g for g in pm.groups() if g)
     if missing is None or (skill_dir / missing).exists() \
             or (skill_dir / f"{missing}.py").exists():
         return None

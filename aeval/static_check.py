@@ -125,13 +125,16 @@ class _Checker:
         base = str(PurePosixPath(file).parent) if file != SKILL_FILE else ""
         for ln, code in shell:
             self.commands_of(code, ln, file, via, produced)
+        lines = dict(prose)
         for s in spans:
             text_ = s.text.strip()
             if placeholder(text_) or "\n" in text_:
                 continue
             if " " in text_:
                 self.commands_of(text_, s.line, file, via, produced, inline=True)
-            else:
+            elif via is None and not _made_or_example(lines.get(s.line, ""), s.text):
+                # a path named in prose: in SKILL.md only (a reference file's prose is read
+                # by the agent on demand and names the reader's files as often as the skill's)
                 self.reference(text_, s.line, file, via, produced, base=base)
         linked = []
         for link in markdown.links(prose):
@@ -266,6 +269,19 @@ class _Checker:
             if iface.rejects_option(flag):
                 self.add(file, line, via, "rejected", rel,
                          f"documents the option {flag} for {rel}, which does not accept it")
+
+
+_MADE = re.compile(r"(?:\b(?:save|saved|saves|create|creates|created|write|writes|written|"
+                   r"generate|generates|produce|produces|output|outputs|export|exports|name "
+                   r"it|call it|rename|becomes|will be|e\.g\.|for example|such as|like)\b"
+                   r"[^`]{0,30}$)", re.I)
+
+
+def _made_or_example(line: str, span: str) -> bool:
+    """Whether the prose just before a path says it is made (``save it as `x` ``) or only an
+    example of a name (``e.g. `references/aws.md` ``)."""
+    at = line.find(f"`{span}`")
+    return at >= 0 and bool(_MADE.search(line[max(0, at - 60):at]))
 
 
 _PROMPT = re.compile(r"^\s*\$ (.*)$")

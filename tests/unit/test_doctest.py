@@ -177,3 +177,15 @@ def test_summary_priorities():
 def test_doc_test_verdict(run_status, expected):
     status, reason = doc_test_verdict(run_status, "needs pdftotext")
     assert status == expected and "needs pdftotext" in reason
+
+
+@pytest.mark.parametrize("program, output", [
+    ("dot", "Error: spawnSync dot ENOENT\n    at Object.spawnSync (node:internal)\n"
+            "Node.js v20.20.2"),
+    ("convert", "scripts/x.rb:3:in `system': Errno::ENOENT: No such file or directory - "
+                "convert"),
+    ("ffmpeg", 'exec: "ffmpeg": executable file not found in $PATH'),
+])
+def test_a_program_a_script_starts_that_is_missing_is_a_need(skill, program, output):
+    d = diagnose("python scripts/run.py train", 1, output, skill)  # the script exists
+    assert (d.kind, d.tool) == ("missing_tool", program)

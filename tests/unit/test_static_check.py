@@ -203,3 +203,23 @@ def test_what_is_not_a_reference(tmp_path):
         """)
     (skill / "SKILL.md").write_text(text)
     assert findings(skill) == []
+
+
+def test_the_readers_files_are_not_the_skills(tmp_path):
+    """Found on the recall corpus: a build output a reference runs (`node dist/index.js`), a
+    file SKILL.md tells the reader to save (`save it as `templates/new.md``), and file names a
+    reference file gives as examples of a layout are not missing skill files."""
+    files = {
+        **FILES,
+        "templates/invoice.md": "# Invoice\n",
+        "references/building.md": "Build with `npx tsc` and run `node dist/index.js`.\n\n"
+                                  "Split long docs: `references/aws.md`, `references/gcp.md`.\n",
+    }
+    files["SKILL.md"] = FILES["SKILL.md"] + (
+        "\nWhen no template fits, write one like `templates/invoice.md` and save it as "
+        "`templates/receipt.md`; see [building](references/building.md).\n")
+    assert findings(build(tmp_path, files)) == []
+    # ... while a script under scripts/ stays the skill's, even with its folder gone
+    files["SKILL.md"] += "\nThen run `python3 scripts/gone/renamed.py --all`.\n"
+    (found,) = findings(build(tmp_path / "again", files))
+    assert "runs scripts/gone/renamed.py, which the skill does not have" in found
