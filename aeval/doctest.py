@@ -450,8 +450,10 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     if block.uses:
         return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the block uses "
                                          f"${sorted(block.uses)[0]}, which the reader sets")
+    shown = " ".join(args)[:120]
     return Diagnosis("defect", f"the skill's {rel} exited {exit_code} with the documented "
-                               f"arguments: {_last_line(output)}", file=rel, own="rejected")
+                               f"arguments `{shown}`: {_last_line(output)}", file=rel,
+                     own="rejected")
 
 
 def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,

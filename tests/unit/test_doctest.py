@@ -189,3 +189,17 @@ def test_doc_test_verdict(run_status, expected):
 def test_a_program_a_script_starts_that_is_missing_is_a_need(skill, program, output):
     d = diagnose("python scripts/run.py train", 1, output, skill)  # the script exists
     assert (d.kind, d.tool) == ("missing_tool", program)
+
+
+def test_a_rejection_in_any_wording_is_a_defect_and_names_the_documented_call(skill):
+    (skill / "scripts" / "audit.py").write_text(
+        "import sys\nCOMMANDS = {'errors': 1, 'references': 2}\n"
+        "if len(sys.argv) != 3 or sys.argv[1] not in COMMANDS:\n"
+        "    sys.exit('usage: audit.py errors|references FILE.csv')\n")
+    (skill / "formulas.csv").write_text("cell,formula\n")
+    code = "python scripts/audit.py refs formulas.csv"
+    exit_code, output = run_block(code, skill)
+    d = diagnose(code, exit_code, output, skill)
+    assert (d.kind, d.own) == ("defect", "rejected")
+    assert d.reason == ("the skill's scripts/audit.py exited 1 with the documented arguments "
+                        "`refs formulas.csv`: usage: audit.py errors|references FILE.csv")
