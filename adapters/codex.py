@@ -54,6 +54,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.tree import ensure_folder, write_private
 
 CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
@@ -148,10 +149,9 @@ class CodexRuntime:
             self.check_available()
         assert binary is not None
         model = request.model.removeprefix("openai/")
-        codex_home = request.home / ".codex"
-        codex_home.mkdir(parents=True, exist_ok=True)
-        tmp = request.home / ".tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
+        root = request.home.parent  # the attempt root: written without following (aeval.tree)
+        codex_home = ensure_folder(request.home / ".codex", root)
+        tmp = ensure_folder(request.home / ".tmp", root)
         # inside aeval's sandbox Codex's own (a nested bubblewrap) cannot start: see above
         mode = "danger-full-access" if sandboxed(request) else "workspace-write"
         argv = [binary, "exec", "--json", "--skip-git-repo-check", "-C",
@@ -166,8 +166,8 @@ class CodexRuntime:
             return parser.tool_calls > max_turns
 
         with grant(request.api_base or OPENAI_BASE, self._key(request), "bearer") as g:
-            (codex_home / "config.toml").write_text(codex_config(request, model, g.base_url),
-                                                    encoding="utf-8")
+            write_private(codex_home / "config.toml", codex_config(request, model, g.base_url),
+                          root)
             env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
                    "TMPDIR": str(tmp), KEY_VAR: g.token}
             outcome = stream_jsonl(in_sandbox(request, argv, env, g, request.home / ".aeval"),

@@ -43,7 +43,7 @@ from aeval.adapters.sandbox_limits import (
     remove_cgroup,
     rlimit_options,
 )
-from aeval.adapters.sandbox_view import hide, tmp_prefixes
+from aeval.adapters.sandbox_view import TMP, hide, needed_prefixes, widened
 from aeval.adapters.toolchain import toolchain
 
 from aeval.redact import Redactor
@@ -162,12 +162,15 @@ class BwrapSandbox:
         toolchain read-only, the skill copy pinned (see `aeval.adapters.sandbox_view`)."""
         p = self.policy
         root = Path(p.root).resolve()
-        hidden_opts, readonly, root_rebuilt = hide(p.hidden)
+        areas = widened(p.hidden)
+        hidden_opts, readonly, root_rebuilt = hide(areas)
         out = [] if root_rebuilt else ["--ro-bind", "/", "/"]
         out += hidden_opts
         out += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for prefix in tmp_prefixes(argv, env.get("PATH", ""), [root, *p.hidden,
-                                                               self._args_dir]):
+        # what the command needs from /tmp or from a hidden area, bound back read-only
+        for prefix in needed_prefixes(argv, env.get("PATH", ""), [root, *p.hidden,
+                                                                  self._args_dir],
+                                      [TMP, *areas]):
             out += ["--ro-bind", prefix, prefix]
         tools = str(toolchain())
         out += ["--ro-bind", tools, tools]
