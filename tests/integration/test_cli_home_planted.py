@@ -39,6 +39,7 @@ def test_links_planted_in_home_by_setup_are_not_written_through(tmp_path, monkey
         main(["run", str(skill), "--runtime", "codex", "--model", "openai/scripted",
               "--api-base", srv.base_url_openai, "--out", str(tmp_path / "s"), "-q",
               "--no-grader", "--sandbox", "require"])
-        assert srv.requests_for("done"), "Codex never reached the model"
+        reached = srv.requests_for("done")
     assert bridge.read_text() == "host file\n"
     assert list(folder.iterdir()) == []
+    assert reached, "Codex never reached the model"  # and the runtime still worked
