@@ -54,11 +54,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="aeval-bench-boundary-", dir="/var/tmp"))
+    attempts = Path(tempfile.mkdtemp(prefix="aeval-bench-ws-"))
     try:
         skills = base / "checkout" / "skills"
         original = make_skill(skills / "big", args.files)
-        ws = prepare_workspace(Path(tempfile.mkdtemp(prefix="aeval-bench-ws-")) / "a",
-                               original, "big", ".agents/skills", [])
+        ws = prepare_workspace(attempts / "a", original, "big", ".agents/skills", [])
         folders = sum(1 for p in ws.skill_dir.rglob("*") if p.is_dir())
         print(f"skill: {args.files} files, {folders} folders")
         print(f"walk of the copy (manifest + identities): "
@@ -87,6 +87,7 @@ def main() -> int:
             print(f"one sandboxed command, {label}: {t * 1000:.0f} ms")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(attempts, ignore_errors=True)
     return 0
 
 
