@@ -84,7 +84,8 @@ def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str], grant:
         return list(argv)
     if sandbox.policy.network:
         return sandbox.argv(list(argv), request.workspace, env)
-    return sandbox.argv(bridged(list(argv), grant, scratch / "bridge.py"),  # type: ignore[call-arg]
+    script = scratch / "bridge.py"
+    return sandbox.argv(bridged(list(argv), grant, script, request.home.parent),  # type: ignore[call-arg]
                         request.workspace, env, binds=(grant.socket_path,))
 
 

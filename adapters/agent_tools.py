@@ -195,11 +195,11 @@ class Toolbox:
             raise BadArguments("command (a non-empty string) is required")
         timeout = min(_timeout(args.get("timeout_s")), max(time_left, 1))
         with quiet_uses(self.skill_dir):  # aeval's own reads are not the agent's uses
-            before = manifest(self.skill_dir)
+            before = manifest(self.skill_dir, self.ws)
         r = run_command(command, self.ws, self.env, timeout, self.cap, redactor=self.redactor,
                         sandbox=self.sandbox)
         with quiet_uses(self.skill_dir):
-            after = manifest(self.skill_dir)
+            after = manifest(self.skill_dir, self.ws)
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         out = r.combined()
         body = f"exit code: {r.exit_code if not r.timed_out else 'killed (timeout)'}\n{out}"

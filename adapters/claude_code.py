@@ -55,7 +55,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import sys
 import threading
 import time
@@ -87,6 +86,7 @@ from aeval.events import (
     UsageEvent,
 )
 from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.tree import ensure_folder, write_private
 
 INSTALL = "pip install 'aeval-skills[claude]'"
 """The exact install command (the extra pins claude-agent-sdk>=0.2.180,<0.3)."""
@@ -232,11 +232,10 @@ class ClaudeCodeRuntime:
 
     @staticmethod
     def _write_launcher(home: Path) -> Path:
-        path = home / ".aeval" / "claude-launcher"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(LAUNCHER.format(python=sys.executable), encoding="utf-8")
-        path.chmod(path.stat().st_mode | stat.S_IXUSR)
-        return path
+        # beneath the attempt root, never through a symlink the case's setup planted (it
+        # would make aeval overwrite a host file): aeval.tree
+        return write_private(home / ".aeval" / "claude-launcher",
+                             LAUNCHER.format(python=sys.executable), home.parent, 0o755)
 
     def _options(self, request: RunRequest, launcher: Path, env: dict[str, str],
                  stderr: list[str]) -> Any:
@@ -264,7 +263,7 @@ class ClaudeCodeRuntime:
         assert cli is not None
         start = time.monotonic()
         for d in (request.home / ".claude", request.home / "tmp"):
-            d.mkdir(parents=True, exist_ok=True)
+            ensure_folder(d, request.home.parent)
         launcher = self._write_launcher(request.home)
         with grant(self.upstream(request), self._api_key(request), "anthropic") as g:
             return self._run(request, recorder, launcher,

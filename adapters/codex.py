@@ -17,14 +17,13 @@ written there:
 - Codex's own ``workspace-write`` sandbox with network allowed and ``.agents/`` (read-only for
   Codex by default) writable, so edits to the skill copy happen and show up in Δ.
 
-Under aeval's bubblewrap sandbox the whole Codex process runs inside it (`in_sandbox`), and
-Codex's own sandbox still runs, nested (bubblewrap inside bubblewrap works here: checked by
-the runtime tests, which run sandboxed by default). One condition: Codex finds its helper
-(``codex-linux-sandbox``) only through links it makes in ``CODEX_HOME``, and refuses to make
-them when ``CODEX_HOME`` is under the temporary dir; inside aeval's sandbox ``TMPDIR`` is
-``/tmp`` (the attempt root under it), so Codex is started through ``env TMPDIR=<attempt
-home>/.tmp``. Codex's sandbox makes no PID namespace of its own: its tools can see the Codex
-process, and so the proxy token (never the key).
+Under aeval's bubblewrap sandbox the whole Codex process runs inside it (`in_sandbox`) and
+Codex's own sandbox is off (``-s danger-full-access``): aeval's sandbox keeps no
+``CAP_SYS_ADMIN``, so a nested bubblewrap cannot start there (every command would fail with
+"setting up uid map"), and aeval's sandbox already confines every command Codex runs (host
+read-only, only the attempt writable, its own PID namespace). Unsandboxed, Codex's own
+``workspace-write`` sandbox runs as described above. Codex's tools can see the Codex process,
+and so the proxy token (never the key).
 
 Codex has no turn limit: the adapter counts tool calls and stops the process after
 ``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `aeval.adapters._codex_parse`
@@ -62,6 +61,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.tree import ensure_folder, write_private
 
 CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
@@ -158,17 +158,13 @@ class CodexRuntime:
             self.check_available()
         assert binary is not None
         model = request.model.removeprefix("openai/")
-        codex_home = request.home / ".codex"
-        codex_home.mkdir(parents=True, exist_ok=True)
-        # Codex links its sandbox helper (`codex-linux-sandbox`) into CODEX_HOME, and refuses
-        # to when CODEX_HOME is under the temporary dir, which ours is (under /tmp): then its
-        # bubblewrap sandbox cannot find the helper and every command fails. A TMPDIR of the
-        # attempt's own makes CODEX_HOME not "temporary" to it.
-        tmp = request.home / ".tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        pre = ["/usr/bin/env", f"TMPDIR={tmp}"] if sandboxed(request) else []  # see above
-        argv = [*pre, binary, "exec", "--json", "--skip-git-repo-check", "-C",
-                str(request.workspace), "-s", "workspace-write", "--", request.prompt]
+        root = request.home.parent  # the attempt root: written without following (aeval.tree)
+        codex_home = ensure_folder(request.home / ".codex", root)
+        tmp = ensure_folder(request.home / ".tmp", root)
+        # inside aeval's sandbox Codex's own (a nested bubblewrap) cannot start: see above
+        mode = "danger-full-access" if sandboxed(request) else "workspace-write"
+        argv = [binary, "exec", "--json", "--skip-git-repo-check", "-C",
+                str(request.workspace), "-s", mode, "--", request.prompt]
         recorder.message("user", request.prompt)
         # the run's start on the wall clock the session record stamps its calls with
         start_epoch = time.time() - (time.monotonic() - recorder.clock_start)
@@ -183,8 +179,8 @@ class CodexRuntime:
             return parser.tool_calls > max_turns
 
         with grant(request.api_base or OPENAI_BASE, self._key(request), "bearer") as g:
-            (codex_home / "config.toml").write_text(codex_config(request, model, g.base_url),
-                                                    encoding="utf-8")
+            write_private(codex_home / "config.toml", codex_config(request, model, g.base_url),
+                          root)
             env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
                    "TMPDIR": str(tmp), KEY_VAR: g.token}
             try:

@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from aeval.tree import write_private
+
 AuthStyle = Literal["anthropic", "bearer"]
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                         "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host",
@@ -283,10 +285,11 @@ os.execvp(argv[0], argv)
 '''
 
 
-def bridged(argv: list[str], g: Grant, script: Path) -> list[str]:
-    """``argv`` started behind the bridge (the script written to ``script``): for a sandbox
-    that unshares the network, where the proxy's loopback port is not reachable."""
-    script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text(BRIDGE, encoding="utf-8")
+def bridged(argv: list[str], g: Grant, script: Path, trusted: Path | None = None
+            ) -> list[str]:
+    """``argv`` started behind the bridge (the script written to ``script``, beneath
+    ``trusted`` without following a symlink: `aeval.tree`): for a sandbox that unshares the
+    network, where the proxy's loopback port is not reachable."""
+    write_private(script, BRIDGE, trusted or script.parent)
     python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
     return [python, "-I", str(script), g.socket_path, str(g.port), *argv]

@@ -54,6 +54,7 @@ from aeval.adapters.keyproxy import AuthStyle, grant
 
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.tree import ensure_folder, write_private
 
 OPENCODE_VERSION = "1.18.33"
 OPENCODE_PACKAGE = f"opencode-ai@{OPENCODE_VERSION}"
@@ -78,12 +79,13 @@ _MODEL_STALL = re.compile(r"stream error|APICallError|Cannot connect|socket conn
                           re.IGNORECASE)
 
 
-def prefill_config_dir(path: Path) -> None:
-    """What stops OpenCode's background ``npm install @opencode-ai/plugin`` in a config dir."""
-    (path / "node_modules").mkdir(parents=True, exist_ok=True)
+def prefill_config_dir(path: Path, trusted: Path) -> None:
+    """What stops OpenCode's background ``npm install @opencode-ai/plugin`` in a config dir
+    (written beneath ``trusted`` without following a symlink: `aeval.tree`)."""
+    ensure_folder(path / "node_modules", trusted)
     for name, content in PLUGIN_FILES.items():
-        if not (path / name).exists():
-            (path / name).write_text(json.dumps(content), encoding="utf-8")
+        if not (path / name).is_file() or (path / name).is_symlink():
+            write_private(path / name, json.dumps(content), trusted)
 
 
 def shell_wrapper(env: dict[str, str]) -> str:
@@ -187,16 +189,15 @@ class OpenCodeRuntime:
         home = request.home
         xdg = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
                "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
+        root = home.parent  # the attempt root: written without following (aeval.tree)
         for d in xdg.values():
-            d.mkdir(parents=True, exist_ok=True)
-        prefill_config_dir(xdg["XDG_CONFIG_HOME"] / "opencode")
-        prefill_config_dir(request.workspace / ".opencode")
+            ensure_folder(d, root)
+        prefill_config_dir(xdg["XDG_CONFIG_HOME"] / "opencode", root)
+        prefill_config_dir(request.workspace / ".opencode", root)
         own = home / ".aeval"
-        (own / "bin").mkdir(parents=True, exist_ok=True)
         wrapper = own / "bin" / "bash"
         inside = request.sandbox.inside_env(request.env) if sandboxed(request) else request.env  # type: ignore[union-attr]
-        wrapper.write_text(shell_wrapper(inside), encoding="utf-8")
-        wrapper.chmod(0o700)
+        write_private(wrapper, shell_wrapper(inside), root, 0o700)
         return {**request.env, "HOME": str(home), **{k: str(v) for k, v in xdg.items()},
                 **OFFLINE_ENV, "SHELL": str(wrapper)}
 
@@ -208,8 +209,8 @@ class OpenCodeRuntime:
             self.check_available()
         assert binary is not None
         env = self._prepare_home(request)
-        instructions = request.home / ".aeval" / "executor.md"
-        instructions.write_text(executor_prompt(request), encoding="utf-8")
+        instructions = write_private(request.home / ".aeval" / "executor.md",
+                                     executor_prompt(request), request.home.parent)
         base, style = upstream(request)
         key = self._key(request)
         recorder.message("user", request.prompt)

@@ -12,15 +12,30 @@ an exec included: the kernel opens the program, the interpreter opens its script
 (``IN_ACCESS``) by any process, the CLI runtimes' own tools too, is recorded once as
 ``opened`` / ``accessed``. Opens are not edits: Δ and the restored-edit check use only
 `CHANGES`. Folders listed are not recorded.
+
+**Coverage.** inotify needs one watch per folder. Folders are added top-down, breadth first,
+up to `max_dirs` (``AEVAL_WATCH_MAX_DIRS``, default 20,000) or until the kernel's
+``fs.inotify.max_user_watches`` runs out; past that ``coverage`` is ``partial`` (recorded in
+attempt.json as ``watched``), never claimed complete. The rest is covered by the manifest:
+its file identities (`aeval.tree`: ctime and inode) show a file rewritten and put back, or a
+folder renamed away and back, in any folder, watched or not; only the time of such a change
+is then less precise.
+
+**The path above.** With ``above`` (the attempt root), every folder from it down to the
+copy's parent is watched for its one entry on the way: the copy, or a folder above it,
+renamed, moved aside or removed (and perhaps put back) is a ``moved`` touch of ``.``. Under
+bubblewrap the copy itself is also a mount point, which cannot be renamed at all.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +47,15 @@ except (ImportError, OSError):  # pragma: no cover - not Linux, or inotify unava
     INotify = None  # type: ignore[assignment,misc]
     F = None  # type: ignore[assignment]
 
-MAX_DIRS = 2000  # a skill with more folders is watched partly (its top ones)
+MAX_DIRS = 20_000  # a skill with more folders is watched partly (its top ones)
+
+
+def max_dirs() -> int:
+    """The folder limit of a watch: ``AEVAL_WATCH_MAX_DIRS`` or `MAX_DIRS`."""
+    try:
+        return max(int(os.environ.get("AEVAL_WATCH_MAX_DIRS", MAX_DIRS)), 1)
+    except ValueError:
+        return MAX_DIRS
 _ACTIVE: dict[Path, SkillWatch] = {}  # resolved root -> the watch running on it
 _ACTIVE_LOCK = threading.Lock()
 
@@ -55,11 +78,18 @@ class SkillWatch:
     """Watch ``root`` (recursively) from ``start()`` to ``stop()``; ``touched`` lists what
     changed (and what was used, once per path and kind), in the order seen."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, above: Path | None = None, limit: int | None = None):
+        """``above``: the folder from which the path down to ``root`` is watched for moves;
+        ``limit``: folders watched at most (default `max_dirs`)."""
         self.root = Path(root)
+        self.above = Path(above) if above is not None else None
+        self.limit = limit or max_dirs()
         self.touched: list[Touch] = []
         self.problem: str | None = None
+        self.unwatched = 0  # folders of the copy left unwatched (the limit was reached)
         self._wds: dict[int, Path] = {}
+        self._chain: dict[int, str] = {}  # wd of a folder above root -> its entry on the way
+        self._started = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._inotify = None
@@ -67,15 +97,49 @@ class SkillWatch:
         self._lock = threading.Lock()  # one reader of the inotify queue at a time
         self._quiet = False
 
-    def _add(self, d: Path) -> None:
-        if len(self._wds) >= MAX_DIRS or self._inotify is None:
-            return
+    @property
+    def coverage(self) -> str:
+        """``full`` (every folder of the copy watched), ``partial`` (the limit was reached:
+        ``unwatched`` folders were not, or the event queue overflowed) or ``none`` (no
+        watch: ``problem`` says why)."""
+        if not self._started:
+            return "none"
+        return "partial" if self.unwatched or self.problem else "full"
+
+    def _add(self, d: Path) -> bool:
+        """Watch the folder ``d``; False when the limit (ours or the kernel's) is reached."""
+        if self._inotify is None:
+            return False
+        if len(self._wds) >= self.limit:
+            self.unwatched += 1
+            return False
         mask = (F.MODIFY | F.ATTRIB | F.CREATE | F.DELETE | F.MOVED_FROM | F.MOVED_TO
-                | F.DELETE_SELF | F.OPEN | F.ACCESS | F.DONT_FOLLOW | F.ONLYDIR)
+                | F.DELETE_SELF | F.MOVE_SELF | F.OPEN | F.ACCESS | F.DONT_FOLLOW | F.ONLYDIR)
         try:
             self._wds[self._inotify.add_watch(str(d), mask)] = d
-        except OSError:
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:  # fs.inotify.max_user_watches
+                self.unwatched += 1
+                self.limit = len(self._wds)
+                return False
+        return True
+
+    def _add_chain(self) -> None:
+        """Watch each folder from ``above`` down to the copy's parent for its one entry on
+        the way (renamed, moved, removed or made anew)."""
+        if self.above is None or self._inotify is None:
             return
+        try:
+            parts = self.root.relative_to(self.above).parts
+        except ValueError:
+            return
+        folder = self.above
+        for part in parts:
+            mask = (F.MOVED_FROM | F.MOVED_TO | F.DELETE | F.CREATE | F.DONT_FOLLOW
+                    | F.ONLYDIR)
+            with contextlib.suppress(OSError):
+                self._chain[self._inotify.add_watch(str(folder), mask)] = part
+            folder = folder / part
 
     def start(self) -> SkillWatch:
         if INotify is None:
@@ -86,10 +150,23 @@ class SkillWatch:
         except OSError as exc:
             self.problem = f"inotify: {exc}"
             return self
-        self._add(self.root)
-        for d, dirs, _ in os.walk(self.root, followlinks=False):
-            for name in dirs:
-                self._add(Path(d) / name)
+        self._started = True
+        self._add_chain()
+        queue = deque([self.root])  # breadth first: the top folders are watched first
+        while queue:
+            d = queue.popleft()
+            if not self._add(d):
+                self.unwatched += len(queue)
+                for rest in (d, *queue):  # count what is left below, never watch it
+                    self.unwatched += sum(len(dirs) for _, dirs, _ in
+                                          os.walk(rest, followlinks=False))
+                break
+            try:
+                with os.scandir(d) as it:
+                    queue.extend(Path(e.path) for e in it
+                                 if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
         self._thread = threading.Thread(target=self._loop, name="aeval-skill-watch",
                                         daemon=True)
         self._thread.start()
@@ -139,9 +216,18 @@ class SkillWatch:
                 self.problem = "the watch's event queue overflowed: some uses and changes " \
                                "were not seen (Δ still stands)"
                 continue
+            if ev.wd in self._chain:
+                if ev.name == self._chain[ev.wd] and not ev.mask & F.IGNORED:
+                    self.touched.append(Touch(".", "moved", now))
+                continue
             base = self._wds.get(ev.wd)
             if base is None or (ev.mask & F.IGNORED):
                 continue
+            if ev.mask & (F.MOVE_SELF | F.DELETE_SELF) and base == self.root:
+                self.touched.append(Touch(".", "moved", now))
+                continue
+            if ev.mask & F.MOVE_SELF:
+                continue  # a folder inside renamed: its parent's MOVED_FROM already says so
             path = base / ev.name if ev.name else base
             if ev.mask & F.ISDIR and ev.mask & (F.CREATE | F.MOVED_TO):
                 self._add(path)  # a new folder: watch it too

@@ -1,11 +1,19 @@
 """Deterministic checks: each looks at the workspace or the events and returns a verdict with
 evidence a person can verify. A check never raises for what it inspects: a missing file or a
-bad JSON document is a failed check with that as evidence."""
+bad JSON document is a failed check with that as evidence.
+
+The workspace is the attempt's: file checks resolve their path inside it the way
+``openat2(RESOLVE_IN_ROOT)`` does (a symlink is followed only while it stays inside; the
+workspace itself swapped for a symlink has no files) and read at most `READ_CAP` bytes (a
+sparse 4 TiB file is not read whole). ``command`` checks run in the sandbox the caller gives
+(a fresh one, whose PATH and HOME the attempt could not change: `aeval.tasks.sandboxing`)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +31,10 @@ from aeval.events import (
 from aeval.redact import Redactor
 from aeval.sandbox import Sandbox
 from aeval.shell import run_command
+from aeval.tree import open_file, open_folder, resolve_in_root
 
 EVIDENCE_CAP = 600
+READ_CAP = 64_000_000  # bytes a file check reads of one file (a sparse 4 TiB file: no more)
 
 
 @dataclass(frozen=True)
@@ -140,9 +150,46 @@ def _short(text: str, cap: int = EVIDENCE_CAP) -> str:
     return text if len(text) <= cap else "…" + text[-cap:]
 
 
-def _inside(ws: Path, rel: str) -> Path | None:
-    p = (ws / rel).resolve()
-    return p if p.is_relative_to(ws.resolve()) else None
+def _lookup(ws: Path, rel: str) -> tuple[int, str] | None:
+    """(parent folder descriptor, name) of ``rel`` resolved inside the workspace."""
+    try:
+        top = open_folder(ws, ws.parent)
+    except OSError:
+        return None
+    try:
+        return resolve_in_root(top, rel, str(ws))
+    finally:
+        os.close(top)
+
+
+def _stat(ws: Path, rel: str) -> os.stat_result | None:
+    found = _lookup(ws, rel)
+    if found is None:
+        return None
+    fd, name = found
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read(ws: Path, rel: str) -> tuple[bytes, bool] | None:
+    """At most `READ_CAP` bytes of the regular file ``rel`` (and whether it was cut)."""
+    found = _lookup(ws, rel)
+    if found is None:
+        return None
+    d, name = found
+    try:
+        fd = open_file(d, name)
+    finally:
+        os.close(d)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(READ_CAP + 1)
+    return data[:READ_CAP], len(data) > READ_CAP
 
 
 def _query(doc: Any, query: str) -> Any:
@@ -162,22 +209,23 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
     ws = ctx.workspace
     match check:
         case c.FileExists():
-            p = _inside(ws, check.path)
-            if p is not None and p.exists():
-                kind = "folder" if p.is_dir() else f"{p.stat().st_size} bytes"
+            st = _stat(ws, check.path)
+            if st is not None:
+                kind = "folder" if stat.S_ISDIR(st.st_mode) else f"{st.st_size} bytes"
                 return CheckOutcome(True, f"{check.path} exists ({kind})")
             return CheckOutcome(False, f"{check.path} does not exist in the workspace")
         case c.FileContains():
-            p = _inside(ws, check.path)
-            if p is None or not p.is_file():
+            got = _read(ws, check.path)
+            if got is None:
                 return CheckOutcome(False, f"{check.path} does not exist in the workspace")
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = got[0].decode("utf-8", errors="replace")
             m = re.search(check.pattern, text, re.MULTILINE)
             if m:
                 line = text.count("\n", 0, m.start()) + 1
                 return CheckOutcome(True, f"{check.path}:{line}: {_short(m.group(0), 200)}")
+            first = f", first {READ_CAP} bytes read" if got[1] else ""
             return CheckOutcome(False, f"/{check.pattern}/ not found in {check.path} "
-                                       f"({len(text)} chars): {_short(text, 200)!r}")
+                                       f"({len(text)} chars{first}): {_short(text, 200)!r}")
         case c.CommandCheck():
             r = run_command(check.run, ws, ctx.env, check.timeout_s, cap=4000,
                             redactor=ctx.redactor, sandbox=ctx.sandbox)
@@ -191,11 +239,13 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
                                            f"{_short(r.stdout)!r}")
             return CheckOutcome(True, f"exit {r.exit_code}: {_short(r.stdout, 200)!r}")
         case c.JsonPath():
-            p = _inside(ws, check.path)
-            if p is None or not p.is_file():
+            got = _read(ws, check.path)
+            if got is None:
                 return CheckOutcome(False, f"{check.path} does not exist in the workspace")
+            if got[1]:
+                return CheckOutcome(False, f"{check.path} is over {READ_CAP} bytes: not read")
             try:
-                doc = json.loads(p.read_text(encoding="utf-8"))
+                doc = json.loads(got[0].decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 return CheckOutcome(False, f"{check.path} is not valid JSON: {exc}")
             try:

@@ -6,7 +6,9 @@ runtime CLIs all run through a `Sandbox`. Implementations live in ``adapters/san
 the run store hidden, its own PID namespace so that ending the command ends every
 descendant) and ``none`` (the unsandboxed behaviour: a process group, killed at the end).
 
-The domain only states the policy and the interface; it starts nothing itself.
+The domain only states the policy and the interface; it starts nothing itself. It owns the
+command runner (`aeval.shell`), never the other way round: a sandbox returns the runner's
+`CommandResult`, and the runner takes anything with a ``run`` method.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.shell import CommandResult
+
 if TYPE_CHECKING:
     from aeval.redact import Redactor
-    from aeval.shell import CommandResult
 
 SandboxMode = Literal["auto", "require", "none"]
 GIB = 1 << 30
@@ -39,14 +42,27 @@ class SandboxPolicy(BaseModel):
                     "home outside the attempt root). Bound after the hidden paths.")
     hidden: list[Path] = Field(
         default_factory=list,
-        description="Host paths made invisible (an empty tmpfs over a folder, /dev/null over "
-                    "a file): the original skill folder, the run store, anything else.")
+        description="Host paths made invisible: the original skill folder, the run store, "
+                    "anything else. Their parent is rebuilt without them (an empty read-only "
+                    "tmpfs with every sibling bound back), so no mount inside, and so no line "
+                    "of /proc/self/mountinfo, names them.")
+    pinned: list[Path] = Field(
+        default_factory=list,
+        description="Folders inside the attempt root bound at their own place, so that inside "
+                    "they cannot be renamed, moved aside or removed (the skill copy: Δ is "
+                    "taken at its path).")
     network: bool = Field(
         True, description="Share the host network. False: only a private loopback.")
     memory_bytes: int | None = Field(
         8 * GIB, gt=0,
         description="Private writable memory (RLIMIT_DATA) each sandboxed process may "
-                    "allocate; None: no limit. Reserved address space is not counted.")
+                    "allocate, and, where a memory cgroup can be made, the memory of all the "
+                    "attempt's processes together; None: no limit. Reserved address space is "
+                    "not counted.")
+    max_file_bytes: int | None = Field(
+        16 * GIB, gt=0,
+        description="Largest file a sandboxed process may write (RLIMIT_FSIZE), sparse files "
+                    "included: past it a write fails (EFBIG). None: no limit.")
     max_processes: int | None = Field(
         1024, gt=0,
         description="RLIMIT_NPROC of sandboxed processes. The kernel does not enforce it for "

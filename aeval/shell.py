@@ -7,20 +7,26 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aeval.redact import Redactor
 
-if TYPE_CHECKING:
-    from aeval.sandbox import Sandbox
 
-BASH = ("bash", "-o", "pipefail", "-e", "-c")
+def _host_bash() -> str:
+    """bash by absolute path, found on aeval's own PATH once: a command's environment (whose
+    PATH may hold folders the attempt writes) never chooses the shell aeval starts."""
+    found = shutil.which("bash", path=os.environ.get("PATH", os.defpath))
+    return str(Path(found).resolve()) if found else "/bin/bash"
+
+
+BASH = (_host_bash(), "-o", "pipefail", "-e", "-c")
 # What every command gets even though nothing is inherited. PATH keeps the interpreter that
 # runs aeval first, so `python` in a step is the one aeval was installed with.
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "TERM")
@@ -188,9 +194,16 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                          timed_out, t1 or t2)
 
 
+class Runner(Protocol):
+    """What runs a command elsewhere (an `aeval.sandbox.Sandbox`)."""
+
+    def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
+            cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult: ...
+
+
 def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
                 cap: int = 16_000, *, redactor: Redactor | None = None,
-                sandbox: Sandbox | None = None) -> CommandResult:
+                sandbox: Runner | None = None) -> CommandResult:
     """Run ``command`` with bash (-e -o pipefail), inside ``sandbox`` when one is given (None:
     unsandboxed, as before). Never raises for the command's own failure."""
     if sandbox is not None:

@@ -6,6 +6,12 @@
 
 The original skill folder is only ever read. Δ compares the copy against the manifest taken
 right after the copy was made, and the diff text comes from the untouched original.
+
+Everything read from the attempt goes through `aeval.tree` (no symlink followed below the
+attempt root, bounded walks and hashing). Outputs are bounded too: at most `MAX_OUTPUTS`
+listed, each copied up to a size cap, what was left out said in `OutputsCut`. File names
+that hold a declared secret are redacted like contents (on disk under ``outputs/`` and in
+every path an artifact shows).
 """
 
 from __future__ import annotations
@@ -21,8 +27,21 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.redact import Redactor
+from aeval.tree import (
+    MAX_ENTRIES,
+    HashBudget,
+    Identity,
+    Tree,
+    open_file,
+    open_folder,
+    read_path,
+    sha256_fd,
+    tree,
+    walk,
+)
 
 IGNORED_NAMES = frozenset({"__pycache__", ".git", ".DS_Store"})
+MAX_OUTPUTS = 1000  # output files listed (and copied, within the byte caps) per attempt
 # Without the skill (uplift's other arm), $SKILL_DIR is this empty folder of the workspace:
 # nowhere a runtime discovers skills, and not named after the skill.
 NO_SKILL_DIR = ".aeval-no-skill"
@@ -76,14 +95,81 @@ def restored_changes(baseline: dict[str, str], final: dict[str, str],
             for p, ev in sorted(seen.items(), key=lambda kv: kv[1][0][1])]
 
 
+def _moved(what: str, at: float) -> FileChange:
+    return FileChange(path=".", change="modified", kind="dir", at_s=round(at, 3),
+                      detail=f"the skill folder or a folder above it was {what} while the "
+                             "runtime ran (Δ is taken at its path)")
+
+
+def path_changes(touches: list[tuple[str, str, float]]) -> list[FileChange]:
+    """The watch's ``path`` touches (the skill copy, or a folder between the attempt root and
+    it, renamed, moved or removed): one change, at the first."""
+    seen = [(what, at) for path, what, at in touches if path == "."]
+    return [_moved(seen[0][0], seen[0][1])] if seen else []
+
+
+def rewritten_changes(before: Tree, after: Tree, wall_start: float) -> list[FileChange]:
+    """Entries whose manifest value is what it was, but whose identity is not (`aeval.tree`):
+    a file rewritten, re-linked or chmod-ed and put back, a file or folder replaced by an
+    equal copy, a folder renamed away and back. Seen by ctime and inode, so also in folders
+    the watch did not cover. A folder whose entries changed (its mtime moved with its ctime)
+    is not itself a change: what was added or removed in it shows as its own entry."""
+    out = []
+
+    def judge(rel: str, kind: str, old: Identity, new: Identity) -> None:
+        (ino0, c0, m0), (ino1, c1, m1) = old, new
+        if ino0 != ino1:
+            what = "replaced by an equal copy (a new inode in its place)"
+        elif c0 != c1 and (kind != "dir" or m0 == m1):
+            what = ("renamed, moved or its attributes changed, and put back" if kind == "dir"
+                    else "rewritten, re-linked or its attributes changed, and put back")
+        else:
+            return
+        out.append(FileChange(path=shown_path(rel), change="modified", kind=kind,
+                              detail=f"{what} while the runtime ran",
+                              at_s=round(max(c1 / 1e9 - wall_start, 0.0), 3)))
+
+    if before.root_id is not None and after.root_id is not None:
+        judge(".", "dir", before.root_id, after.root_id)
+    for rel, value in before.entries.items():
+        if after.entries.get(rel) == value and rel in before.ids and rel in after.ids:
+            judge(rel, value.split(" ", 1)[0], before.ids[rel], after.ids[rel])
+    return out
+
+
+class OutputsCut(BaseModel):
+    """What the output bounds left out of one attempt's outputs (all zero: nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    not_listed: int = Field(0, description="Changed files past the first MAX_OUTPUTS: "
+                                           "neither listed nor copied.")
+    not_copied: int = Field(0, description="Listed files not copied (over the per-file or "
+                                           "total byte cap).")
+    unhashed: int = Field(0, description="Listed files whose sha256 was not computed (over "
+                                         "the hashing bound): their `sha256` is empty.")
+    walk: list[str] = Field(default_factory=list,
+                            description="Where the walk of the workspace stopped, if it did.")
+
+    def lines(self) -> list[str]:
+        """One readable line per bound that cut something."""
+        out = [f"outputs: {self.not_listed} changed file(s) past the first {MAX_OUTPUTS} "
+               "not listed"] if self.not_listed else []
+        if self.not_copied:
+            out.append(f"outputs: {self.not_copied} file(s) over the size cap not copied")
+        if self.unhashed:
+            out.append(f"outputs: {self.unhashed} file(s) over the hashing bound not hashed")
+        return out + [f"workspace walk: {w}" for w in self.walk]
+
+
 class OutputFile(BaseModel):
     """One file the run created or changed outside the skill copy (an output, O)."""
 
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(description="Path relative to the workspace root.")
-    size: int = Field(ge=0, description="Bytes.")
-    sha256: str
+    size: int = Field(ge=0, description="Bytes (apparent size: a sparse file counts whole).")
+    sha256: str = Field(description="Of the content; empty when over the hashing bound.")
     copied: bool = Field(description="Copied into the case's outputs/ (False: over the size cap).")
 
 
@@ -119,49 +205,18 @@ def text_files(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def _describe(path: Path) -> str:
-    """One manifest value: ``file <mode> <sha256>``, ``dir <mode>``, ``symlink <target>`` or
-    ``other <mode>``. Never follows a symlink and never opens anything but a regular file
-    (a planted FIFO must not hang aeval)."""
-    st = path.lstat()
-    mode = f"{stat.S_IMODE(st.st_mode):04o}"
-    if stat.S_ISLNK(st.st_mode):
-        return f"symlink {os.readlink(path)}"
-    if stat.S_ISDIR(st.st_mode):
-        return f"dir {mode}"
-    if stat.S_ISREG(st.st_mode):
-        return f"file {mode} {sha256_file(path)}"
-    return f"other {mode}"
-
-
-def _entries(root: Path) -> list[Path]:
-    """Every entry under ``root`` (files, folders, symlinks, others), nothing ignored, symlinks
-    not followed."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        out += [base / n for n in dirnames + filenames]
-    return sorted(out)
-
-
-def manifest(root: Path) -> dict[str, str]:
+def manifest(root: Path, trusted: Path | None = None) -> dict[str, str]:
     """Type, mode, symlink target and content hash of every entry under ``root`` (nothing
     ignored: a planted ``__pycache__`` or ``.git`` is an entry like any other), by POSIX
-    relative path. Values are `_describe` strings: equal values, equal entries."""
-    root = Path(root)
-    return {p.relative_to(root).as_posix(): _describe(p) for p in _entries(root)}
+    relative path, never through a symlink (``trusted``: the folder above which ``root``'s
+    path is aeval's own, see `aeval.tree.open_folder`). Equal values, equal entries."""
+    return tree(root, trusted).entries
 
 
-def _text(path: Path, limit: int = 2_000_000) -> str | None:
+def _text(path: Path, trusted: Path | None = None, limit: int = 2_000_000) -> str | None:
     """The text of a regular file (never through a symlink; None for binary or huge files)."""
-    try:
-        st = path.lstat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data[:8192]:
+    data = read_path(path, trusted or Path(path).parent, limit)
+    if data is None or len(data) > limit or b"\0" in data[:8192]:
         return None
     try:
         return data.decode("utf-8")
@@ -213,10 +268,13 @@ def _git_lines(rel: str, old: tuple[str, str, str], new: tuple[str, str, str]) -
     return "".join(line + "\n" for line in out)
 
 
-def diff_skill(original: Path, copy: Path, before: dict[str, str]) -> list[FileChange]:
+def diff_skill(original: Path, copy: Path, before: dict[str, str],
+               after: dict[str, str] | None = None, trusted: Path | None = None
+               ) -> list[FileChange]:
     """Δ: what changed in the copy since the manifest ``before`` was taken: content, mode,
-    type, symlink target, added and deleted entries (folders included)."""
-    after = manifest(copy)
+    type, symlink target, added and deleted entries (folders included). ``after``: the
+    manifest now (taken here when not given); ``trusted``: see `manifest`."""
+    after = manifest(copy, trusted) if after is None else after
     changes = []
     for rel in sorted(set(before) | set(after)):
         if before.get(rel) == after.get(rel):
@@ -226,7 +284,7 @@ def diff_skill(original: Path, copy: Path, before: dict[str, str]) -> list[FileC
         diff, text_after = _git_lines(rel, old, new), None
         if "file" in (old[0], new[0]) and old[2] != new[2]:
             old_text = _text(original / rel) if old[0] == "file" else ""
-            new_text = _text(copy / rel) if new[0] == "file" else ""
+            new_text = _text(copy / rel, trusted or copy) if new[0] == "file" else ""
             if old_text is not None and new_text is not None:
                 diff += "".join(difflib.unified_diff(
                     old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
@@ -255,15 +313,38 @@ class Workspace:
     skill_manifest: dict[str, str]
     excluded: list[Path] = field(default_factory=list)  # not outputs: skill copy, config dirs
 
-    def snapshot(self) -> dict[str, tuple[int, int]]:
-        """(size, mtime_ns) of every workspace file that could be an output."""
+    walk_cut: list[str] = field(default_factory=list)  # what the last snapshot's bound cut
+
+    def _skipped(self) -> frozenset[str]:
+        return frozenset(x.relative_to(self.path).as_posix() for x in self.excluded
+                         if x.is_relative_to(self.path))
+
+    def snapshot(self) -> dict[str, tuple[int, int, int, int]]:
+        """(size, mtime_ns, ctime_ns, inode) of every workspace file that could be an output:
+        regular files outside the skill copy and config folders, never through a symlink
+        (the workspace swapped for a symlink has no outputs), at most `MAX_ENTRIES` entries
+        looked at (``walk_cut`` says when the walk stopped)."""
+        self.walk_cut = []
+        try:
+            fd = open_folder(self.path, self.root)
+        except OSError as exc:
+            self.walk_cut.append(f"the workspace could not be opened: {exc.strerror or exc}")
+            return {}
         snap = {}
-        for p in _files(self.path):
-            if any(p.is_relative_to(x) for x in self.excluded):
-                continue
-            st = p.stat()
-            snap[p.relative_to(self.path).as_posix()] = (st.st_size, st.st_mtime_ns)
+        skip = self._skipped()
+        try:
+            for rel, _, name, st in walk(fd, limit=MAX_ENTRIES, skip=skip,
+                                         skip_names=IGNORED_NAMES, cut=self.walk_cut):
+                if not stat.S_ISREG(st.st_mode) or name in IGNORED_NAMES:
+                    continue
+                snap[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        finally:
+            os.close(fd)
         return snap
+
+    def tree(self) -> Tree:
+        """The skill copy's manifest and identities, read beneath the attempt root."""
+        return tree(self.skill_dir, self.root)
 
 
 def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
@@ -316,25 +397,79 @@ def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
     return copies
 
 
-def collect_outputs(ws: Workspace, before: dict[str, tuple[int, int]], dest: Path,
-                    redactor: Redactor | None = None, max_file_bytes: int = 1_000_000,
-                    max_total_bytes: int = 20_000_000) -> list[OutputFile]:
-    """Copy every file created or changed outside the skill copy into ``dest`` (size-capped,
-    secrets redacted). Returns one entry per output: path, size, sha256, copied."""
-    after = ws.snapshot()
-    out, total = [], 0
-    for rel in sorted(after):
-        if before.get(rel) == after[rel]:
-            continue
-        src = ws.path / rel
-        size = after[rel][0]
-        copied = size <= max_file_bytes and total + size <= max_total_bytes
-        shown = shown_path(rel)
-        if copied:
-            target = dest / shown
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = src.read_bytes()
-            target.write_bytes(redactor.bytes(data) if redactor else data)
-            total += size
-        out.append(OutputFile(path=shown, size=size, sha256=sha256_file(src), copied=copied))
+def _unique(path: str, taken: set[str]) -> str:
+    """``path``, or ``path~2``, ``path~3``... when two outputs redact to one name."""
+    out, n = path, 1
+    while out in taken:
+        n += 1
+        out = f"{path}~{n}"
+    taken.add(out)
     return out
+
+
+def collect_outputs(ws: Workspace, before: dict[str, tuple[int, int, int, int]], dest: Path,
+                    redactor: Redactor | None = None, max_file_bytes: int = 1_000_000,
+                    max_total_bytes: int = 20_000_000, cut: OutputsCut | None = None,
+                    budget: HashBudget | None = None) -> list[OutputFile]:
+    """Copy every file created or changed outside the skill copy into ``dest`` (size-capped,
+    secrets redacted in contents and names). Returns one entry per output (path as shown and
+    stored, size, sha256, copied): at most `MAX_OUTPUTS`, the rest counted in ``cut``. Files
+    are read beneath the attempt root, never through a symlink."""
+    redactor = redactor or Redactor()
+    cut = cut if cut is not None else OutputsCut()
+    budget = budget or HashBudget(total_bytes=1 << 30, seconds=20.0)
+    after = ws.snapshot()
+    cut.walk = list(ws.walk_cut)
+    changed = [rel for rel in sorted(after) if before.get(rel) != after[rel]]
+    cut.not_listed = max(len(changed) - MAX_OUTPUTS, 0)
+    out, total, taken = [], 0, set()
+    try:
+        top = open_folder(ws.path, ws.root)
+    except OSError:
+        return []
+    try:
+        for rel in changed[:MAX_OUTPUTS]:
+            size = after[rel][0]
+            shown = _unique(redactor.text(shown_path(rel)), taken)
+            copied = size <= max_file_bytes and total + size <= max_total_bytes
+            digest = ""
+            fd = _open_beneath(top, rel)
+            if fd is None:
+                continue  # gone, or no longer a regular file: nothing to show
+            with os.fdopen(fd, "rb") as fh:
+                if copied:
+                    data = fh.read(max_file_bytes + 1)
+                    copied = len(data) <= max_file_bytes
+                    if copied:
+                        digest = hashlib.sha256(data).hexdigest()
+                        target = dest / shown
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(redactor.bytes(data))
+                        total += len(data)
+                    fh.seek(0)
+                if not digest and budget.allows(size):
+                    digest = sha256_fd(fh.fileno(), budget.file_bytes)
+            cut.not_copied += not copied
+            cut.unhashed += not digest
+            out.append(OutputFile(path=shown, size=size, sha256=digest, copied=copied))
+    finally:
+        os.close(top)
+    return out
+
+
+def _open_beneath(top: int, rel: str) -> int | None:
+    """A read descriptor of the regular file ``rel`` under the folder ``top``, every folder
+    on the way opened without following a symlink."""
+    *dirs, name = rel.split("/")
+    fd = os.dup(top)
+    try:
+        for d in dirs:
+            nxt = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return open_file(fd, name)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

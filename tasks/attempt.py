@@ -7,13 +7,24 @@ also when the runtime raised: an agent that edited the skill and then crashed th
 still shows the edit in ``attempt.json``. A completed attempt keeps its workspace until it is
 graded (``cleanup()``); a failed one is removed at once.
 
+Δ is made of five parts, so that no shape of skill and no order of moves hides an edit:
+the manifest diff (what is different at the end); the watch's changes that were put back;
+the manifest's identities (`aeval.tree`: a file rewritten and restored, or a folder renamed
+away and back, in any folder, watched or not); the watch on the path above the copy (the
+copy, or a folder above it, moved aside); and every path inside the copy that a tool result
+says it wrote. Under bubblewrap the copy is also pinned (a mount point: it cannot be renamed
+inside). Paths in Δ, outputs and coverage are redacted where they are made, so a declared
+secret in a file name reaches no artifact, file name or Prefect artifact.
+
     <case>/attempts/<n>/attempt.json  events.jsonl  raw.jsonl  install.log
     <case>/events.jsonl transcript.md skill.diff skill_after/ outputs/   (completed attempt)
 """
 
 from __future__ import annotations
 
+import posixpath
 import shutil
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +38,7 @@ from aeval.attribution import seen_at
 from aeval.coverage import ResourceUse, exercised, resource_use, uses_from_events
 from aeval.doctest import doc_blocks
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
-from aeval.events import read_events, render_transcript
+from aeval.events import ToolResultEvent, read_events, render_transcript
 from aeval.layout import RunLayout
 from aeval.plan import CasePlan, ExecutionRecord
 from aeval.prompts import load_prompt
@@ -35,15 +46,19 @@ from aeval.redact import Redactor
 from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
 from aeval.sandbox import Sandbox
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.tree import Tree
 from aeval.workspace import (
     FileChange,
+    OutputsCut,
     Workspace,
     add_skills,
     collect_outputs,
     diff_skill,
-    manifest,
+    path_changes,
     render_diff,
     restored_changes,
+    rewritten_changes,
+    shown_path,
 )
 
 
@@ -81,9 +96,11 @@ class Attempt:
         self.redactor = Redactor()
         self.ws: Workspace | None = None
         self.baseline: dict | None = None
+        self.baseline_tree: Tree | None = None
         self.sandbox: Sandbox | None = None
         self.watch: SkillWatch | None = None
         self.clock_start: float | None = None
+        self.wall_start: float | None = None  # time.time() at clock_start
         self.changes: list[FileChange] = []
 
     # ---- the lifecycle -------------------------------------------------------------------
@@ -102,9 +119,14 @@ class Attempt:
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
                               credentials, self.dir / "install.log", self.sandbox)
             add_skills(self.ws, self.plan.distractors)
-            self.baseline = manifest(self.ws.skill_dir)  # after setup and preflight
+            # the copy pinned from now on: inside the sandbox it cannot be moved aside
+            self.sandbox.policy = self.sandbox.policy.model_copy(
+                update={"pinned": [self.ws.skill_dir]})
+            self.baseline_tree = self.ws.tree()  # after setup and preflight
+            self.baseline = self.baseline_tree.entries
+            self.record.cut += [f"skill copy: {c}" for c in self.baseline_tree.cut]
             before = self.ws.snapshot()
-            self.watch = SkillWatch(self.ws.skill_dir).start()
+            self.watch = SkillWatch(self.ws.skill_dir, above=self.ws.root).start()
             try:
                 result = self._run(runtime, credentials)
             finally:
@@ -127,6 +149,7 @@ class Attempt:
         assert ws is not None
         recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
         self.clock_start = recorder.clock_start
+        self.wall_start = time.time() - (time.monotonic() - recorder.clock_start)
         raw = self.dir / "raw.jsonl"
         request = RunRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
@@ -155,23 +178,73 @@ class Attempt:
         return result
 
     def _delta(self) -> list[FileChange]:
-        """Δ against the manifest taken after install ([] when the install did not finish),
-        plus what the watch saw changed and put back during the run."""
-        if self.ws is None or self.baseline is None:
+        """Δ against the manifest taken after install ([] when the install did not finish):
+        the manifest diff, then what it cannot show (see the module docstring), each entry
+        once, paths redacted."""
+        if self.ws is None or self.baseline is None or self.baseline_tree is None:
             return []
         # stopped first: reading the copy for Δ would show as uses of every file
         touches = self.watch.stop() if self.watch is not None else []
-        delta = diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline)
+        if self.watch is not None:
+            self.record.watched = self.watch.coverage  # type: ignore[assignment]
+            if self.watch.unwatched:
+                self.record.cut.append(
+                    f"watch: {self.watch.unwatched} folder(s) of the skill copy past the "
+                    f"limit of {self.watch.limit} not watched (the manifest covers them)")
+        after = self.ws.tree()
+        self.record.cut += [f"skill copy after the run: {c}" for c in after.cut
+                            if c not in self.baseline_tree.cut]
+        delta = diff_skill(self.plan.skill.path, self.ws.skill_dir, self.baseline,
+                           after.entries, trusted=self.ws.root)
         t0 = self.clock_start if self.clock_start is not None else 0.0
-        seen = [(t.path, t.what, t.at - t0) for t in touches
-                if t.what in CHANGES]  # opens are not edits
-        restored = restored_changes(self.baseline, manifest(self.ws.skill_dir), seen)
-        delta = seen_at(delta, seen)  # when each change happened: ties it to its tool call
+        timed = [(t.path, t.what, t.at - t0) for t in touches if t.what in CHANGES]
+        extra = [*path_changes(timed),
+                 *restored_changes(self.baseline, after.entries, timed),  # opens are not edits
+                 *rewritten_changes(self.baseline_tree, after, self.wall_start or 0.0),
+                 *self._written_by_tools()]
+        changes, seen = list(delta), {c.path for c in delta}
+        for c in extra:
+            if c.path not in seen:
+                changes.append(c)
+                seen.add(c.path)
+        changes = seen_at(changes, timed)  # when each change happened: ties it to its call
         try:
             self.record.resources = self._resources(touches)
         except (OSError, ValueError):  # coverage is a by-product: it never costs Δ
             self.record.resources = None
-        return delta + restored
+        return [self._redacted(c) for c in changes]
+
+    def _redacted(self, c: FileChange) -> FileChange:
+        red = self.redactor
+        if not red:
+            return c
+        return c.model_copy(update={"path": red.text(c.path), "diff": red.text(c.diff),
+                                    "detail": red.text(c.detail),
+                                    "after": red.text(c.after) if c.after else c.after})
+
+    def _written_by_tools(self) -> list[FileChange]:
+        """A path inside the skill copy that a tool result says it wrote is a change, also
+        when nothing else saw it (written, then put back)."""
+        assert self.ws is not None and self.baseline is not None
+        events_file = self.dir / "events.jsonl"
+        if not events_file.is_file():
+            return []
+        skill_rel = self.ws.skill_dir.relative_to(self.ws.path).as_posix()
+        out = []
+        for e in read_events(events_file):
+            if not isinstance(e, ToolResultEvent):
+                continue
+            for raw in e.paths_written:
+                p = raw[len(str(self.ws.path)) + 1:] if raw.startswith(f"{self.ws.path}/") \
+                    else raw.removeprefix("./")
+                if not p.startswith(f"{skill_rel}/"):
+                    continue
+                rel = p[len(skill_rel) + 1:]
+                out.append(FileChange(
+                    path=shown_path(rel), change="modified" if rel in self.baseline else "added",
+                    kind="file", at_s=round(e.t, 3),
+                    detail=f"written by a {e.tool} call (event {e.seq}) while the runtime ran"))
+        return out
 
     def _resources(self, touches: list[Touch]) -> ResourceUse | None:
         """What the attempt read, executed and wrote of the shipped skill files."""
@@ -182,8 +255,14 @@ class Attempt:
         events = read_events(events_file)
         # the files the skill ships: regular ones, and symlinks to a file (a reference read
         # through its link counts for the link; the watch sees the file it points to)
-        files = [p for p, v in self.baseline.items() if v.startswith("file ") or (
-            v.startswith("symlink ") and (self.ws.skill_dir / p).is_file())]
+        base = self.baseline
+
+        def links_to_file(rel: str, target: str) -> bool:  # read lexically, never followed
+            to = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+            return base.get(to, "").startswith("file ")
+
+        files = [p for p, v in base.items() if v.startswith("file ") or (
+            v.startswith("symlink ") and links_to_file(p, v.split(" ", 1)[1]))]
         watched = self.watch is not None and self.watch.problem is None
         literal = self.plan.runtime == "literal"
         cwd = self.ws.skill_dir if literal and self.plan.case.doc_test else self.ws.path
@@ -191,9 +270,12 @@ class Attempt:
         evidence = exercised(events, self.ws.path, self.ws.skill_dir, files,
                              [(t.path, t.what, t.at - t0) for t in touches], cwd=cwd,
                              loading_counts=not literal)
-        return resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir, cwd),
-                            [(t.path, t.what) for t in touches], files, watched=watched,
-                            evidence=evidence)
+        red = self.redactor.text
+        use = resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir, cwd),
+                           [(t.path, t.what) for t in touches], files, watched=watched,
+                           evidence=evidence)
+        return use.model_copy(update={k: [red(p) for p in getattr(use, k)]
+                                      for k in ("read", "executed", "written", "exercised")})
 
     def _publish(self, before: dict) -> list:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""
@@ -203,7 +285,9 @@ class Attempt:
         outputs_dir = case_dir / "outputs"
         if outputs_dir.exists():
             shutil.rmtree(outputs_dir)
-        outputs = collect_outputs(ws, before, outputs_dir, red)
+        cut = OutputsCut()
+        outputs = collect_outputs(ws, before, outputs_dir, red, cut=cut)
+        self.record.cut += cut.lines()
         events_file = self.dir / "events.jsonl"
         atomic_write_bytes(case_dir / "events.jsonl", events_file.read_bytes())
         atomic_write_text(case_dir / "transcript.md", render_transcript(

@@ -25,7 +25,7 @@ from aeval.tasks.grader import (
 )
 from aeval.tasks.install import resolve_credentials
 from aeval.tasks.prefect_artifacts import artifact_key, case_markdown
-from aeval.tasks.sandboxing import attempt_sandbox
+from aeval.tasks.sandboxing import check_sandbox
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel, Field
 
@@ -69,7 +69,6 @@ from aeval.events import (
 from aeval.judge import STATIC, judge, judge_structural, static_evidence
 from aeval.plan import CasePlan, ExecutionRecord
 from aeval.redact import Redactor
-from aeval.shell import base_env
 from aeval.store import read_model, write_model
 from aeval.verdict import summarize
 
@@ -232,9 +231,8 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         # Δ is about the skill's own files (changed or deleted)
         own = [c for c in own if c.change != "added"]
     changes = attribute_changes(own, events, skill_rel)
-    env = base_env(execution.home, {"SKILL_DIR": str(execution.skill_copy),
-                                    **_credentials(plan)})
-    sandbox = attempt_sandbox(plan, execution.attempt_root)
+    # command checks: a fresh sandbox, HOME and PATH the attempt could not change
+    sandbox, env = check_sandbox(plan, execution, _credentials(plan))
     ctx = CheckContext(workspace=execution.workspace, events=events, env=env, sandbox=sandbox,
                        redactor=redactor)
     checks = {a.id: run_check(a.check, ctx) for a in assertions.assertions

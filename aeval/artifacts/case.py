@@ -86,6 +86,17 @@ class AttemptRecord(BaseModel):
     resources: ResourceUse | None = Field(
         None, description="The skill copy's files this attempt read, executed or wrote (from "
                           "the tool calls and the watch); None when it never ran.")
+    watched: Literal["full", "partial", "none"] | None = Field(
+        None, description="How much of the skill copy the watch covered while the runtime "
+                          "ran: full; partial (a folder limit was reached, or events were "
+                          "lost: the manifest's file identities cover the rest, with less "
+                          "precise times); none (no inotify: the manifest alone). None: the "
+                          "runtime never ran.")
+    cut: list[str] = Field(
+        default_factory=list,
+        description="What a bound of aeval's own work cut in this attempt, one line each: "
+                    "output files not listed, copied or hashed, a walk that stopped, skill "
+                    "files described by size instead of hashed. Empty: nothing was cut.")
 
 
 class EvalMetadata(Artifact):

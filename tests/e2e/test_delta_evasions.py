@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from aeval.adapters.sandbox import bwrap_problem
 from aeval.deployments.cli import main
 
 from aeval.workspace import manifest
@@ -63,6 +64,11 @@ def test_every_evasion_fails_with_the_change_named(tmp_path):
     for name, (_, named) in EVASIONS.items():
         g = json.loads((rd / name / "literal" / "report" / "grading.json").read_text())
         s1 = next(e for e in g["expectations"] if e["id"] == "S1")
+        if name == "hardlink-write" and not bwrap_problem():
+            # under bubblewrap the copy is its own mount: a hard link into it cannot be made
+            transcript = (rd / name / "literal" / "report" / "transcript.md").read_text()
+            assert g["status"] == "fail" and "Invalid cross-device link" in transcript
+            continue
         assert g["status"] == "fail" and s1["status"] == "failed", (name, g["status_reason"])
         assert named in s1["evidence"], (name, s1["evidence"])
     g = json.loads((rd / "setup-writes" / "literal" / "report" / "grading.json").read_text())
@@ -76,8 +82,6 @@ def test_every_evasion_fails_with_the_change_named(tmp_path):
 def test_a_step_cannot_reach_the_original_skill(tmp_path):
     """The original's path is in plain sight (eval_metadata.json, /proc): inside the sandbox
     it is an empty, read-only folder."""
-    from aeval.adapters.sandbox import bwrap_problem
-
     if bwrap_problem():
         pytest.skip(f"bubblewrap cannot run here: {bwrap_problem()}")
     mp = tmp_path / "mp"

@@ -305,7 +305,7 @@ def test_a_program_installed_under_tmp_runs_and_its_neighbours_stay_private(atte
 
 
 def test_tmp_prefixes_never_expose_tmp_or_the_attempt():
-    from aeval.adapters.sandbox import tmp_prefixes
+    from aeval.adapters.sandbox_view import tmp_prefixes
 
     base = Path(tempfile.mkdtemp(prefix="aeval-test-prefix-"))
     try:

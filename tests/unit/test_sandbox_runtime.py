@@ -67,7 +67,7 @@ def test_literal_redacts_encoded_secrets_from_events(ws, tmp_path):
 def test_literal_steps_run_inside_the_sandbox(ws, tmp_path):
     sb = make_sandbox("require", SandboxPolicy(root=ws.root, hidden=[ws.original_skill]))
     steps = ["python3 $SKILL_DIR/scripts/run.py train --data fixtures --out outputs",
-             f"ls -A {ws.original_skill} | wc -l",
+             f"(ls -A {ws.original_skill} 2>/dev/null || true) | wc -l",
              "ls /proc | grep -c '^[0-9]'"]
     rec = EventRecorder(tmp_path / "events.jsonl", Redactor())
     result = get_runtime("literal").run(_request(ws, steps, sandbox=sb), rec)
@@ -75,5 +75,5 @@ def test_literal_steps_run_inside_the_sandbox(ws, tmp_path):
     outs = [e for e in read_events(tmp_path / "events.jsonl") if isinstance(e, ToolResultEvent)]
     assert result.status == "completed", [o.output for o in outs]
     assert (ws.path / "outputs" / "model.json").is_file()
-    assert outs[1].output.strip() == "0"  # the original skill folder is empty inside
+    assert outs[1].output.strip() == "0"  # the original skill folder is not there inside
     assert int(outs[2].output.strip()) < 10

@@ -1,0 +1,59 @@
+"""The Python toolchain a sandboxed command runs: made by aeval, read-only to every attempt.
+
+Inside the bubblewrap sandbox, first on ``PATH`` is a small virtual environment: ``python``
+(the base interpreter), ``pip`` shims, system site-packages on, and a ``.pth`` that adds
+aeval's own site-packages after the attempt's, so what worked before still imports.
+
+Why it lives outside the attempt (the boundary rule "aeval never acts through paths an
+attempt controls"): it used to be made under the attempt root and rebuilt on demand, so a
+step that replaced ``$VIRTUAL_ENV/bin/pip`` with a symlink to a host file, or
+``$VIRTUAL_ENV`` itself with a symlink to a host folder, had aeval (unsandboxed, often root)
+overwrite that file or fill that folder; and ``bash`` planted in its writable ``bin`` ran
+for every later step and check. Now it is made once per aeval process, in a private temporary
+folder no sandbox can write (bound read-only at its own path), and never touched again.
+
+Installs still land in the attempt: the environment's site-packages is read-only, so a plain
+``pip install`` defaults to a user install (``PYTHONUSERBASE=$HOME/.local``, the attempt's
+private HOME) and ``--target`` / ``--prefix`` work as usual. ``PIP_USER=1`` is deliberately
+not set: pip refuses it together with ``--target`` or ``--prefix``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+_PIP_SHIM = "#!{python}\nimport sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n"
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain() -> Path:
+    """The toolchain folder of this process (made on first use, removed at exit); its ``bin``
+    goes first on PATH inside every sandbox."""
+    env = Path(tempfile.mkdtemp(prefix="aeval-toolchain-"))
+    atexit.register(shutil.rmtree, env, True)
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    site_dir = env / "lib" / f"python{ver}" / "site-packages"
+    site_dir.mkdir(parents=True)
+    bin_dir = env / "bin"
+    bin_dir.mkdir()
+    for name in ("python", "python3", f"python{ver}"):
+        (bin_dir / name).symlink_to(base)
+    for name in ("pip", "pip3", f"pip{ver}"):
+        shim = bin_dir / name
+        shim.write_text(_PIP_SHIM.format(python=bin_dir / "python"))
+        shim.chmod(0o755)
+    if sys.prefix != sys.base_prefix:  # aeval runs from a venv: keep its packages importable
+        purelib = sysconfig.get_paths()["purelib"]
+        (site_dir / "_aeval_parent.pth").write_text(f"import site; site.addsitedir({purelib!r})\n")
+    (env / "pyvenv.cfg").write_text(
+        f"home = {base.parent}\ninclude-system-site-packages = true\nversion = "
+        f"{'.'.join(map(str, sys.version_info[:3]))}\n")
+    return env
+

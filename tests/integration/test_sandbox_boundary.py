@@ -1,0 +1,128 @@
+"""The sandbox as a boundary, attacked with real bubblewrap and real processes: root inside
+cannot undo the mounts, nothing inside names the hidden paths, a file cannot grow without
+bound, and an attempt's processes share one memory budget.
+
+The marketplace and the store sit outside /tmp here (as a CI checkout does): under /tmp they
+would vanish inside anyway (the sandbox's /tmp is its own)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from aeval.adapters.sandbox import BwrapSandbox, bwrap_problem, make_sandbox
+
+from aeval.sandbox import SandboxPolicy
+from aeval.shell import base_env, run_command
+from aeval.workspace import prepare_workspace
+from tests.conftest import EXAMPLES
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap: {bwrap_problem()}"),
+]
+
+
+@pytest.fixture(params=[1, 60], ids=["one-sibling", "sixty-siblings"])
+def host(tmp_path, request):
+    """A marketplace with the segmentation skill and 1 or 60 others, and a run store, on the
+    host outside /tmp; the attempt root under /tmp, as aeval makes it."""
+    base = Path(tempfile.mkdtemp(prefix="aeval-test-host-", dir="/var/tmp"))
+    try:
+        skills = base / "checkout" / "skills"
+        original = skills / "segmentation-orig"
+        shutil.copytree(EXAMPLES / "skills" / "segmentation", original)
+        shutil.copytree(EXAMPLES / "skills" / "csv-stats", skills / "csv-stats")
+        for i in range(request.param - 1):
+            (skills / f"skill-{i:02d}").mkdir()
+        store = base / "checkout" / ".aeval-store"
+        (store / "runs").mkdir(parents=True)
+        (store / "runs" / "run.json").write_text('{"other": "cases"}')
+        (base / "checkout" / "README.md").write_text("a sibling of the store\n")
+        ws = prepare_workspace(tmp_path / "attempt-1", original, "segmentation",
+                               ".agents/skills", ["fixtures/"])
+        sb = make_sandbox("require", SandboxPolicy(root=ws.root, hidden=[original, store]))
+        yield sb, ws, base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}), original, store
+        sb.close()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def make_cgroup(controller: str, limit: int) -> Path | None:
+    """Whether this machine lets aeval make a cgroup of ``controller`` (made and removed)."""
+    from aeval.adapters.sandbox_limits import make_cgroup as make
+    from aeval.adapters.sandbox_limits import remove_cgroup
+
+    cg = make(controller, limit)
+    if cg is not None:
+        remove_cgroup(cg)
+    return cg
+
+
+def run(sb, ws, env, cmd, timeout=60):
+    return run_command(cmd, ws.path, env, timeout, sandbox=sb)
+
+
+def test_root_inside_can_neither_remount_the_host_nor_unhide_the_original(host):
+    sb, ws, env, original, _ = host
+    victim = original.parent.parent / "README.md"
+    r = run(sb, ws, env, f"set +e; mount -o remount,bind,rw / ; echo pwned >> {victim}; "
+                         f"umount {original.parent}; cat {original}/SKILL.md; "
+                         f"mount -t tmpfs none {ws.path}/x 2>&1; mknod disk b 254 0; "
+                         "grep CapEff /proc/self/status; true")
+    assert r.ok, r.combined()
+    assert victim.read_text() == "a sibling of the store\n"
+    assert "segment_train" not in r.stdout  # the original's SKILL.md stayed hidden
+    assert not (ws.path / "disk").exists()
+    cap_eff = int(r.stdout.split("CapEff:")[1].split()[0], 16)
+    assert not cap_eff & (1 << 21)  # CAP_SYS_ADMIN: no mounts of its own
+
+
+def test_nothing_inside_names_a_hidden_path(host):
+    sb, ws, env, original, store = host
+    r = run(sb, ws, env, "cat /proc/self/mountinfo /proc/1/mountinfo /proc/self/mounts "
+                         "/proc/self/mountstats; echo; ls -A " + str(original.parent) + " "
+                         + str(store.parent) + " || true")
+    assert r.ok, r.combined()
+    for hidden in (original, store):
+        assert str(hidden) not in r.stdout, f"{hidden} named inside"
+        assert hidden.name not in r.stdout
+    # the store's siblings are still there, read-only; so are the skill's, unless there
+    # are many: then the whole skills folder is hidden (a bind each would cost seconds)
+    assert "README.md" in r.stdout
+    assert ("csv-stats" in r.stdout) == (len(list(original.parent.iterdir())) <= 16)
+    assert r.stdout.count("\n") < 400  # the mounts stay few, whatever the marketplace
+    r = run(sb, ws, env, f"touch {original.parent.parent}/planted")
+    assert not r.ok and "Read-only file system" in r.stderr
+
+
+def test_a_file_cannot_grow_past_the_file_size_limit(host):
+    sb, ws, env, _, _ = host
+    r = run(sb, ws, env, "truncate -s 4T sparse.bin")
+    assert not r.ok and (ws.path / "sparse.bin").stat().st_size == 0
+    small = BwrapSandbox(sb.policy.model_copy(update={"max_file_bytes": 1 << 20}), sb.bwrap)
+    try:
+        r = run_command("head -c 2000000 /dev/zero > big.bin", ws.path, env, 60, sandbox=small)
+        assert not r.ok and (ws.path / "big.bin").stat().st_size <= 1 << 20
+    finally:
+        small.close()
+
+
+def test_the_attempts_processes_share_one_memory_budget(host):
+    """Each process stays under its own RLIMIT_DATA; together they pass the attempt's."""
+    sb, ws, env, _, _ = host
+    if make_cgroup("memory", 1 << 30) is None:
+        pytest.skip("no writable memory cgroup here (the per-process RLIMIT_DATA still holds)")
+    small = BwrapSandbox(sb.policy.model_copy(update={"memory_bytes": 384 << 20}), sb.bwrap)
+    hog = ("python3 -c 'import time; b = bytearray(200 << 20); b[::4096] = b\"x\" * "
+           "len(b[::4096]); print(\"held\", flush=True); time.sleep(6)'")
+    try:
+        r = run_command(f"set +e; for i in 1 2 3; do {hog} & done; wait; true", ws.path, env,
+                        60, sandbox=small)
+    finally:
+        small.close()
+    assert r.ok, r.combined()
+    held = r.stdout.count("held")
+    assert held < 3 or "Killed" in r.combined(), r.combined()
