@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from aeval.adapters.sandbox import make_sandbox, sandbox_status
@@ -10,9 +12,28 @@ from aeval.plan import CasePlan
 from aeval.sandbox import Sandbox, SandboxPolicy, SandboxStatus
 
 
+def service_paths(root: Path) -> list[Path]:
+    """aeval's own service state, hidden from every attempt: the Prefect home (its database
+    holds every flow and task run and their logs; its profiles may hold an API key or auth
+    string). Not when it would hide the attempt itself, the interpreter or aeval's own files
+    (a PREFECT_HOME that holds them)."""
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        home = home.resolve()
+    except OSError:
+        return []
+    keep = [Path(root).resolve(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+            Path(__file__).resolve().parent.parent]  # aeval's own files (and a checkout's CLIs)
+    if home == Path(home.anchor) or any(k.is_relative_to(home) for k in keep):
+        return []
+    return [home]
+
+
 def attempt_policy(plan: CasePlan, root: Path) -> SandboxPolicy:
-    """Only the attempt root writable; the original skill folder and the run store hidden."""
-    return SandboxPolicy(root=root, hidden=[plan.skill.path, plan.layout.store.resolve()],
+    """Only the attempt root writable; the original skill folder, the run store and aeval's
+    service state (`service_paths`) hidden."""
+    return SandboxPolicy(root=root, hidden=[plan.skill.path, plan.layout.store.resolve(),
+                                            *service_paths(root)],
                          network=plan.case.network, output_cap=plan.output_cap)
 
 
