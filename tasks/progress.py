@@ -25,9 +25,12 @@ _REDACTED: dict[str, str] = {}
 def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
     """Redact ``secrets`` (and their encodings) from every record that reaches a handler of any
     logger of this process: the console, Prefect's API log handler (its database), aeval's
-    progress lines. Replaces what an earlier call installed, or with ``add`` adds to it (a case
+    progress lines; and make every such record inert (`aeval.text.InertFilter`: control
+    characters and ESC sequences escaped, for the console and the Prefect UI). Replaces what
+    an earlier call installed, or with ``add`` adds to it (a case
     chain in a Dask worker process adds its own case's). Returns the handlers covered."""
     from aeval.redact import RedactingFilter, Redactor
+    from aeval.text import InertFilter
 
     if not add:
         _REDACTED.clear()
@@ -37,8 +40,9 @@ def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
                                       list(logging.root.manager.loggerDict))]
     handlers = {id(h): h for lg in loggers for h in getattr(lg, "handlers", [])}
     for h in handlers.values():
-        for f in [f for f in h.filters if isinstance(f, RedactingFilter)]:
+        for f in [f for f in h.filters if isinstance(f, RedactingFilter | InertFilter)]:
             h.removeFilter(f)
         if redactor:
             h.addFilter(RedactingFilter(redactor))
+        h.addFilter(InertFilter())  # after the redaction: a secret is matched as it was given
     return len(handlers)

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aeval.tasks.prefect_artifacts import artifact_key
+from aeval.tasks.prefect_artifacts import artifact_key, inert_rows
 from aeval.tasks.prepare import PreparedRun
 from aeval.tasks.progress import progress
 from aeval.tasks.report import render_report
@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.text import code_span, escape_controls, one_line
 from aeval.verdict import gate, skill_status
 
 
@@ -73,8 +74,23 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
             totals["time"] += suite_time
     for k, v in totals.items():
         root.set(k, f"{v:.3f}" if k == "time" else str(v))
+    make_inert(root)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def make_inert(root: ET.Element) -> None:
+    """Every text and attribute of the tree as XML 1.0 can hold it: a control character, an
+    ESC sequence or a lone surrogate from a step's output or a file name is written as a
+    visible escape (``\\x1b``), so junit.xml always parses (one bad character made GitLab's
+    MR test widget drop the whole report)."""
+    for el in root.iter():
+        if el.text:
+            el.text = escape_controls(el.text)
+        if el.tail:
+            el.tail = escape_controls(el.tail)
+        for k, v in el.attrib.items():
+            el.set(k, escape_controls(v))
 
 
 def finish_run(run_dir: Path, manifest: RunManifest,
@@ -126,10 +142,11 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest
                  "ungraded": c.ungraded, "reason": c.reason} for c in s.cases]
         if s.status == "invalid":
             rows = [{"case": "-", "status": "invalid", "reason": "; ".join(s.problems)}]
-        create_table_artifact(rows, key=artifact_key("skill", s.name),
-                              description=f"{s.name}: {s.status}")
+        create_table_artifact(inert_rows(rows), key=artifact_key("skill", s.name),
+                              description=one_line(f"{s.name}: {s.status}"))
     create_markdown_artifact(
-        f"# aeval run {done.run_id}\n\nGate: exit {done.gate.exit_code} ({done.gate.reason})\n\n"
+        f"# aeval run {done.run_id}\n\nGate: exit {done.gate.exit_code} "
+        f"{code_span(done.gate.reason)}\n\n"
         f"Run folder: [{run_dir}](file://{Path(run_dir).resolve()})  \n"
         f"Report: [report.html](file://{Path(run_dir).resolve() / 'report.html'})  \n"
         f"JUnit: `{Path(run_dir).resolve() / 'junit.xml'}`\n",
