@@ -4,6 +4,7 @@ command line sets up) and to the Prefect run's log (the UI)."""
 from __future__ import annotations
 
 import logging
+import os
 
 CONSOLE = logging.getLogger("aeval.progress")
 
@@ -46,3 +47,22 @@ def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
             h.addFilter(RedactingFilter(redactor))
         h.addFilter(InertFilter())  # after the redaction: a secret is matched as it was given
     return len(handlers)
+
+
+_INERT_PID: int | None = None
+
+
+def ensure_inert_logs() -> None:
+    """Make every log handler of this process inert (`aeval.text.InertFilter`), once per
+    process: for a Dask worker, where `redact_logs` of the flow's process never ran."""
+    global _INERT_PID
+    if os.getpid() == _INERT_PID:
+        return
+    from aeval.text import InertFilter
+
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in
+                                      list(logging.root.manager.loggerDict))]
+    for h in {id(h): h for lg in loggers for h in getattr(lg, "handlers", [])}.values():
+        if not any(isinstance(f, InertFilter) for f in h.filters):
+            h.addFilter(InertFilter())
+    _INERT_PID = os.getpid()
