@@ -72,20 +72,17 @@ def cli_version(binary: str) -> str | None:
     return lines[0].strip() if proc.returncode == 0 and lines else None
 
 
-def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str], grant: Grant,
-               scratch: Path) -> list[str]:
-    """The command line that starts the CLI ``argv`` (with ``env``) wholly inside the
-    attempt's sandbox; ``argv`` itself when the attempt is unsandboxed. The network stays
-    shared so the CLI reaches the key proxy on loopback; when the policy unshares it, the CLI
-    starts behind a bridge (written under ``scratch``) that serves the proxy's port inside the
-    sandbox's own loopback and forwards to the proxy's unix socket, bound in."""
+def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str],
+               grant: Grant) -> list[str]:
+    """The command line that starts the CLI ``argv`` (with ``env``) behind the key proxy
+    grant's bridge (`aeval.adapters.keyproxy.bridged`, its only way to the proxy), wholly
+    inside the attempt's sandbox; unsandboxed, the bridge and the CLI run as they are. The
+    grant's unix socket is bound into that sandbox alone; when the policy unshares the
+    network, the bridge listens in the sandbox's own loopback."""
     sandbox = request.sandbox
     if sandbox is None or sandbox.name != "bwrap":
-        return list(argv)
-    if sandbox.policy.network:
-        return sandbox.argv(list(argv), request.workspace, env)
-    script = scratch / "bridge.py"
-    return sandbox.argv(bridged(list(argv), grant, script, request.home.parent),  # type: ignore[call-arg]
+        return bridged(list(argv), grant)
+    return sandbox.argv(bridged(list(argv), grant),  # type: ignore[call-arg]
                         request.workspace, env, binds=(grant.socket_path,))
 
 

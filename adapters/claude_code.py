@@ -102,6 +102,13 @@ CLI_ENV = {
     "DISABLE_AUTOUPDATER": "1",
 }
 ANTHROPIC_BASE = "https://api.anthropic.com"
+MODEL_TIER_VARS = ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                   "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+                   "CLAUDE_CODE_SUBAGENT_MODEL")
+"""The CLI's own model choices (small fast model, tier aliases, subagents), all set to the
+run's model."""
+ENDPOINTS = ("/v1/messages", "/v1/messages/count_tokens")
+"""What the CLI calls on the Anthropic API (the key proxy forwards nothing else)."""
 LOOPBACK_KEY = "aeval-loopback-no-key"
 KILL_GRACE_S = 5.0
 """Seconds between SIGTERM and SIGKILL when a run hits its timeout."""
@@ -210,7 +217,7 @@ class ClaudeCodeRuntime:
         """The CLI's whole environment, as the launcher will exec it (AEVAL_* are its input);
         ``argv``: the CLI's command line (inside the sandbox or not), ``g``: the proxy grant."""
         env = self._base_env(request, g)
-        argv = in_sandbox(request, argv, env, g, request.home / ".aeval")
+        argv = in_sandbox(request, argv, env, g)
         return {**env, "AEVAL_CLAUDE_KEEP": ",".join(sorted(env)),
                 "AEVAL_CLAUDE_ARGV": json.dumps(argv), "AEVAL_CLAUDE_API_KEY": g.token,
                 "AEVAL_CLAUDE_PIDFILE": str(_pidfile(request.home))}
@@ -218,8 +225,13 @@ class ClaudeCodeRuntime:
     @staticmethod
     def _base_env(request: RunRequest, g: Grant) -> dict[str, str]:
         home = request.home
+        model = (request.model or "").removeprefix("anthropic/")
+        # every model tier the CLI picks on its own (side requests, subagents) is the run's
+        # model: the key proxy forwards no other
+        tiers = {k: model for k in MODEL_TIER_VARS} if model else {}
         return {**request.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-                "TMPDIR": str(home / "tmp"), **CLI_ENV, "ANTHROPIC_BASE_URL": g.base_url}
+                "TMPDIR": str(home / "tmp"), **CLI_ENV, **tiers,
+                "ANTHROPIC_BASE_URL": g.base_url}
 
     @staticmethod
     def upstream(request: RunRequest) -> str:
@@ -265,7 +277,9 @@ class ClaudeCodeRuntime:
         for d in (request.home / ".claude", request.home / "tmp"):
             ensure_folder(d, request.home.parent)
         launcher = self._write_launcher(request.home)
-        with grant(self.upstream(request), self._api_key(request), "anthropic") as g:
+        model = request.model.removeprefix("anthropic/")
+        with grant(self.upstream(request), self._api_key(request), "anthropic",
+                   models=[model], endpoints=ENDPOINTS) as g:
             return self._run(request, recorder, launcher,
                              self._cli_env(request, [cli], g), start)
 

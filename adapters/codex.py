@@ -178,14 +178,14 @@ class CodexRuntime:
             emit(recorder, parser.feed(record))
             return parser.tool_calls > max_turns
 
-        with grant(request.api_base or OPENAI_BASE, self._key(request), "bearer") as g:
+        with grant(request.api_base or OPENAI_BASE, self._key(request), "bearer",
+                   models=[model], endpoints=("/responses",)) as g:
             write_private(codex_home / "config.toml", codex_config(request, model, g.base_url),
                           root)
             env = {**request.env, "HOME": str(request.home), "CODEX_HOME": str(codex_home),
                    "TMPDIR": str(tmp), KEY_VAR: g.token}
             try:
-                outcome = stream_jsonl(in_sandbox(request, argv, env, g,
-                                                  request.home / ".aeval"),
+                outcome = stream_jsonl(in_sandbox(request, argv, env, g),
                                        request.workspace, env, request.limits.timeout_s,
                                        request.raw_log, on_record, side=session.lines)
             finally:

@@ -235,3 +235,32 @@ def clone_at(source: str, into: Path, head: str, base: str | None = None,
         raise GitError(f"cannot check out {head} in a clone of {shown}: "
                        f"{proc.stderr.strip()[:300]}")
     return found["head"] or head, found.get("base")
+def merge_base(repo: Path, base: str, head: str) -> str:
+    """The commit an MR's diff starts from (``git diff base...head``); ``base`` itself when it
+    is the empty tree or has no common ancestor with ``head``."""
+    try:
+        return git(repo, "merge-base", base, head).strip()
+    except GitError:
+        return base
+
+
+def export_tree(repo: Path, commit: str, paths: list[str], dest: Path) -> list[str]:
+    """Write the files of ``paths`` (folders from the repository root) as they are at
+    ``commit`` under ``dest`` (never through a link, never outside it). Returns the paths
+    that existed there; the others are left out."""
+    import io
+    import tarfile
+
+    present = [p for p in paths if subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "-e", f"{commit}:{'' if p == '.' else p}"],
+        capture_output=True).returncode == 0]
+    if not present:
+        return []
+    proc = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, "--",
+                           *present], capture_output=True)
+    if proc.returncode != 0:
+        raise GitError(f"git archive {commit}: {proc.stderr.decode(errors='replace').strip()}")
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return present

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.errors import AevalError
 from aeval.redact import Redactor
+from aeval.text import escape_controls
 
 TOKEN_ENV = "AEVAL_GITLAB_TOKEN"
 TIMEOUT_S = 30.0
@@ -41,8 +42,8 @@ _QUICK_ACTION_LINE = re.compile(r"^/", re.M)
 def disarm_quick_actions(body: str) -> str:
     """``body`` with one leading space before every line that starts with "/" (carriage
     returns dropped first, as GitLab does): the extractor does not match it, markdown does not
-    show it."""
-    return _QUICK_ACTION_LINE.sub(" /", body.replace("\r", ""))
+    show it. Control characters are escaped too (`aeval.text.escape_controls`)."""
+    return _QUICK_ACTION_LINE.sub(" /", escape_controls(body.replace("\r", "")))
 
 
 class GitLabError(AevalError):

@@ -225,7 +225,8 @@ class OpenCodeRuntime:
             emit(recorder, parser.feed(record))
             return parser.steps > max_turns + 1  # backstop: agent.build.steps is the limit
 
-        with grant(base, key, style) as g:
+        prefix, _, model_id = request.model.partition("/")
+        with grant(base, key, style, models=[model_id or prefix]) as g:
             key_fd, key_writer = os.pipe()  # the token travels in a pipe, in no environment
             try:
                 os.write(key_writer, g.token.encode())
@@ -237,7 +238,7 @@ class OpenCodeRuntime:
                     "ERROR", "--title", f"aeval {request.case_id}", "-m", model, "--",
                     request.prompt]
             try:
-                outcome = stream_jsonl(in_sandbox(request, argv, env, g, request.home / ".aeval"),
+                outcome = stream_jsonl(in_sandbox(request, argv, env, g),
                                        request.workspace, env, request.limits.timeout_s,
                                        request.raw_log, on_record, pass_fds=(key_fd,))
             finally:

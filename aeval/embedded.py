@@ -8,6 +8,14 @@ Prefect would (``uvicorn prefect.server.api.server:create_app``, no UI, ephemera
 *before* Prefect is imported, and points ``PREFECT_API_URL`` at it; `wait_ready` is called
 where the first flow starts, and returns at once when the server came up meanwhile.
 
+The server requires an auth string (Prefect's ``server.api.auth_string``): a random one per
+invocation, given to the server in its environment and to aeval's own client in
+``PREFECT_API_AUTH_STRING`` (``api.auth_string``). Nothing a case runs gets either: the
+commands of a case get an environment of their own (``aeval.shell.base_env``), and the
+sandbox's PID namespace hides aeval's and the server's ``/proc``. A tool that finds the port
+(``/proc/net/tcp`` names it) gets 401 for everything but ``/api/health``: it can neither read
+other task runs and their logs nor create artifacts, change or delete the flow run.
+
 The server gets a scrubbed environment (``scrubbed_environ``: no model keys, no tokens) and
 dies with aeval: terminated at exit (after Prefect's own exit handlers, which flush logs and
 events to it), and sent SIGTERM by the kernel if aeval is killed (``PR_SET_PDEATHSIG``).
@@ -30,6 +38,7 @@ import atexit
 import contextlib
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -43,6 +52,10 @@ from pathlib import Path
 from aeval.hardening import scrubbed_environ
 
 STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+SERVER_AUTH_VAR = "PREFECT_SERVER_API_AUTH_STRING"
+"""What the server requires (HTTP basic auth with this string), in the server's environment."""
+CLIENT_AUTH_VAR = "PREFECT_API_AUTH_STRING"
+"""What Prefect's client sends, in aeval's own environment."""
 MARK_VAR = "AEVAL_EMBEDDED_API_URL"
 """Set (to the API URL) in aeval's environment while an embedded server of its own is the
 PREFECT_API_URL: it is not a server other machines (Dask workers) can reach."""
@@ -50,6 +63,11 @@ PREFECT_API_URL: it is not a server other machines (Dask workers) can reach."""
 
 class EmbeddedServerError(RuntimeError):
     """The embedded Prefect server did not come up."""
+
+
+def new_auth_string() -> str:
+    """A fresh auth string for one embedded server (one aeval invocation)."""
+    return "aeval-" + secrets.token_urlsafe(32)
 
 
 def _free_port() -> int:
@@ -131,6 +149,7 @@ class EmbeddedServer:
         self.process: subprocess.Popen | None = None
         self.ready = False
         self.fresh_db: Path | None = None  # a database this server creates: snapshot it
+        self.auth_string = new_auth_string()
 
     @property
     def api_url(self) -> str:
@@ -142,7 +161,8 @@ class EmbeddedServer:
             raise EmbeddedServerError("prefect is not installed")
         app_dir = str(Path(next(iter(spec.submodule_search_locations))).parent)
         env = {**scrubbed_environ(), "PREFECT_UI_ENABLED": "0",
-               "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+               "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+               SERVER_AUTH_VAR: self.auth_string}
         env.pop("PREFECT_API_URL", None)
         env.pop(MARK_VAR, None)
         db, template = default_database(), template_database()
@@ -202,8 +222,9 @@ _server: EmbeddedServer | None = None
 
 def start_early() -> EmbeddedServer | None:
     """Spawn the embedded server now, before Prefect is imported, and point this process's
-    ``PREFECT_API_URL`` at it. None (nothing done) when Prefect is already imported, a server
-    is configured, or one was started already."""
+    ``PREFECT_API_URL`` at it, with the server's auth string in ``PREFECT_API_AUTH_STRING``.
+    None (nothing done) when Prefect is already imported, a server is configured, or one was
+    started already."""
     global _server
     if _server is not None:
         return _server
@@ -212,6 +233,7 @@ def start_early() -> EmbeddedServer | None:
     server = EmbeddedServer()
     server.spawn()
     os.environ["PREFECT_API_URL"] = server.api_url
+    os.environ[CLIENT_AUTH_VAR] = server.auth_string
     os.environ[MARK_VAR] = server.api_url
     _server = server
     return server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aeval.artifacts import CaseResult, Expectation, Gate, GradingSummary, SkillResult
+from aeval.introduced import introduced_errors
 
 
 def summarize(expectations: list[Expectation]) -> GradingSummary:
@@ -73,7 +74,8 @@ def skill_status(cases: list[CaseResult]) -> str:
 
 def gate(skills: list[SkillResult], usage_error: str | None = None,
          require_tested: bool = False) -> Gate:
-    """Exit code of `aeval run`, first match wins: 1 a case failed (a skill defect); 2 a usage
+    """Exit code of `aeval run`, first match wins: 1 a case failed (a skill defect), or an
+    environment error the change introduced (`aeval.introduced`); 2 a usage
     error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
     failed on a case (internal); 3 an environment error; 0 otherwise: untested cases are
     listed as a warning, never counted as passed. A reason names at most five cases or skills
@@ -84,6 +86,9 @@ def gate(skills: list[SkillResult], usage_error: str | None = None,
 
     if fails := cases("fail"):
         return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {_some(fails)}")
+    if introduced := introduced_errors(skills):  # the change broke its own environment
+        return Gate(exit_code=1, reason=f"{len(introduced)} environment error(s) introduced "
+                                        f"by this change: {_some(introduced)}")
     invalid = [s.name for s in skills if s.status == "invalid"]
     untested = cases("untested")
     if usage_error or invalid:

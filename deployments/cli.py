@@ -25,7 +25,7 @@ from aeval.deployments.cli_common import (
 from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
 from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
 from aeval.deployments.commands_triggers import cmd_triggers
-from aeval.deployments.console import QuietPipe, prefect_env
+from aeval.deployments.console import QuietPipe, inert, prefect_env
 
 from aeval.hardening import harden_process, limit_malloc_arenas
 
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: one line, exit 4
         if verbose:
             traceback.print_exc()
-        detail = str(exc).strip().splitlines()
+        detail = inert(str(exc)).strip().splitlines()
         print(f"aeval: internal error: {type(exc).__name__}"
               f"{': ' + detail[0][:300] if detail else ''}"
               f"{'' if verbose else '; rerun with -v for the traceback'}", file=sys.stderr)

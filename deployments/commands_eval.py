@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from aeval.deployments.cli_common import EXIT_USAGE
 from aeval.deployments.console import prefect_env, print_summary, progress_logging
@@ -49,6 +51,28 @@ def check_sandbox(mode: str) -> str | None:
     return mode
 
 
+def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
+    """The run's manifest: what the flow returned, or, when the flow call raised after the run
+    was published (the Prefect API lost or refused its flow run), the manifest aeval's own
+    publish step wrote (``run.json`` in the store, which no sandbox sees). The exit code is
+    that gate's, never a Prefect state's. A run that never got published raises as before."""
+    from aeval.artifacts import RunManifest
+    from aeval.store import read_model
+
+    try:
+        return call()
+    except Exception as exc:
+        try:
+            published = read_model(run_dir / "run.json", RunManifest)
+        except (OSError, ValueError):
+            raise exc from None
+        if published.status != "finished" or published.gate is None:
+            raise
+        print(f"warning: the run finished and was published, then Prefect failed "
+              f"({type(exc).__name__}); the gate below is aeval's own", file=sys.stderr)
+        return published
+
+
 def resume_run(args: argparse.Namespace) -> int:
     """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
     from aeval.artifacts import RunManifest
@@ -86,13 +110,14 @@ def resume_run(args: argparse.Namespace) -> int:
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
-    manifest = manifest_of(flow(return_state=True, request=EvalRequest(
+    request = EvalRequest(
         paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
         store=str(RunLayout(run_dir).store), model=old.model, grader_model=old.grader_model,
         api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
         output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
         head=old.head, resume=True, baseline=args.baseline, sandbox=sandbox,
-        require_tested=args.require_tested)))
+        require_tested=args.require_tested)
+    manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)), run_dir)
     print_summary(manifest, run_dir)
     return manifest.gate.exit_code
 
@@ -202,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
-    manifest = manifest_of(flow(return_state=True, request=EvalRequest(
+    request = EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
         epochs=args.epochs, store=str(store), model=model,
         grader_model=None if args.no_grader else (
@@ -213,7 +238,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         require_tested=args.require_tested,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
-        gitlab_url=args.gitlab_url, baseline=args.baseline)))
+        gitlab_url=args.gitlab_url, baseline=args.baseline)
+    manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)),
+                        RunStore(store).run_dir(run_id))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"gitlab: {manifest.delivery}")
@@ -255,14 +282,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     start_embedded_server()
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
-    manifest = manifest_of(sweep(return_state=True, request=SweepRequest(
+    request = SweepRequest(
         marketplace=str(Path(args.marketplace).resolve()), epochs=args.epochs,
         concurrency=args.concurrency or settings.concurrency, dask=args.dask,
         skip_unchanged=not args.no_skip,
         runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
         grader_model=None if args.no_grader else (
             args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id)))
+        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id)
+    manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
+                        RunStore(store).run_dir(run_id))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     print(f"baselines refreshed: {store / 'baselines.json'}")
     return manifest.gate.exit_code

@@ -3,6 +3,13 @@
 Width: on a terminal, tables fold their cells to the terminal's width; piped or captured
 (CI logs, `| grep`, tests), nothing wraps: every line is printed whole at a fixed wide width,
 whatever ``COLUMNS`` says, so a line of evidence stays one greppable line.
+
+Untrusted text (skill names, reasons, evidence, paths) is inert on the console: `inert`
+writes control characters and ESC sequences as visible escapes (``\x1b``), so step output
+cannot recolour the terminal, hide a link or rewrite CI log lines. Plain ``print`` output
+goes through `QuietPipe`, which applies it to every write; rich output (whose own styles are
+ESC sequences) goes around it, and what it shows is passed through `inert` cell by cell;
+progress lines are made inert by a logging filter.
 """
 
 from __future__ import annotations
@@ -13,8 +20,16 @@ import os
 import sys
 from pathlib import Path
 
+from aeval.text import InertFilter, escape_controls
+
 # Piped output is never wrapped: wide enough for any row of the summary table.
 PIPE_WIDTH = 4096
+
+
+def inert(text: object) -> str:
+    """``text`` as the console may show it: control characters and ESC sequences escaped
+    (``\x1b[31m`` stays those nine characters), newlines and tabs kept."""
+    return escape_controls(str(text))
 
 
 def prefect_env(verbose: bool) -> None:
@@ -36,12 +51,15 @@ def prefect_env(verbose: bool) -> None:
 
 
 def make_console():
-    """A rich console on stdout: folds to the terminal, or never wraps when piped."""
+    """A rich console on stdout: folds to the terminal, or never wraps when piped. It writes
+    around `QuietPipe`'s escaping (its styles are ESC sequences): pass what it shows through
+    `inert`."""
     from rich.console import Console
 
-    console = Console(highlight=False)
+    out = sys.stdout.styled if isinstance(sys.stdout, QuietPipe) else None
+    console = Console(highlight=False, file=out)
     if not console.is_terminal:
-        console = Console(highlight=False, width=PIPE_WIDTH, soft_wrap=True)
+        console = Console(highlight=False, width=PIPE_WIDTH, soft_wrap=True, file=out)
     return console
 
 
@@ -55,7 +73,7 @@ class _StdoutHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stdout.write(self.format(record) + "\n")
+            sys.stdout.write(inert(self.format(record)) + "\n")
             sys.stdout.flush()
         except Exception:  # logging must never break the run
             self.handleError(record)
@@ -69,13 +87,17 @@ def progress_logging(quiet: bool) -> None:
     logger.propagate = False
     if logger.handlers:
         return
-    if make_console().is_terminal:
+    console = make_console()
+    if console.is_terminal:
         from rich.logging import RichHandler
 
-        logger.addHandler(RichHandler(show_path=False, show_level=False, markup=False,
-                                      log_time_format="%H:%M:%S"))
+        handler: logging.Handler = RichHandler(console=console, show_path=False,
+                                               show_level=False, markup=False,
+                                               log_time_format="%H:%M:%S")
     else:
-        logger.addHandler(_StdoutHandler())
+        handler = _StdoutHandler()
+    handler.addFilter(InertFilter())
+    logger.addHandler(handler)
 
 
 def evidence_line(text: str, cap: int = 160) -> str:
@@ -87,8 +109,14 @@ def evidence_line(text: str, cap: int = 160) -> str:
     return last if len(last) <= cap else last[: cap - 1] + "…"
 
 
-def print_summary(manifest, run_dir: Path) -> None:
+def shown(text: object) -> str:
+    """Untrusted text for a rich console: inert, and rich markup escaped."""
     from rich.markup import escape
+
+    return escape(inert(text))
+
+
+def print_summary(manifest, run_dir: Path) -> None:
     from rich.table import Table
 
     from aeval.artifacts import Grading
@@ -108,38 +136,39 @@ def print_summary(manifest, run_dir: Path) -> None:
     untested = []
     for s in manifest.skills:
         if s.status == "invalid":
-            table.add_row(s.name, "–", "–", "[magenta]invalid[/]", "–", "–", "–")
-            details += [f"[magenta]{escape(s.name)}[/]: {escape(p)}" for p in s.problems]
+            table.add_row(shown(s.name), "–", "–", "[magenta]invalid[/]", "–", "–", "–")
+            details += [f"[magenta]{shown(s.name)}[/]: {shown(p)}" for p in s.problems]
             continue
         for c in s.cases:
             status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
                 " (unchanged: reused)" if c.reused_from else "")
             name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
             tested = c.status != "untested"  # an untested case has no rate to show
-            table.add_row(s.name, name, c.runtime, f"[{style[c.status]}]{status}[/]",
+            table.add_row(shown(s.name), shown(name), shown(c.runtime),
+                          f"[{style[c.status]}]{shown(status)}[/]",
                           f"{pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})"
                           if tested else "–", pct(c.terminal_pass_rate) if tested else "–",
-                          str(s.tier or "–"))
+                          shown(s.tier or "–"))
             if c.status == "pass":
                 continue
-            head = f"[{style[c.status]}]{escape(f'{s.name}/{name} [{c.runtime}]')}[/]"
+            head = f"[{style[c.status]}]{shown(f'{s.name}/{name} [{c.runtime}]')}[/]"
             if c.reused_from:
-                head += escape(f" (verdict of {c.reused_from}, unchanged since)")
+                head += shown(f" (verdict of {c.reused_from}, unchanged since)")
             if c.status == "untested":
                 note = " (SKILL.md's doc test beside the contract; the other cases decide " \
                        "the skill's verdict)" if c.supplementary else ""
-                untested.append(f"{head}: {escape(evidence_line(c.reason, 300))}"
-                                f"[dim]{escape(note)}[/]")
+                untested.append(f"{head}: {shown(evidence_line(c.reason, 300))}"
+                                f"[dim]{shown(note)}[/]")
                 continue
             grading = run_dir / c.dir / "grading.json"
             if c.status == "error" or not grading.is_file():
-                details.append(f"{head}: {escape(c.reason)}")
+                details.append(f"{head}: {shown(c.reason)}")
                 continue
             g = read_model(grading, Grading)
             for e in g.expectations:
                 if e.status == "failed":
-                    details.append(f"{head} {e.id} {escape(e.text)}\n      "
-                                   f"{escape(evidence_line(e.evidence))}")
+                    details.append(f"{head} {shown(e.id)} {shown(e.text)}\n      "
+                                   f"{shown(evidence_line(e.evidence))}")
     console.print(table)
     if details:
         console.print("\nWhat failed, with evidence:")
@@ -151,10 +180,10 @@ def print_summary(manifest, run_dir: Path) -> None:
             console.print(f"  {d}")
     for s in manifest.skills:
         for w in s.warnings:
-            console.print(f"[dim]lint: {escape(w)}[/]")
+            console.print(f"[dim]lint: {shown(w)}[/]")
     g = manifest.gate
-    console.print(f"\nartifacts: {run_dir}")
-    console.print(f"exit {g.exit_code}: {escape(g.reason)}")
+    console.print(f"\nartifacts: {shown(run_dir)}")
+    console.print(f"exit {g.exit_code}: {shown(g.reason)}")
 
 
 class QuietPipe:
@@ -162,11 +191,16 @@ class QuietPipe:
     eval-config | head -1``) ends the output, not the command. On the first broken pipe the
     stream's descriptor is pointed at /dev/null, so every later write (progress lines, the
     summary, the interpreter's final flush) succeeds silently and ``aeval run`` still
-    finishes and exits with its gate code. Everything else is the wrapped stream's."""
+    finishes and exits with its gate code. Every write is made inert (`inert`): a skill's
+    text in a printed line cannot act on the terminal. Everything else is the wrapped
+    stream's."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, escape: bool = True) -> None:
         self._stream = stream
+        self._escape = escape
         self.broken = False
+        self.styled = QuietPipe(stream, escape=False) if escape else self
+        """The same stream without the escaping, for rich (`make_console`)."""
 
     def _silence(self) -> None:
         self.broken = True
@@ -179,7 +213,7 @@ class QuietPipe:
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            return self._stream.write(inert(text) if self._escape else text)
         except BrokenPipeError:
             self._silence()
             return len(text)

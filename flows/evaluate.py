@@ -2,6 +2,7 @@
 
     prepare ──> case chain per skill x case x runtime x epoch (mapped; each chain runs
                 assertions -> execute -> grade as nested task runs)
+            ──> on a run of a change: mark the environment errors it introduced
             ──> conclude per skill x runtime (mapped: suggest, regression, aggregate)
             ──> publish (run.json with the gate, junit.xml, report.html, Prefect artifacts,
                 the aeval.run.finished event)
@@ -19,6 +20,7 @@ import shutil
 
 from aeval.tasks.case import case_tags, run_case
 from aeval.tasks.conclude import conclude_skill
+from aeval.tasks.introduced import mark_introduced_errors
 from aeval.tasks.post import post_run
 from aeval.tasks.prepare import prepare_run
 from aeval.tasks.publish import publish_run
@@ -100,6 +102,8 @@ def evaluate(request: EvalRequest) -> State:
         plan, request.retries, request.retry_delay_s) for plan in run.todo]
     # a chain's task run is Failed for a failing case: its CaseResult is the state's data
     results = [chain.result(raise_on_failure=False) for chain in chains]
+    if request.base:  # a run of a change: the environment errors it introduced do not pass
+        results = mark_introduced_errors(run.todo, results, request.base, request.head)
     by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
     by_key |= {c.dir: c for c in run.finished}
     groups = run.groups()

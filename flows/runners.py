@@ -130,9 +130,13 @@ def start_embedded_server() -> str | None:
     tool running as the same user could read it from ``/proc/<pid>/environ``. Nothing to do
     when a server is configured (PREFECT_API_URL). Returns the embedded API URL, or None.
 
+    The server requires a fresh auth string (see `aeval.embedded`), which this process's
+    client then sends: a tool that finds the port gets 401.
+
     Call it from the command line before any flow runs, while the process has one thread
     (the environment is swapped for the moment of the start). Where the command line spawned
     the server before importing Prefect (`aeval.embedded.start_early`), wait for that one."""
+    from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_API_URL
 
     if (early := embedded.started()) is not None:  # spawned by the command line before
@@ -144,14 +148,16 @@ def start_embedded_server() -> str | None:
     server = SubprocessASGIServer()
     if server.running:
         return server.api_url
+    auth = embedded.new_auth_string()
     saved = dict(os.environ)
     try:
         os.environ.clear()
-        os.environ.update(scrubbed_environ(saved))
+        os.environ.update({**scrubbed_environ(saved), embedded.SERVER_AUTH_VAR: auth})
         server.start()
     finally:
         os.environ.clear()
-        os.environ.update(saved)
+        os.environ.update({**saved, embedded.CLIENT_AUTH_VAR: auth})
+        refresh_global_settings_context()  # Prefect read its settings at import
     return server.api_url
 
 

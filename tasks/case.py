@@ -23,7 +23,7 @@ from aeval.tasks.execute import execute_case
 from aeval.tasks.grade import grade_and_publish
 from aeval.tasks.prefect_artifacts import emit_case_event, inert
 from aeval.tasks.probe import run_probe
-from aeval.tasks.progress import progress, redact_logs
+from aeval.tasks.progress import ensure_inert_logs, progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
@@ -104,6 +104,7 @@ def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> St
     declared = {n: os.environ[n] for n in plan.case.required_credentials if os.environ.get(n)}
     if declared:
         redact_logs(declared, add=True)
+    ensure_inert_logs()  # a Dask worker's own handlers too
     result = chain(plan, retries, retry_delay_s)
     progress("%s: %s", plan.label, result.status.upper())
     emit_case_event(plan.run_id, plan.skill.name, plan.skill_key, plan.label, result)

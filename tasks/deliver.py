@@ -9,8 +9,8 @@ edits; ``apply_plan`` makes them through the adapter; ``deliver`` does both.
 
 Idempotence rests on hidden markers, always the first line of what aeval posts::
 
-    <!-- aeval:skill=NAME -->                      the summary note of one skill
-    <!-- aeval:suggestion=FINGERPRINT skill=NAME --> the inline discussion of one suggestion
+    <!-- aeval:skill=NAME folder=DIR -->           the summary note of one skill folder
+    <!-- aeval:suggestion=FINGERPRINT skill=DIR -->  the inline discussion of one suggestion
     <!-- aeval:fallback -->                        the note with suggestions outside the diff
     <!-- aeval:outdated -->                        (second line) aeval resolved this thread
 
@@ -63,6 +63,7 @@ from aeval.tasks.deliver_run import (
     diff_index,
     fingerprint,
     inline_position,
+    legacy_skill_marker,
     load_run,
     parse_hunks,
     skill_marker,
@@ -163,22 +164,27 @@ def plan_delivery(bundle: RunBundle, *, refs: DiffRefs | None, diffs: list[MRFil
             me is None or n.author_id == me)
 
     mine = [n for n in notes if ours(n)]
+    names = [r.result.name for r in bundle.skills]
     for r in bundle.skills:
-        marker = skill_marker(r.result.name)
+        marker = skill_marker(r.result.name, r.folder)
         fps = {s.fingerprint for s in r.suggestions}
         body = skill_note_body(
             r, bundle.manifest, report_url=report_url,
             inline=sum(s.fingerprint in fps for s, _ in inline),
             fallback=sum(s.fingerprint in fps for s in fallback),
             skipped=[s.problem or "" for s in r.suggestions if s.problem])
-        _upsert_note(marker, body, [n for n in mine if n.body.startswith(marker)], plan)
+        existing = [n for n in mine if n.body.startswith(marker)]
+        if not existing and names.count(r.result.name) == 1:  # a note of an earlier aeval
+            legacy = legacy_skill_marker(r.result.name)
+            existing = [n for n in mine if n.body.split("\n", 1)[0] == legacy]
+        _upsert_note(marker, body, existing, plan)
 
     by_fp: dict[str, list[RemoteDiscussion]] = {}
     for d in discussions:
         if ours(d.first) and (m := _SUGGESTION_RE.match(d.first.body)):
             by_fp.setdefault(m.group(1), []).append(d)
     for s, pos in inline:
-        marker, body = suggestion_marker(s.fingerprint, s.skill), suggestion_body(s)
+        marker, body = suggestion_marker(s.fingerprint, s.folder or s.skill), suggestion_body(s)
         found = by_fp.pop(s.fingerprint, [])
         same = [d for d in found if (d.first.position or {}).get("new_path") == pos.new_path
                 and (d.first.position or {}).get("new_line") == pos.new_line]
@@ -201,7 +207,7 @@ def plan_delivery(bundle: RunBundle, *, refs: DiffRefs | None, diffs: list[MRFil
         for d in found:
             if d is not keep:
                 _retire(d, "aeval now suggests this on another line.", plan)
-    evaluated = {r.result.name for r in bundle.skills}
+    evaluated = {r.folder for r in bundle.skills} | set(names)  # names: older markers
     for fp, found in by_fp.items():
         for d in found:
             skill = _SUGGESTION_RE.match(d.first.body).group(2)  # type: ignore[union-attr]

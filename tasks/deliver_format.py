@@ -28,10 +28,13 @@ from pydantic import Field, TypeAdapter
 
 from aeval.artifacts import FixSuggestion, RunManifest
 from aeval.store import atomic_write_text
+from aeval.text import code_span, escape_controls
 
 
 def fenced(text: str, info: str = "text") -> str:
-    """A fenced block whose fence is longer than any backtick run inside."""
+    """A fenced block whose fence is longer than any backtick run inside (control characters
+    escaped): inert in GitLab, mentions and links included."""
+    text = escape_controls(text)
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
@@ -39,19 +42,20 @@ def fenced(text: str, info: str = "text") -> str:
 
 # GitLab runs a quick action (/merge, /approve, /close ...) from any line of a note that starts
 # with "/" (Gitlab::QuickActions::Extractor: `^\/cmd`, column 0, its code-block exemption only
-# for exactly-three-backtick fences). Text from a model, a skill or a transcript therefore never
-# starts a line with "/", never opens a fence of its own and never carries raw HTML (no forged
-# `<!-- aeval:... -->` marker, no `</details>` closing aeval's markup).
+# for exactly-three-backtick fences), and renders mentions (@all notifies everyone),
+# references (#1, !2, ~label, %milestone, &epic), links, images (a remote image is a
+# tracking pixel) and HTML anywhere outside code. Text from a model, a skill or a transcript is
+# therefore only ever shown as code: an inline code span (`untrusted`) or a fenced block
+# (`fenced`), on lines that never start with "/".
 _QUICK_ACTION_LINE = re.compile(r"^/", re.M)
 disarm = disarm_quick_actions  # the final pass over every body built here
 
 
 def untrusted(text: str) -> str:
-    """Inline text from a model, a skill or a transcript, made inert: HTML escaped, fences
-    (``` or ~~~ runs) escaped, no line starting with "/". Single backticks (code spans) stay."""
-    text = html.escape(text, quote=False)
-    text = re.sub(r"`{3,}|~{3,}", lambda m: "".join("\\" + c for c in m.group()), text)
-    return disarm(text)
+    """Inline text from a model, a skill or a transcript, made inert: one code span (nothing
+    inside renders: no mention, reference, link, image, HTML or emphasis), on one line,
+    control characters escaped, and no line of the body starting with "/"."""
+    return disarm(code_span(text))
 
 
 def tail(text: str, lines: int = 12, chars: int = 1200) -> str:
@@ -62,12 +66,13 @@ def tail(text: str, lines: int = 12, chars: int = 1200) -> str:
 
 
 def _code(text: str) -> str:
-    """A value shown inside a code span: one line, no backtick to end the span early."""
-    return text.replace("`", "'").replace("\r", " ").replace("\n", " ")
+    """A value (a skill name, a path) shown as code: an inert code span."""
+    return code_span(text)
 
 
 def _cell(text: str) -> str:
-    return untrusted(text).replace("|", "\\|").replace("\n", " ")
+    """Untrusted text in a table cell or a list item: a code span, ``|`` escaped."""
+    return untrusted(text).replace("|", "\\|")
 
 
 def _pct(x: float | None) -> str:
@@ -80,8 +85,8 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
     """The summary note of one skill: verdict, per-case rates, evidence of what failed."""
     sk = report.result
     link = f" · [full report]({report_url})" if report_url else ""
-    out = [skill_marker(sk.name),
-           f"## aeval · `{_code(sk.name)}`: {_ICON.get(sk.status, '')} {sk.status}", "",
+    out = [skill_marker(sk.name, report.folder),
+           f"## aeval · {_code(sk.name)}: {_ICON.get(sk.status, '')} {sk.status}", "",
            f"Run `{manifest.run_id}`{link}", ""]
     if sk.status == "invalid":
         out += ["The skill could not be loaded:", ""] + [f"- {_cell(p)}" for p in sk.problems]
@@ -91,12 +96,13 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         for c in sk.cases:
             name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
             verdict = f"**{c.status}**" + (f", {c.ungraded} ungraded" if c.ungraded else "")
-            out.append(f"| `{_cell(name)}` | {c.runtime} | {verdict} | "
+            out.append(f"| {_cell(name)} | {c.runtime} | {verdict} | "
                        f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed}) "
                        f"| {_pct(c.terminal_pass_rate)} | {c.self_corrections} |")
     evidence, corrections = [], []
     for c in sk.cases:
-        head = f"**`{c.case_id}`**" + (f" #{c.epoch}" if c.epoch is not None else "") + \
+        # "epoch 2", not "#2": GitLab would link issue 2
+        head = f"**`{c.case_id}`**" + (f" epoch {c.epoch}" if c.epoch is not None else "") + \
             f" [{c.runtime}]"
         g = report.gradings.get(c.dir)
         if c.status == "error" or (c.status == "fail" and g is None):
@@ -108,7 +114,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
                              ""]
         for ch in (g.self_correction.changes_made if g else []):
             where = f", event {ch.event_seq}" if ch.event_seq is not None else ""
-            corrections.append(f"- {head} {ch.id}: {ch.change} `{_code(ch.path)}` "
+            corrections.append(f"- {head} {ch.id}: {ch.change} {_code(ch.path)} "
                                f"({ch.attribution}{where})")
     if evidence:
         out += ["", "### What failed, with evidence", "", *evidence[:-1]]
@@ -124,7 +130,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         out += ["", f"<details><summary>Skill files used [{rt}]: {used}/{len(cov.files)}"
                     f"{f', {len(cov.untouched)} untouched by every case' if cov.untouched else ''}"
                     "</summary>", "",
-                *[f"- `{_code(f)}`: " + (", ".join(
+                *[f"- {_code(f)}: " + (", ".join(
                     f"{kind} {n}x" for kind, n in (("executed", cov.executed.get(f, 0)),
                                                     ("read", cov.read.get(f, 0)),
                                                     ("written", cov.written.get(f, 0))) if n)
@@ -140,7 +146,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
 
 
 def _grounding_lines(s: LocatedSuggestion) -> list[str]:
-    out = [f"**Grounded in** `{_code(s.suggestion.grounded_in)}`: {_cell(s.grounded_text)}"]
+    out = [f"**Grounded in** {_code(s.suggestion.grounded_in)}: {_cell(s.grounded_text)}"]
     if s.grounded_evidence:
         out.append(fenced(tail(s.grounded_evidence, lines=8, chars=800)))
     return out
@@ -158,8 +164,8 @@ def suggestion_body(s: LocatedSuggestion) -> str:
         block = ("Not offered as a one-click suggestion: a line of it starts with `/`, which "
                  "GitLab would read as a quick action. The replacement (each line indented by "
                  "one space):\n\n" + fenced(disarm(sg.replacement.removesuffix("\n"))))
-    out = [suggestion_marker(s.fingerprint, s.skill),
-           f"**aeval {sg.level}** for `{_code(s.skill)}`: {_LEVEL_MEANING[sg.level]}.", "",
+    out = [suggestion_marker(s.fingerprint, s.folder or s.skill),
+           f"**aeval {sg.level}** for {_code(s.skill)}: {_LEVEL_MEANING[sg.level]}.", "",
            block, "", f"**Why:** {untrusted(sg.rationale)}", "", *_grounding_lines(s)]
     if sg.validated:
         out += ["", "Validated by the run: the agent made this same edit to get the case "
@@ -173,7 +179,7 @@ def outdated_body(body: str, reason: str) -> str:
     lines = body.splitlines()
     rest = [ln for ln in lines[1:] if ln != OUTDATED_MARKER]
     rest = [re.sub(r"^(`{3,})suggestion:-\d+\+\d+$", r"\1text", ln) for ln in rest]
-    return disarm("\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {untrusted(reason)}",
+    return disarm("\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {escape_controls(reason)}",
                               "", *rest]) + "\n")
 
 
@@ -231,11 +237,11 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
             "change, so GitLab cannot offer them as one-click suggestions. Apply a patch "
             "(`git apply`), or give the prompt below to an agent.", ""]
     if notice:
-        out += [f"> {untrusted(notice)}", ""]
+        out += [f"> {escape_controls(notice)}", ""]
     for i, s in enumerate(items, 1):
         sg = s.suggestion
-        out += [f"### {i}. {sg.level} · `{_code(s.repo_path)}` lines {sg.start_line}-"
-                f"{sg.end_line} · `{_code(s.skill)}`", "", f"**Why:** {untrusted(sg.rationale)}",
+        out += [f"### {i}. {sg.level} · {_code(s.repo_path or '')} lines {sg.start_line}-"
+                f"{sg.end_line} · {_code(s.skill)}", "", f"**Why:** {untrusted(sg.rationale)}",
                 "", *_grounding_lines(s), ""]
     out += ["### Patches", ""]
     by_file: dict[str, list[FixSuggestion]] = {}
@@ -245,7 +251,8 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
         file = repo_root / path if repo_root else None
         current = file.read_text(encoding="utf-8") if file and file.is_file() else None
         hint = "" if current is not None else " (zero context: `git apply --unidiff-zero`)"
-        out += [f"<details><summary><code>{html.escape(path)}</code>{hint}</summary>", "",
+        out += [f"<details><summary><code>{html.escape(escape_controls(path))}</code>{hint}"
+                "</summary>", "",
                 fenced(file_patch(path, group, current), "diff"), "", "</details>", ""]
     out += ["### Prompt for an agent", "", fenced(agent_prompt(items))]
     return disarm("\n".join(out).strip() + "\n")
@@ -283,8 +290,8 @@ def code_quality_report(bundle: RunBundle) -> list[CodeQualityIssue]:
         if s.problem or not s.repo_path:
             continue
         sg = s.suggestion
-        desc = f"aeval {sg.level} ({s.skill}): {sg.rationale} [grounded in {sg.grounded_in}: " \
-               f"{s.grounded_text}]"
+        desc = escape_controls(f"aeval {sg.level} ({s.skill}): {sg.rationale} [grounded in "
+                               f"{sg.grounded_in}: {s.grounded_text}]")
         out.append(CodeQualityIssue(
             description=desc[:1000], check_name=f"aeval-{sg.level}",
             fingerprint=s.fingerprint, severity=_SEVERITY[sg.level],

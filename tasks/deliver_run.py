@@ -47,12 +47,22 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def skill_marker(name: str) -> str:
+def skill_marker(name: str, folder: str) -> str:
+    """The hidden first line of a skill's summary note: one per skill *folder*, so two skills
+    of one name (in two folders) get two notes."""
+    return f"<!-- aeval:skill={quote(name, safe='')} folder={quote(folder, safe='')} -->"
+
+
+def legacy_skill_marker(name: str) -> str:
+    """The marker of notes an earlier aeval posted (by name only): adopted, and rewritten,
+    when the run has one skill of that name."""
     return f"<!-- aeval:skill={quote(name, safe='')} -->"
 
 
-def suggestion_marker(fingerprint: str, skill: str) -> str:
-    return f"<!-- aeval:suggestion={fingerprint} skill={quote(skill, safe='')} -->"
+def suggestion_marker(fingerprint: str, folder: str) -> str:
+    """The hidden first line of a suggestion's discussion; ``folder``: the skill's
+    (`SkillReport.folder`), which decides whether the run evaluated that skill."""
+    return f"<!-- aeval:suggestion={fingerprint} skill={quote(folder, safe='')} -->"
 
 
 # ---- the run, as delivery sees it -------------------------------------------------------------
@@ -63,6 +73,7 @@ class LocatedSuggestion(_M):
 
     fingerprint: str = Field(description="Stable id: skill, repo path, grounded text, original.")
     skill: str
+    folder: str = Field("", description="The skill's `SkillReport.folder`.")
     runtimes: list[str] = Field(description="Runtimes whose run made this same suggestion.")
     suggestion: FixSuggestion
     repo_path: str | None = Field(description="Path from the repository root; None: unknown.")
@@ -75,6 +86,9 @@ class SkillReport(_M):
     """One skill of the run: its result, gradings (by case folder) and suggestions."""
 
     result: SkillResult
+    folder: str = Field(description="Which skill this is, stable across runs: its folder "
+                                    "from the repository root ('.' at the root), else its "
+                                    "run key. Two skills of one name differ here.")
     gradings: dict[str, Grading] = Field(default_factory=dict)
     suggestions: list[LocatedSuggestion] = Field(default_factory=list)
     coverage: dict[str, SkillCoverage] = Field(
@@ -153,7 +167,8 @@ def _locate(s: FixSuggestion, runtime: str, report: SkillReport, skill_dir: str 
         repo_path = posixpath.join(skill_dir, rel) if skill_dir else rel
         problem = _stale(s, repo_root / repo_path) if repo_root else None
     fp = fingerprint(report.result.name, repo_path or s.path, text, s.original)
-    return LocatedSuggestion(fingerprint=fp, skill=report.result.name, runtimes=[runtime],
+    return LocatedSuggestion(fingerprint=fp, skill=report.result.name, folder=report.folder,
+                             runtimes=[runtime],
                              suggestion=s, repo_path=repo_path, grounded_text=text,
                              grounded_evidence=evidence, problem=problem)
 
@@ -182,17 +197,18 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
                          None)
     reports = []
     for sk in manifest.skills:
-        report = SkillReport(result=sk)
+        skill_dir = skill_repo_dir(sk.path, repo_root)
+        key = sk.key or safe(sk.name)
+        report = SkillReport(result=sk, folder=key if skill_dir is None else skill_dir or ".")
         for c in sk.cases:
             if (p := run_dir / c.dir / "grading.json").is_file():
                 report.gradings[c.dir] = read_model(p, Grading)
-        skill_dir = skill_repo_dir(sk.path, repo_root)
         for rt in sorted({c.runtime for c in sk.cases} | set(manifest.runtimes)):
-            p = run_dir / safe(sk.name) / rt / "fix_suggestions.json"
+            p = run_dir / key / rt / "fix_suggestions.json"
             if p.is_file():
                 report.suggestions += [_locate(s, rt, report, skill_dir, repo_root)
                                        for s in read_model(p, FixSuggestions).suggestions]
-            bench = run_dir / (sk.key or safe(sk.name)) / rt / "benchmark.json"
+            bench = run_dir / key / rt / "benchmark.json"
             if bench.is_file() and (cov := read_model(bench, Benchmark).coverage) is not None:
                 report.coverage[rt] = cov
         reports.append(report)

@@ -5,18 +5,33 @@ per-case markdown table, the run-summary link, and the events an Automation can 
                           aeval.case.<run-id>.<skill-key>/<case>..., payload: reason, rates
     aeval.run.finished    one per evaluate run, resource aeval.run.<run-id>, payload: the gate
                           (exit_code, reason), totals, and the report URL when there is one
-"""
+
+Untrusted text (skill names, reasons, assertion texts, evidence, file names) is inert there:
+in markdown artifacts it is shown as code spans (no link, image, HTML or emphasis of a
+skill's or a model's renders), in table artifacts every string has its control characters
+escaped (`inert_rows`), in state messages and event payloads too (`inert`)."""
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, TriggersReport
 from aeval.coverage import SkillCoverage
 from aeval.layout import safe
 from aeval.store import read_model
+from aeval.text import code_span, escape_controls
+
+
+def inert_rows(rows: list[dict]) -> list[dict]:
+    """Table artifact rows with every string value's control characters escaped."""
+    return [{k: escape_controls(v) if isinstance(v, str) else v for k, v in r.items()}
+            for r in rows]
+
+
+def _md_cell(text: str) -> str:
+    """Untrusted text in a markdown table cell: a code span, ``|`` escaped."""
+    return code_span(text).replace("|", "\\|")
 
 
 def artifact_key(*parts: str) -> str:
@@ -25,42 +40,40 @@ def artifact_key(*parts: str) -> str:
 
 
 def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:
-    lines = [f"### {skill} / {c.case_id} [{c.runtime}]: **{c.status.upper()}**", "",
-             c.reason, ""]
+    lines = [f"### {code_span(skill)} / {c.case_id} [{c.runtime}]: **{c.status.upper()}**",
+             "", code_span(c.reason), ""]
     p = run_dir / c.dir / "grading.json"
     if p.is_file():
         g = read_model(p, Grading)
         lines += ["| id | verdict | assertion | evidence |", "|---|---|---|---|"]
         for e in g.expectations:
-            ev = e.evidence.replace("|", "\\|").replace("\n", " ")[:200]
-            lines.append(f"| {e.id} | {e.status} | {e.text.replace('|', '/')} | {ev} |")
+            lines.append(f"| {_md_cell(e.id)} | {e.status} | {_md_cell(e.text)} | "
+                         f"{_md_cell(e.evidence[:200])} |")
     return "\n".join(lines)
 
 
 def trigger_rows(report: TriggersReport) -> list[dict]:
     """The Prefect table of a triggers run: one row per skill x runtime."""
-    return [{"skill": s.skill, "runtime": s.runtime, "precision": s.precision,
+    return inert_rows([{"skill": s.skill, "runtime": s.runtime, "precision": s.precision,
              "recall": s.recall, "tp": s.tp, "fn": s.fn, "fp": s.fp, "tn": s.tn,
              "errors": s.errors, "prompts": s.source,
              "picked instead": ", ".join(f"{k} ({v})" for k, v in s.distractor_picks.items()),
-             "distractors": len(s.distractors)} for s in report.scores]
+             "distractors": len(s.distractors)} for s in report.scores])
 
 
 def coverage_rows(cov: SkillCoverage) -> list[dict]:
     """The Prefect table of a skill's resource coverage (one runtime): one row per file of
     the skill, the runs that read, executed or wrote it, untouched files flagged."""
-    return [{"file": f, "read": cov.read.get(f, 0), "executed": cov.executed.get(f, 0),
-             "written": cov.written.get(f, 0),
-             "untouched": "UNTOUCHED" if f in cov.untouched else ""} for f in cov.files]
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    return inert_rows([{"file": f, "read": cov.read.get(f, 0),
+                        "executed": cov.executed.get(f, 0), "written": cov.written.get(f, 0),
+                        "untouched": "UNTOUCHED" if f in cov.untouched else ""}
+                       for f in cov.files])
 
 
 def inert(text: str) -> str:
-    """Untrusted text (a reason quoting a tool's output) with control characters escaped and
-    newlines as spaces: what a Prefect state message or event payload may show."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\n", " "))
+    """Untrusted text (a reason quoting a tool's output) with control and invisible characters
+    escaped and newlines as spaces: what a Prefect state message or event payload may show."""
+    return escape_controls(text.replace("\n", " "), keep="")
 
 
 def emit_case_event(run_id: str, skill: str, skill_key: str, label: str,
@@ -99,7 +112,8 @@ def run_summary_markdown(manifest: RunManifest, run_dir: Path, base_url: str | N
     file:// link is dead in the UI of any other machine)."""
     gate = manifest.gate
     lines = [f"# aeval run {manifest.run_id}", "",
-             f"Gate: exit {gate.exit_code} ({inert(gate.reason)})" if gate else "Gate: none", ""]
+             f"Gate: exit {gate.exit_code} {code_span(gate.reason)}" if gate else "Gate: none",
+             ""]
     if base_url:
         url = f"{base_url}/{manifest.run_id}"
         lines += [f"Report: [report.html]({url}/report.html)  ",

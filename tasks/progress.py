@@ -4,6 +4,7 @@ command line sets up) and to the Prefect run's log (the UI)."""
 from __future__ import annotations
 
 import logging
+import os
 
 CONSOLE = logging.getLogger("aeval.progress")
 
@@ -25,9 +26,12 @@ _REDACTED: dict[str, str] = {}
 def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
     """Redact ``secrets`` (and their encodings) from every record that reaches a handler of any
     logger of this process: the console, Prefect's API log handler (its database), aeval's
-    progress lines. Replaces what an earlier call installed, or with ``add`` adds to it (a case
+    progress lines; and make every such record inert (`aeval.text.InertFilter`: control
+    characters and ESC sequences escaped, for the console and the Prefect UI). Replaces what
+    an earlier call installed, or with ``add`` adds to it (a case
     chain in a Dask worker process adds its own case's). Returns the handlers covered."""
     from aeval.redact import RedactingFilter, Redactor
+    from aeval.text import InertFilter
 
     if not add:
         _REDACTED.clear()
@@ -37,8 +41,28 @@ def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
                                       list(logging.root.manager.loggerDict))]
     handlers = {id(h): h for lg in loggers for h in getattr(lg, "handlers", [])}
     for h in handlers.values():
-        for f in [f for f in h.filters if isinstance(f, RedactingFilter)]:
+        for f in [f for f in h.filters if isinstance(f, RedactingFilter | InertFilter)]:
             h.removeFilter(f)
         if redactor:
             h.addFilter(RedactingFilter(redactor))
+        h.addFilter(InertFilter())  # after the redaction: a secret is matched as it was given
     return len(handlers)
+
+
+_INERT_PID: int | None = None
+
+
+def ensure_inert_logs() -> None:
+    """Make every log handler of this process inert (`aeval.text.InertFilter`), once per
+    process: for a Dask worker, where `redact_logs` of the flow's process never ran."""
+    global _INERT_PID
+    if os.getpid() == _INERT_PID:
+        return
+    from aeval.text import InertFilter
+
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in
+                                      list(logging.root.manager.loggerDict))]
+    for h in {id(h): h for lg in loggers for h in getattr(lg, "handlers", [])}.values():
+        if not any(isinstance(f, InertFilter) for f in h.filters):
+            h.addFilter(InertFilter())
+    _INERT_PID = os.getpid()

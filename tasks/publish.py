@@ -9,6 +9,7 @@ from pathlib import Path
 from aeval.tasks.prefect_artifacts import (
     artifact_key,
     emit_run_finished,
+    inert_rows,
     publish_run_artifacts,
     report_base_url,
 )
@@ -22,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.text import escape_controls, one_line
 from aeval.verdict import gate, skill_status
 
 
@@ -78,8 +80,23 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
             totals["time"] += suite_time
     for k, v in totals.items():
         root.set(k, f"{v:.3f}" if k == "time" else str(v))
+    make_inert(root)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def make_inert(root: ET.Element) -> None:
+    """Every text and attribute of the tree as XML 1.0 can hold it: a control character, an
+    ESC sequence or a lone surrogate from a step's output or a file name is written as a
+    visible escape (``\\x1b``), so junit.xml always parses (one bad character made GitLab's
+    MR test widget drop the whole report)."""
+    for el in root.iter():
+        if el.text:
+            el.text = escape_controls(el.text)
+        if el.tail:
+            el.tail = escape_controls(el.tail)
+        for k, v in el.attrib.items():
+            el.set(k, escape_controls(v))
 
 
 def finish_run(run_dir: Path, manifest: RunManifest,
@@ -131,8 +148,8 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest
                  "ungraded": c.ungraded, "reason": c.reason} for c in s.cases]
         if s.status == "invalid":
             rows = [{"case": "-", "status": "invalid", "reason": "; ".join(s.problems)}]
-        create_table_artifact(rows, key=artifact_key("skill", s.name),
-                              description=f"{s.name}: {s.status}")
+        create_table_artifact(inert_rows(rows), key=artifact_key("skill", s.name),
+                              description=one_line(f"{s.name}: {s.status}"))
     base_url = report_base_url(prepared.request.report_url)
     publish_run_artifacts(done, run_dir, base_url)
     emit_run_finished(done, base_url)

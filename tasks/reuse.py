@@ -12,14 +12,16 @@ from __future__ import annotations
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from aeval.adapters import get_runtime
 from aeval.tasks.grade import finished_result
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
-from aeval.fingerprint import REUSABLE, case_fingerprint, folder_digest
+from aeval.fingerprint import REUSABLE, case_fingerprint, folder_digest, text_digest
 from aeval.plan import CasePlan
+from aeval.prompts import load_prompt
 from aeval.store import read_model, write_model
 
 INDEX = "verdicts.json"
@@ -47,6 +49,24 @@ def _runtime_version(name: str, cache: dict[str, str | None]) -> str | None:
     return cache[name]
 
 
+VERDICT_PROMPTS = ("assertion_writer", "grader")
+"""Prompts besides the executor's whose text shapes a verdict: the assertions written before
+the run, and the grader's judgement."""
+
+
+def runtime_config(plan: CasePlan, digests: dict[Path, str]) -> dict[str, Any]:
+    """The runtime's own configuration for one case run, as the fingerprint covers it: its
+    options, the output cap, the distractor skills (their folders' digests), and the text of
+    the executor's prompt and the verdict prompts (`VERDICT_PROMPTS`)."""
+    for d in plan.distractors:
+        if Path(d) not in digests:
+            digests[Path(d)] = folder_digest(Path(d))
+    prompts = {name: text_digest(load_prompt(name))
+               for name in (plan.executor_prompt, *VERDICT_PROMPTS)}
+    return {"options": plan.runtime_options, "output_cap": plan.output_cap,
+            "distractors": [digests[Path(d)] for d in plan.distractors], "prompts": prompts}
+
+
 def fingerprint_plans(plans: list[CasePlan]) -> list[CasePlan]:
     """The plans with their fingerprints set (one digest per skill folder, one version query
     per runtime)."""
@@ -61,7 +81,8 @@ def fingerprint_plans(plans: list[CasePlan]) -> list[CasePlan]:
             skill_digest=digests[root], skill_dir=root, case=p.case, tier=str(p.tier),
             runtime=p.runtime, runtime_version=_runtime_version(p.runtime, versions),
             model=p.model, grader_model=p.grader_model, epoch=p.epoch,
-            install_skill=p.install_skill, sandbox=p.sandbox, aeval_version=__version__)
+            install_skill=p.install_skill, sandbox=p.sandbox, aeval_version=__version__,
+            api_base=p.api_base, runtime_config=runtime_config(p, digests))
         out.append(p.model_copy(update={"fingerprint": fp}))
     return out
 

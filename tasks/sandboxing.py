@@ -3,7 +3,9 @@ the fresh sandbox the ``command`` checks run in."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 import weakref
 from pathlib import Path
@@ -15,9 +17,28 @@ from aeval.sandbox import Sandbox, SandboxPolicy, SandboxStatus
 from aeval.shell import base_env
 
 
+def service_paths(root: Path) -> list[Path]:
+    """aeval's own service state, hidden from every attempt: the Prefect home (its database
+    holds every flow and task run and their logs; its profiles may hold an API key or auth
+    string). Not when it would hide the attempt itself, the interpreter or aeval's own files
+    (a PREFECT_HOME that holds them)."""
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        home = home.resolve()
+    except OSError:
+        return []
+    keep = [Path(root).resolve(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+            Path(__file__).resolve().parent.parent]  # aeval's own files (and a checkout's CLIs)
+    if home == Path(home.anchor) or any(k.is_relative_to(home) for k in keep):
+        return []
+    return [home]
+
+
 def attempt_policy(plan: CasePlan, root: Path) -> SandboxPolicy:
-    """Only the attempt root writable; the original skill folder and the run store hidden."""
-    return SandboxPolicy(root=root, hidden=[plan.skill.path, plan.layout.store.resolve()],
+    """Only the attempt root writable; the original skill folder, the run store and aeval's
+    service state (`service_paths`) hidden."""
+    return SandboxPolicy(root=root, hidden=[plan.skill.path, plan.layout.store.resolve(),
+                                            *service_paths(root)],
                          network=plan.case.network, output_cap=plan.output_cap)
 
 

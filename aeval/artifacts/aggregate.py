@@ -136,6 +136,11 @@ class CaseResult(_M):
         None, description="`<run-id>/<case folder>` whose verdict this is: the case run was "
                           "unchanged since (same fingerprint), so a sweep reused it instead of "
                           "running it again. None: run in this run.")
+    introduced: str | None = Field(
+        None, description="For an `error` of setup, preflight or a missing credential on a "
+                          "run of a change (--changed-since): why the change itself "
+                          "introduced it (aeval/introduced.py). Such an error does not pass "
+                          "the gate. None: not the change's, or not a run of a change.")
 
 
 class MultiEvalReport(Artifact):

@@ -173,8 +173,8 @@ def test_report_html_shows_the_failure_and_escapes_evidence(example_run):
     _, rd, _, _ = example_run
     html = (rd / "report.html").read_text()
     assert html.startswith("<!doctype html>") and "exit 1: 4 case(s) failed" in html
-    assert "KeyError: &#x27;segment_train&#x27;" in html  # evidence, escaped
-    assert "<a href='segmentation/literal/train/'>train</a>" in html
+    assert "KeyError: &#39;segment_train&#39;" in html  # evidence, escaped
+    assert '<a href="segmentation/literal/train/">train</a>' in html
     assert "<script" not in html
 
 

@@ -137,7 +137,8 @@ def test_one_inline_suggestion_on_the_action_row_plus_the_summary_note(gitlab, r
     assert block and block.group(1) == TRAIN_ROW_REPLACEMENT
     assert "LV1" in note["body"] and "`train:A3`" in note["body"]
     (summary,) = [d["notes"][0] for d in gitlab.discussions if d["individual_note"]]
-    assert summary["body"].startswith("<!-- aeval:skill=segmentation -->")
+    assert summary["body"].startswith("<!-- aeval:skill=segmentation folder=examples%2F"
+                                      "marketplace%2Fskills%2Fsegmentation -->")
     assert "KeyError: 'segment_train'" in summary["body"]
     assert "| `train` | literal | **fail**" in summary["body"]
     assert "https://ci.example/-/jobs/9/artifacts" in summary["body"]

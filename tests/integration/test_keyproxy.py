@@ -1,17 +1,25 @@
 """The key-holding proxy against real servers on loopback: the scripted model server as the
 upstream (it records a hash of the credential it received, never the credential), and a tiny
-upstream that holds its stream open to show answers are passed on as they arrive."""
+upstream that holds its stream open to show answers are passed on as they arrive. Every
+request goes the way a CLI's does: through the grant's bridge, a real process."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
+import json
+import socket
+import subprocess
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
-from aeval.adapters.keyproxy import grant, key_proxy
+from aeval.adapters.keyproxy import Grant, bridged, grant, key_proxy
 
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
 
@@ -25,6 +33,26 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _listening(port: int) -> bool:
+    with contextlib.closing(socket.socket()) as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def bridge(g: Grant):
+    """The grant's bridge in front of a long-running command, as a CLI would be started."""
+    proc = subprocess.Popen(bridged([sys.executable, "-c", "import time; time.sleep(300)"], g))
+    try:
+        deadline = time.monotonic() + 20
+        while not _listening(g.port):
+            assert proc.poll() is None and time.monotonic() < deadline, "the bridge did not start"
+            time.sleep(0.02)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture
 def srv():
     with ScriptedModelServer([Script(name="s", match="Summarise",
@@ -33,23 +61,25 @@ def srv():
 
 
 def test_unknown_or_revoked_token_is_refused_and_the_upstream_never_contacted(srv):
-    with grant(srv.base_url_openai, REAL_KEY, "bearer") as g:
+    with grant(srv.base_url_openai, REAL_KEY, "bearer", models=["scripted"]) as g, bridge(g):
         url = g.base_url + "/chat/completions"
         wrong = httpx.post(url, json=CHAT, headers={"authorization": "Bearer aeval-proxy-x"})
         missing = httpx.post(url, json=CHAT)
         real_key = httpx.post(url, json=CHAT, headers={"authorization": f"Bearer {REAL_KEY}"})
         ok = httpx.post(url, json=CHAT, headers={"authorization": f"Bearer {g.token}"})
-    revoked = httpx.post(url, json=CHAT, headers={"authorization": f"Bearer {g.token}"})
+        key_proxy().revoke(g.token)
+        revoked = httpx.post(url, json=CHAT, headers={"authorization": f"Bearer {g.token}"})
     assert [r.status_code for r in (wrong, missing, real_key, revoked)] == [401] * 4
     assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == "It is short."
     assert len(srv.requests) == 1  # only the request with the live token got through
 
 
 def test_upstream_receives_the_real_key_in_its_own_header_style(srv):
-    with grant(srv.base_url_openai, REAL_KEY, "bearer") as g:
+    with grant(srv.base_url_openai, REAL_KEY, "bearer", models=["scripted"]) as g, bridge(g):
         httpx.post(g.base_url + "/chat/completions?trace=1", json=CHAT,
                    headers={"authorization": f"Bearer {g.token}"}).raise_for_status()
-    with grant(srv.url, "sk-ant-real-7781", "anthropic") as g:
+    with grant(srv.url, "sk-ant-real-7781", "anthropic", models=["claude-scripted"],
+               endpoints=("/v1/messages",)) as g, bridge(g):
         answer = httpx.post(g.base_url + "/v1/messages", headers={
             "x-api-key": g.token, "anthropic-version": "2023-06-01"},
             json={"model": "claude-scripted", "max_tokens": 100,
@@ -64,16 +94,84 @@ def test_upstream_receives_the_real_key_in_its_own_header_style(srv):
     assert anthropic_req.headers["anthropic-version"] == "2023-06-01"
 
 
+def test_only_the_model_endpoints_and_the_runs_models_are_forwarded(srv):
+    """A tool holding the attempt's token tries what the real key could do elsewhere: list
+    and delete files, start a batch job that outlives the attempt, use another model (also
+    hidden in a compressed body, or behind a path that walks out of the endpoint)."""
+    with grant(srv.base_url_openai, REAL_KEY, "bearer", models=["scripted"]) as g, bridge(g):
+        auth = {"authorization": f"Bearer {g.token}"}
+        base = g.base_url
+
+        def other(model: str) -> dict:
+            return {**CHAT, "model": model}
+
+        refused = {
+            "list models": httpx.get(base + "/models", headers=auth),
+            "list files": httpx.get(base + "/files", headers=auth),
+            "delete a file": httpx.delete(base + "/files/file-abc123", headers=auth),
+            "upload a file": httpx.post(base + "/files", headers=auth, json={"purpose": "x"}),
+            "start a batch": httpx.post(base + "/batches", headers=auth, json={
+                "input_file_id": "file-abc123", "endpoint": "/v1/chat/completions",
+                "completion_window": "24h", "model": "scripted"}),
+            "GET an endpoint": httpx.get(base + "/chat/completions", headers=auth),
+            "walk out": httpx.post(base + "/chat/completions/../../v1/files", headers=auth,
+                                   json=CHAT),
+            "another model": httpx.post(base + "/chat/completions", headers=auth,
+                                        json=other("gpt-4o")),
+            "another model, responses": httpx.post(base + "/responses", headers=auth,
+                                                   json={"model": "o3", "input": "hi"}),
+            "no model": httpx.post(base + "/chat/completions", headers=auth,
+                                   json={"messages": CHAT["messages"]}),
+            "another model, gzipped": httpx.post(
+                base + "/chat/completions",
+                headers={**auth, "content-encoding": "gzip", "content-type": "application/json"},
+                content=gzip.compress(json.dumps(other("gpt-4o")).encode())),
+            "not json": httpx.post(base + "/chat/completions", headers=auth,
+                                   content=b"model=scripted"),
+        }
+        allowed = httpx.post(base + "/chat/completions", headers=auth, json=CHAT)
+    assert {k: r.status_code for k, r in refused.items()} == dict.fromkeys(refused, 403)
+    assert all("aeval key proxy" in r.json()["error"]["message"] for r in refused.values())
+    assert allowed.status_code == 200
+    assert [r.path for r in srv.requests] == ["/v1/chat/completions"]  # nothing else went out
+
+
+def test_the_proxy_is_reached_only_through_the_grants_own_bridge(srv):
+    """No TCP port of the proxy's: before its bridge runs, the grant's base URL answers
+    nothing; a token of another grant does not pass this grant's bridge; a revoked grant's
+    socket is gone, and the bridge ends with its command."""
+    with grant(srv.base_url_openai, REAL_KEY, "bearer", models=["scripted"]) as a, \
+            grant(srv.base_url_openai, REAL_KEY, "bearer", models=["scripted"]) as b:
+        assert a.socket_path != b.socket_path
+        assert Path(a.socket_path).parent.stat().st_mode & 0o077 == 0  # private folder
+        with pytest.raises(httpx.ConnectError):
+            httpx.post(a.base_url + "/chat/completions", json=CHAT,
+                       headers={"authorization": f"Bearer {a.token}"})
+        with bridge(a) as proc:
+            through_a = httpx.post(a.base_url + "/chat/completions", json=CHAT,
+                                   headers={"authorization": f"Bearer {b.token}"})
+            own = httpx.post(a.base_url + "/chat/completions", json=CHAT,
+                             headers={"authorization": f"Bearer {a.token}"})
+        assert proc.returncode is not None
+    assert through_a.status_code == 401 and own.status_code == 200
+    assert len(srv.requests) == 1
+    assert not Path(a.socket_path).exists() and not Path(b.socket_path).exists()
+    deadline = time.monotonic() + 10
+    while _listening(a.port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _listening(a.port), "the bridge outlived its command"
+
+
 class HeldStream(BaseHTTPRequestHandler):
     """Sends one SSE event, waits until the test saw it, then sends the last (gzip when the
-    path says so: the proxy must pass compressed bytes on with their content-encoding)."""
+    body asks: the proxy must pass compressed bytes on with their content-encoding)."""
 
     protocol_version = "HTTP/1.1"
     seen = threading.Event()
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.path.endswith("/gzip"):
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        if body.get("gzip"):
             data = gzip.compress(b'{"ok": true}')
             self.send_response(200)
             self.send_header("content-type", "application/json")
@@ -103,10 +201,10 @@ def test_streams_arrive_incrementally_and_compressed_answers_intact():
     HeldStream.seen.clear()
     try:
         base = f"http://127.0.0.1:{upstream.server_address[1]}/v1"
-        with grant(base, REAL_KEY, "bearer") as g:
+        with grant(base, REAL_KEY, "bearer", models=["m"]) as g, bridge(g):
             auth = {"authorization": f"Bearer {g.token}"}
-            with httpx.stream("POST", g.base_url + "/responses", json={}, headers=auth,
-                              timeout=20) as r:
+            with httpx.stream("POST", g.base_url + "/responses", json={"model": "m"},
+                              headers=auth, timeout=20) as r:
                 chunks = r.iter_text()
                 first = next(chunks)
                 # the upstream still holds its stream open: the first event came through alone
@@ -114,7 +212,8 @@ def test_streams_arrive_incrementally_and_compressed_answers_intact():
                 HeldStream.seen.set()
                 rest = "".join(chunks)
             assert rest == "data: [DONE]\n\n"
-            zipped = httpx.post(g.base_url + "/gzip", json={}, headers=auth)
+            zipped = httpx.post(g.base_url + "/responses", json={"model": "m", "gzip": True},
+                                headers=auth)
         assert zipped.headers["content-encoding"] == "gzip" and zipped.json() == {"ok": True}
     finally:
         HeldStream.seen.set()
@@ -123,3 +222,9 @@ def test_streams_arrive_incrementally_and_compressed_answers_intact():
 
 def test_one_proxy_per_process():
     assert key_proxy() is key_proxy()
+
+
+def test_a_grant_needs_the_runs_models():
+    with pytest.raises(ValueError, match="model"), grant("http://127.0.0.1:9/v1", REAL_KEY,
+                                                         "bearer", models=[]):
+        pass

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from aeval.artifacts import FixSuggestion
+from tests.fakes.gitlab_markdown import live_text
 from tests.integration.test_gitlab import (  # noqa: F401  (fixtures)
     LINES,
     TRAIN_ROW,
@@ -68,10 +69,10 @@ def test_hostile_rationale_and_replacement_cannot_run_quick_actions(gitlab, run_
         clean = body.replace("\r", "")  # as GitLab reads it
         assert not QUICK.search(clean), [ln for ln in clean.splitlines() if ln.startswith("/")]
         markdown = outside_fences(body)
-        assert "</details><!--" not in markdown and "<!-- aeval:skill=other" not in markdown
-        if "Fix the action name." in markdown:  # the rationale is shown as text, inert
-            assert "&lt;/details&gt;&lt;!-- aeval:skill=other --&gt;" in markdown
-        assert body.startswith("<!-- aeval:") and body.count("<!-- aeval:skill=other") <= 1
+        live = "\n".join(live_text(markdown))  # what GitLab renders outside code
+        assert "</details><!--" not in live and "<!-- aeval:skill=other" not in live
+        assert "Fix the action name." not in live  # the rationale is shown as code, inert
+        assert body.startswith("<!-- aeval:")
     blocks = [m.group(2) for b in posted
               for m in re.finditer(r"^(`{3,})suggestion:[^\n]*\n(.*?)\n\1$", b, re.M | re.S)]
     assert blocks == [TRAIN_ROW_REPLACEMENT] * len(blocks) and blocks  # offered, unaltered

@@ -112,6 +112,10 @@ def workflow_fix(**kw) -> FixSuggestion:
         "rationale": "The workflow names the same wrong action.", "validated": False, **kw})
 
 
+SEG_FOLDER = "examples/marketplace/skills/segmentation"
+"""The segmentation skill's folder from the repository root: its notes' identity."""
+
+
 def make_run(store: Path, run_id: str, suggestions: list[FixSuggestion],
              created: datetime | None = None) -> Path:
     """A finished run folder of the segmentation skill with one failed case (train)."""
@@ -211,7 +215,9 @@ def test_suggestion_body_replaces_exactly_the_suggested_lines(tmp_path):
                         replacement="| `train` | trains |\n| `evaluate` | evaluates |\n")
     s = load_run(make_run(tmp_path, "r1", [fix]), ROOT).suggestions()[0]
     body = suggestion_body(s)
-    assert body.startswith(f"<!-- aeval:suggestion={s.fingerprint} skill=segmentation -->\n")
+    assert s.folder == "examples/marketplace/skills/segmentation"
+    assert body.startswith(f"<!-- aeval:suggestion={s.fingerprint} "
+                           "skill=examples%2Fmarketplace%2Fskills%2Fsegmentation -->\n")
     block = re.search(r"^```suggestion:-0\+(\d+)\n(.*?)\n```$", body, re.M | re.S)
     assert block and block.group(1) == "1"
     assert block.group(2) == "| `train` | trains |\n| `evaluate` | evaluates |"
@@ -228,10 +234,10 @@ def test_skill_note_has_verdict_rates_evidence_and_link(tmp_path):
     bundle = load_run(make_run(tmp_path, "r1", [train_row_fix()]), ROOT)
     body = skill_note_body(bundle.skills[0], bundle.manifest,
                            report_url="https://ci.example/-/jobs/1/artifacts", inline=1)
-    assert body.startswith(skill_marker("segmentation") + "\n")
+    assert body.startswith(skill_marker("segmentation", SEG_FOLDER) + "\n")
     assert "fail" in body and "r1" in body
     assert "| `train` | literal | **fail** | 33% (1/3) | 100% | 1 |" in body
-    assert "A1: File outputs/model.json exists" in body
+    assert "A1: `File outputs/model.json exists`" in body
     assert "outputs/model.json does not exist" in body
     assert "(passed only after a correction)" in body  # A3: terminal pass, first-attempt fail
     assert "C1: modified `SKILL.md`" in body
@@ -341,7 +347,8 @@ def test_plan_resolves_what_no_longer_applies_and_ignores_quotes(tmp_path):
     bundle = load_run(make_run(tmp_path, "r1", [train_row_fix()]), ROOT)
     notes, discussions = _as_remote(plan_delivery(bundle, refs=REFS, diffs=mr_diffs(),
                                                   notes=[], discussions=[]))
-    quoted = RemoteNote(id=99, body="> " + skill_marker("segmentation") + "\nagreed")
+    quoted = RemoteNote(id=99, body="> " + skill_marker("segmentation", SEG_FOLDER) +
+                        "\nagreed")
     fixed = load_run(make_run(tmp_path / "2", "r2", []), ROOT)
     plan = plan_delivery(fixed, refs=REFS, diffs=mr_diffs(), notes=[quoted, *notes],
                          discussions=discussions)

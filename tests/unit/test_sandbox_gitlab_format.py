@@ -10,6 +10,7 @@ from aeval.tasks.deliver_format import disarm, outdated_body, suggestion_body, u
 from aeval.tasks.deliver_run import LocatedSuggestion
 
 from aeval.artifacts import FixSuggestion
+from tests.fakes.gitlab_markdown import AEVAL_HTML, live_text
 
 HOSTILE = "ok\n/merge\r\n\r/approve\n```\n/close\n```\n~~~\n</details><!-- aeval:fallback -->"
 
@@ -31,15 +32,17 @@ def lines_as_gitlab_reads(body: str) -> list[str]:
 def test_untrusted_text_is_inert():
     out = untrusted(HOSTILE)
     assert not any(ln.startswith("/") for ln in lines_as_gitlab_reads(out))
-    assert "```" not in out and "~~~" not in out and "<" not in out
-    assert "`train`" in untrusted("registers `train`")  # code spans stay
+    assert "\n" not in out and live_text(f"Why: {out}") == ["Why: "]  # all of it is code
+    assert "`train`" in untrusted("registers `train`")  # shown as written
 
 
 def test_suggestion_body_has_no_quick_action_line_and_offers_the_fix():
     body = suggestion_body(located("| `train` | trains |"))
     assert not any(ln.startswith("/") for ln in lines_as_gitlab_reads(body))
     assert re.search(r"^```suggestion:-0\+0\n\| `train` \| trains \|\n```$", body, re.M)
-    assert body.count("<!-- aeval:") == 1 and "&lt;/details&gt;" in body
+    tags = [tag for t in live_text(body) for tag in re.findall(r"<[^>]*>", t)]
+    assert all(AEVAL_HTML.match(t) for t in tags), tags  # aeval's markup, nothing forged
+    assert [t for t in tags if t.startswith("<!--")] == [body.splitlines()[0]]
 
 
 def test_a_replacement_with_a_slash_line_is_not_offered():
