@@ -67,14 +67,20 @@ def commit(repo: Path, message: str) -> None:
     sh(repo, "commit", "-qm", message)
 
 
+def template_jobs() -> dict:
+    """The template's jobs document (the one after its `spec:` header)."""
+    _spec, jobs = yaml.safe_load_all(TEMPLATE.read_text())
+    return jobs
+
+
 def template_job() -> dict:
-    return yaml.safe_load(TEMPLATE.read_text())["aeval-evaluate"]
+    return template_jobs()["aeval-evaluate"]
 
 
 def run_ci_job(repo: Path, base: str, tmp_path: Path) -> tuple[int, str]:
     """The template's aeval-evaluate script, as GitLab runs it: bash, in the checkout, with
     CI's variables and the template's own."""
-    doc = yaml.safe_load(TEMPLATE.read_text())
+    doc = template_jobs()
     job = doc["aeval-evaluate"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update({k: str(v) for k, v in doc["variables"].items()})

@@ -50,14 +50,18 @@ def test_a_change_inside_a_case_files_git_folder_runs_the_case_again(tmp_path):
     mp = tmp_path / "mp"
     skill = write_skill(
         mp, "last-commit", "Report the subject of a repository's last commit.",
-        "Run `git -C <repo> log -1 --format=%s` and write it to outputs/last.txt.",
+        "Run `bash scripts/last_commit.sh <repo> > outputs/last.txt`.",
         {"id": "feature", "prompt": "Report the last commit of fixtures/repo.",
          "expected_outcome": "outputs/last.txt names the last commit, a feature.",
          "files": ["fixtures/"],
-         "steps": ["mkdir -p outputs && git -c safe.directory='*' -C fixtures/repo log -1 "
-                   "--format=%s > outputs/last.txt"],
+         "steps": ["mkdir -p outputs && bash $SKILL_DIR/scripts/last_commit.sh fixtures/repo "
+                   "> outputs/last.txt"],
          "assertions": [{"type": "file_contains", "path": "outputs/last.txt",
                          "pattern": "^feat: "}]})
+    (skill / "scripts").mkdir()
+    (skill / "scripts" / "last_commit.sh").write_text(
+        "#!/usr/bin/env bash\n# The subject of the last commit of the repository $1.\n"
+        "exec git -c safe.directory='*' -C \"$1\" log -1 --format=%s\n")
     (skill / "fixtures").mkdir()
     repo = init_repo(skill / "fixtures" / "repo")
     (repo / "app.py").write_text("print('v1')\n")
@@ -75,21 +79,24 @@ def test_a_change_inside_a_case_files_git_folder_runs_the_case_again(tmp_path):
 
 def echo_script(name: str, tool: bool) -> Script:
     turns = [Turn(tool_calls=[ToolCall(name="bash", arguments={
-        "command": "mkdir -p outputs && echo ready > outputs/status.txt"})])] if tool else []
+        "command": "mkdir -p outputs && bash $SKILL_DIR/scripts/status.sh > outputs/status.txt"
+    })])] if tool else []
     return Script(name=name, match="status report", turns=[*turns, Turn(text="Done.")])
 
 
 def test_another_model_server_runs_the_case_again(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
     mp = tmp_path / "mp"
-    write_skill(mp, "status-report", "Write outputs/status.txt saying ready.",
-                "Write `ready` to outputs/status.txt.",
+    skill = write_skill(mp, "status-report", "Write outputs/status.txt saying ready.",
+                "Run `bash scripts/status.sh > outputs/status.txt`.",
                 {"id": "ready", "prompt": "Write the status report with the status-report "
                                           "skill.",
                  "expected_outcome": "outputs/status.txt says ready.",
                  "assertions": [{"type": "file_contains", "path": "outputs/status.txt",
                                  "pattern": "ready"}],
                  "max_turns": 4})
+    (skill / "scripts").mkdir()
+    (skill / "scripts" / "status.sh").write_text("#!/usr/bin/env bash\necho ready\n")
     store = tmp_path / "store"
     model = ["--runtime", "builtin", "--model", "openai/scripted", "--no-grader"]
     with ScriptedModelServer([echo_script("works", tool=True)]) as good, \
