@@ -18,6 +18,24 @@ from aeval.events import EndEvent, read_events
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 
 
+def _links(folder: str, names: list[str]) -> set[str]:
+    """The names in ``folder`` that are symlinks: a recording is aeval's own artifact and holds
+    none, so one there was planted and is not followed (its target could be any host file)."""
+    return {n for n in names if Path(folder, n).is_symlink()}
+
+
+def _copy(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst, dirs_exist_ok=True, ignore=_links)
+
+
+def _inside(root: Path, rel: str) -> Path | None:
+    """``root / rel`` when ``rel`` is a plain relative path that stays beneath ``root``."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        return None
+    return root / rel
+
+
 class ReplayRuntime:
     name: ClassVar[str] = "replay"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
@@ -55,16 +73,17 @@ class ReplayRuntime:
             raise RuntimeUnavailable(f"{events_path} does not exist")
         outputs = rec / "outputs"
         if outputs.is_dir():
-            shutil.copytree(outputs, request.workspace, dirs_exist_ok=True)
+            _copy(outputs, request.workspace)
         after = rec / "skill_after"
         if after.is_dir():  # the executor's edits to the skill, as it left them
-            shutil.copytree(after, request.skill_dir, dirs_exist_ok=True)
+            _copy(after, request.skill_dir)
         grading = rec / "grading.json"
         if grading.is_file():
             for ch in Grading.model_validate_json(grading.read_text()).self_correction \
                     .changes_made:
-                if ch.change == "deleted":
-                    (request.skill_dir / ch.path).unlink(missing_ok=True)
+                target = _inside(request.skill_dir, ch.path)
+                if ch.change == "deleted" and target is not None and not target.is_dir():
+                    target.unlink(missing_ok=True)
         final, status = "", "completed"
         for e in read_events(events_path):
             fields = e.model_dump(exclude={"seq", "t", "kind"})
