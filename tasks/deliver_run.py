@@ -11,11 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from aeval.adapters.git import find_toplevel
-from aeval.adapters.gitlab import (
-    DiffRefs,
-    InlinePosition,
-    MRFileDiff,
-)
+from aeval.adapters.gitlab import DiffRefs, InlinePosition
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import (
@@ -27,6 +23,7 @@ from aeval.artifacts import (
     SkillResult,
 )
 from aeval.coverage import SkillCoverage
+from aeval.forge import FileDiff
 from aeval.plan import safe
 from aeval.store import read_model
 
@@ -250,7 +247,7 @@ def parse_hunks(diff: str) -> dict[int, int | None]:
     return {new: old for new, old, _ in _hunk_lines(diff)}
 
 
-def diff_index(diffs: Iterable[MRFileDiff]) -> dict[str, FileLines]:
+def diff_index(diffs: Iterable[FileDiff]) -> dict[str, FileLines]:
     """New path -> its diff lines (deleted files have none)."""
     out = {}
     for d in diffs:
@@ -263,23 +260,34 @@ def diff_index(diffs: Iterable[MRFileDiff]) -> dict[str, FileLines]:
     return out
 
 
-def inline_position(s: LocatedSuggestion, index: dict[str, FileLines], refs: DiffRefs | None
-                    ) -> InlinePosition | None:
-    """The position of the suggestion's first line, if every line it replaces is in the diff
-    and still reads as the suggestion's original at the MR head (so a run of an older or a
-    merged-result commit never anchors on the wrong line): added lines take ``new_line``,
-    context lines ``old_line`` and ``new_line``."""
+def diff_lines(s: LocatedSuggestion, index: dict[str, FileLines]) -> FileLines | None:
+    """The diff of the suggestion's file when every line it replaces is in the diff and still
+    reads as the suggestion's original at the head (so a run of an older or a merged-result
+    commit never anchors on the wrong line); None otherwise. What both forges ask before
+    anchoring a suggestion inline."""
     f = index.get(s.repo_path or "")
-    if refs is None or f is None or s.problem:
+    if f is None or s.problem:
         return None
     lines = range(s.suggestion.start_line, s.suggestion.end_line + 1)
     original = s.suggestion.original.splitlines()
     if not lines or len(original) != len(lines) or any(
             f.new_text.get(n) != text for n, text in zip(lines, original, strict=True)):
         return None
+    return f
+
+
+def inline_position(s: LocatedSuggestion, index: dict[str, FileLines], refs: DiffRefs | None
+                    ) -> InlinePosition | None:
+    """GitLab's position of the suggestion's first line, if it can be anchored inline
+    (`diff_lines`): added lines take ``new_line``, context lines ``old_line`` and
+    ``new_line``."""
+    f = diff_lines(s, index) if refs is not None else None
+    if refs is None or f is None:
+        return None
+    first = s.suggestion.start_line
     return InlinePosition(base_sha=refs.base_sha, start_sha=refs.start_sha,
                           head_sha=refs.head_sha, old_path=f.old_path, new_path=f.new_path,
-                          new_line=lines[0], old_line=f.new_lines[lines[0]])
+                          new_line=first, old_line=f.new_lines[first])
 
 
 # ---- bodies -----------------------------------------------------------------------------------
