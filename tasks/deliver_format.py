@@ -21,6 +21,7 @@ from aeval.tasks.deliver_run import (
     LocatedSuggestion,
     RunBundle,
     SkillReport,
+    repo_file,
     skill_marker,
     suggestion_marker,
 )
@@ -269,8 +270,8 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
     for s in items:
         by_file.setdefault(s.repo_path or s.suggestion.path, []).append(s.suggestion)
     for path, group in by_file.items():
-        file = repo_root / path if repo_root else None
-        current = file.read_text(encoding="utf-8") if file and file.is_file() else None
+        file = repo_file(repo_root, path) if repo_root else None
+        current = file.read_text(encoding="utf-8") if file else None
         hint = "" if current is not None else " (zero context: `git apply --unidiff-zero`)"
         out += [f"<details><summary><code>{html.escape(escape_controls(path))}</code>{hint}"
                 "</summary>", "",

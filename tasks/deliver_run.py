@@ -7,7 +7,7 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from aeval.adapters.git import find_toplevel
@@ -162,7 +162,7 @@ def _locate(s: FixSuggestion, runtime: str, report: SkillReport, skill_dir: str 
         problem = f"path {s.path!r} leaves the skill folder"
     else:
         repo_path = posixpath.join(skill_dir, rel) if skill_dir else rel
-        problem = _stale(s, repo_root / repo_path) if repo_root else None
+        problem = _stale(s, repo_root, repo_path) if repo_root else None
     fp = fingerprint(report.result.name, repo_path or s.path, text, s.original)
     return LocatedSuggestion(fingerprint=fp, skill=report.result.name, folder=report.folder,
                              runtimes=[runtime],
@@ -170,10 +170,23 @@ def _locate(s: FixSuggestion, runtime: str, report: SkillReport, skill_dir: str 
                              grounded_evidence=evidence, problem=problem)
 
 
-def _stale(s: FixSuggestion, file: Path) -> str | None:
+def repo_file(repo_root: Path, repo_path: str) -> Path | None:
+    """The checked-out file at ``repo_path``, only when it is a regular file inside the
+    repository: a symlink out of it (a fork's pull request can add one, and the posting job
+    holds a token) is never read, so no line of a file outside the checkout is ever posted."""
+    file = repo_root / repo_path
+    try:
+        real = file.resolve()
+        return file if real.is_relative_to(repo_root.resolve()) and real.is_file() else None
+    except (OSError, RuntimeError):
+        return None
+
+
+def _stale(s: FixSuggestion, repo_root: Path, repo_path: str) -> str | None:
     """Why the checked-out file no longer holds the suggestion's original lines, if so."""
-    if not file.is_file():
-        return f"{file.name} is not in the checked-out repository"
+    file = repo_file(repo_root, repo_path)
+    if file is None:
+        return f"{PurePosixPath(repo_path).name} is not in the checked-out repository"
     lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
     if s.end_line < s.start_line or lines[s.start_line - 1:s.end_line] != \
             s.original.splitlines():

@@ -333,3 +333,73 @@ def test_unreachable_github_is_an_environment_error(run_dir, monkeypatch, capsys
                     "--repo-root", str(ROOT)])
     err = capsys.readouterr().err
     assert rc == 3 and "GitHub get pull request" in err and TOKEN not in err
+
+
+ENV_REPORT = '''#!/usr/bin/env python3
+"""Write the environment this script runs with, one NAME=value a line."""
+import argparse
+import os
+from pathlib import Path
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", required=True)
+out = Path(ap.parse_args().out)
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text("".join(f"{k}={v}\\n" for k, v in sorted(os.environ.items())))
+print(f"wrote {len(os.environ)} variables to {out}")
+'''
+
+
+def env_report_skill(root: Path) -> Path:
+    """A skill whose documented step writes the environment it sees to outputs/env.txt."""
+    skill = root / "env-report"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: env-report\ndescription: Writes the environment variables a job sees to "
+        "a file, to debug CI configuration.\n---\n\n# env-report\n\n"
+        "```bash\npython3 scripts/env_report.py --out outputs/env.txt\n```\n")
+    script = skill / "scripts" / "env_report.py"
+    script.write_text(ENV_REPORT)
+    script.chmod(0o755)
+    (skill / "eval.config").write_text(json.dumps({"evals": [{
+        "id": "report", "prompt": "Write the job's environment to outputs/env.txt.",
+        "expected_outcome": "outputs/env.txt lists the environment.",
+        "steps": ["python3 $SKILL_DIR/scripts/env_report.py --out outputs/env.txt"],
+        "assertions": [{"type": "file_contains", "path": "outputs/env.txt",
+                        "pattern": "^PATH="}]}]}))
+    return skill
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_tokens_never_reach_the_executor(tmp_path, monkeypatch):
+    """In the Action the run step has no token; should a workflow leak one into it anyway
+    (`env:` at the job level), the skill's processes still never see it."""
+    from aeval.deployments.cli import main
+
+    secrets = {"AEVAL_GITHUB_TOKEN": "ghs_aevalCanary111", "GITHUB_TOKEN": "ghs_canary222",
+               "GH_TOKEN": "gho_canary333", "ACTIONS_RUNTIME_TOKEN": "canary444",
+               "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "canary555"}
+    for k, v in secrets.items():
+        monkeypatch.setenv(k, v)
+    skill = env_report_skill(tmp_path)
+    store = tmp_path / "store"
+    assert main(["run", str(skill), "--runtime", "literal", "--out", str(store), "-q"]) == 0
+    (run,) = (store / "runs").iterdir()
+    seen = "".join(p.read_text() for p in run.rglob("outputs/env.txt"))  # steps, doc test
+    assert "PATH=" in seen
+    leaked = [k for k, v in secrets.items() if v in seen or f"\n{k}=" in f"\n{seen}"]
+    assert leaked == []
+    everything = "".join(p.read_text(errors="replace") for p in run.rglob("*") if p.is_file())
+    assert not any(v in everything for v in secrets.values())
+
+
+def test_a_contract_cannot_ask_for_a_forge_token(tmp_path, capsys):
+    from aeval.deployments.cli import main
+
+    skill = env_report_skill(tmp_path)
+    config = json.loads((skill / "eval.config").read_text())
+    for name in ("AEVAL_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN"):
+        config["evals"][0]["required_credentials"] = [name]
+        (skill / "eval.config").write_text(json.dumps(config))
+        assert main(["validate", str(skill)]) == 2, name
+        assert name in capsys.readouterr().out
