@@ -270,3 +270,29 @@ def test_pull_request_target_is_refused_and_a_fork_pr_does_not_post(tmp_path):
     assert job.run() == 0
     name, code, out = job.ran[-1]
     assert name == "Post on the pull request" and "a fork's pull request" in out
+
+
+def test_the_readme_workflows_use_the_action_as_it_is():
+    """The README's two workflows parse, pass only inputs the Action has, keep the token out
+    of the untrusted half and give the posting half exactly what it needs."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## On GitHub", 1)[1].split("\n## ", 1)[0]
+    run_wf, post_wf = (yaml.safe_load(b) for b in
+                       re.findall(r"```yaml\n(.*?)```", section, re.S))
+    assert "pull_request_target" not in section.replace("`pull_request_target`", "")
+    for wf in (run_wf, post_wf):
+        for job in wf["jobs"].values():
+            for step in job["steps"]:
+                if step.get("uses", "").startswith("your-org/aeval@"):
+                    assert set(step.get("with") or {}) <= set(ACTION["inputs"])
+    # yaml reads the bare key `on` as True
+    assert list(run_wf[True]) == ["pull_request"] and run_wf["permissions"] == {
+        "contents": "read"}
+    assert "token" not in json.dumps(run_wf)
+    assert post_wf[True]["workflow_run"]["workflows"] == [run_wf["name"]]
+    assert post_wf["permissions"] == {"contents": "read", "actions": "read",
+                                      "pull-requests": "write", "issues": "write",
+                                      "checks": "write"}
+    (post_step,) = [s for s in post_wf["jobs"]["post"]["steps"] if "with" in s and
+                    s["with"].get("mode") == "post"]
+    assert post_step["with"]["github-token"] == "${{ github.token }}"
