@@ -17,10 +17,11 @@ Writes ``gl-code-quality.json`` into the run folder, then posts one summary note
 an inline suggestion per fix whose lines are in the MR diff, and one fallback note for the
 rest. Rerunning edits aeval's own notes instead of adding new ones.
 
-The token comes from ``AEVAL_GITLAB_TOKEN`` only (never a flag, never printed). Exit codes:
-0 posted; 2 a usage error (no such run, unfinished run, MR or token unknown, GitLab refused
-the token or the MR); 3 GitLab unreachable or failing (after python-gitlab's retries); 4 an
-internal error (aeval itself failed).
+The token comes from ``AEVAL_GITLAB_TOKEN`` (GitLab) or ``AEVAL_GITHUB_TOKEN`` (GitHub) only
+(never a flag, never printed). Exit codes: 0 posted; 2 a usage error (no such run, unfinished
+run, MR / PR or token unknown, the forge refused the token or the request, a workflow_run's
+PR whose head is not the tested commit); 3 the forge unreachable or failing (after the
+client's retries); 4 an internal error (aeval itself failed).
 """
 
 from __future__ import annotations

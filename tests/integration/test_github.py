@@ -403,3 +403,39 @@ def test_a_contract_cannot_ask_for_a_forge_token(tmp_path, capsys):
         (skill / "eval.config").write_text(json.dumps(config))
         assert main(["validate", str(skill)]) == 2, name
         assert name in capsys.readouterr().out
+
+
+def test_transient_errors_are_retried_by_pygithub(github, run_dir):
+    write_suggestions(run_dir, train_row_fix())
+    github.fail_next(502, count=2)
+    assert post(github, run_dir) == 0
+    assert [r.status for r in github.requests[:3]] == [502, 502, 200]
+    assert len(github.review_comments) == 1 and len(github.issue_comments) == 1
+
+
+def test_a_suggestion_that_deletes_lines_applies(github, run_dir):
+    context = TRAIN_ROW + 1
+    write_suggestions(run_dir, FixSuggestion(
+        level="LV2", grounded_in="train:A3", path="SKILL.md", start_line=context,
+        end_line=context, original=LINES[context - 1], replacement="",
+        rationale="The row documents an action the script does not have.", validated=False))
+    assert post(github, run_dir) == 0
+    (comment,) = github.review_comments
+    assert "```suggestion\n```" in comment["body"]
+    applied = apply_suggestion(SKILL_MD.read_text(), comment).splitlines()
+    assert applied == LINES[:context - 1] + LINES[context:]
+
+
+def test_more_than_fifty_annotations_go_in_batches(github):
+    from aeval.adapters.github import Annotation, GitHubPR, GitHubTarget
+
+    pr = GitHubPR(GitHubTarget.resolve(github.repo, github.number, github.url, environ={}),
+                  TOKEN)
+    notes = [Annotation(path=REPO_PATH, start_line=n, end_line=n, annotation_level="notice",
+                        message=f"line {n}") for n in range(1, 62)]
+    pr.create_check_run(github.head_sha, conclusion="failure", title="gate: exit 1",
+                        summary="s", annotations=notes)
+    (check,) = github.check_runs
+    assert [a["start_line"] for a in check["annotations"]] == list(range(1, 62))
+    assert [(r.method, len(r.body["output"]["annotations"])) for r in github.writes()] == [
+        ("POST", 50), ("PATCH", 11)]
