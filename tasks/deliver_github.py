@@ -19,7 +19,7 @@ when the token cannot read its user, as Actions' ``GITHUB_TOKEN``) are aeval's.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -137,7 +137,9 @@ def review_lines(s: LocatedSuggestion, index: dict[str, FileLines]
     return f.new_path, s.suggestion.start_line, s.suggestion.end_line
 
 
-def _ours(me: str | None):
+def _ours(me: str | None) -> Callable[[RemoteComment], bool]:
+    """aeval's posts: a marker first, written by ``me`` (a bot when the token's login is
+    unknown: Actions' ``GITHUB_TOKEN`` and app tokens cannot read ``/user``)."""
     def ours(c: RemoteComment) -> bool:
         who = c.login == me if me is not None else c.user_type == "Bot"
         return who and c.body.startswith("<!-- aeval:")
@@ -183,7 +185,7 @@ def check_plan(bundle: RunBundle) -> CheckPlan:
 
 def plan_github(bundle: RunBundle, *, head_sha: str, files: list[FileDiff],
                 comments: list[RemoteComment], review_comments: list[RemoteComment],
-                checks: list[RemoteCheck] = (), report_url: str | None = None,
+                checks: Sequence[RemoteCheck] = (), report_url: str | None = None,
                 force_fallback: Iterable[str] = (), me: str | None = None) -> GitHubPlan:
     """Compare the run with the pull request's comments; the writes that reconcile them."""
     plan = GitHubPlan(head_sha=head_sha)
