@@ -11,6 +11,7 @@ the fake GitHub with the token, which only its post step holds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -101,8 +102,12 @@ class Job:
         with_ = {k: substitute(v, self.ctx) for k, v in (step.get("with") or {}).items()}
         name = step["uses"].split("@")[0]
         if name == "actions/setup-python":
-            assert with_["cache"] == "pip" and with_["python-version"] == "3.11"
-            assert Path(with_["cache-dependency-path"]).is_file()
+            assert with_["python-version"] == "3.11"
+        elif name == "actions/cache":
+            deps = hashlib.sha256((Path(self.ctx["github"]["action_path"]) /
+                                   "pyproject.toml").read_bytes()).hexdigest()[:16]
+            assert with_["key"] == f"aeval-pip-Linux-py3.11-{deps}"
+            assert with_["path"] == f"{self.base_env['HOME']}/.cache/pip"
         elif name == "actions/upload-artifact":
             assert with_["include-hidden-files"].lower() == "true"  # .aeval is a dot-folder
             dest = self.artifacts / with_["name"]
@@ -137,7 +142,8 @@ class Job:
             "GITHUB_EVENT_PATH": github["event_path"], "GITHUB_API_URL": github["api_url"],
             "GITHUB_RUN_ID": str(github["run_id"]), "GITHUB_SHA": github["sha"],
             "GITHUB_ACTION_PATH": github["action_path"], "GITHUB_OUTPUT": str(output),
-            "GITHUB_STEP_SUMMARY": str(self.summary), "RUNNER_TEMP": str(self.workspace.parent)}
+            "GITHUB_STEP_SUMMARY": str(self.summary), "RUNNER_TEMP": str(self.workspace.parent),
+            "RUNNER_OS": "Linux"}
         env |= {k: substitute(v, self.ctx) for k, v in (step.get("env") or {}).items()}
         self.envs[step["name"]] = env
         proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
@@ -231,8 +237,8 @@ def test_the_fork_safe_pair_runs_then_posts_with_the_token_only_where_it_posts(
             {"mode": "post", "github-token": TOKEN}, artifacts)
         assert post.run() == 0, post.output()[-4000:]
         assert [n for n, _, _ in post.ran] == [
-            "Check the event against the fork policy", "Set up Python", "Install aeval",
-            "Download the run folder", "Post on the pull request"]
+            "Check the event against the fork policy", "Key the pip cache", "Set up Python",
+            "Cache pip", "Install aeval", "Download the run folder", "Post on the pull request"]
         holders = [name for name, env in post.envs.items() if TOKEN in env.values()]
         assert holders == ["Post on the pull request"]
         (summary,) = fake.issue_comments
