@@ -145,3 +145,18 @@ def test_the_gate_summary_shows_names_as_code(tmp_path):
     text = gate_summary(m)
     assert "## aeval · gate: exit 1" in text and "| `@all <img src=x>` | ❌ fail | 1 fail |" \
         in text
+
+
+@pytest.mark.parametrize(("argv", "env", "forge"), [
+    ([], {}, "gitlab"),
+    ([], {"GITHUB_ACTIONS": "true"}, "github"),
+    ([], {"GITHUB_ACTIONS": "true", "GITLAB_CI": "true"}, "gitlab"),
+    (["--mr", "7"], {"GITHUB_ACTIONS": "true"}, "gitlab"),
+    (["--pr", "7"], {}, "github"),
+    (["--summary-only"], {}, "github"),
+    (["--forge", "gitlab"], {"GITHUB_ACTIONS": "true"}, "gitlab")])
+def test_the_forge_is_named_or_detected(argv, env, forge):
+    from aeval.deployments.post import build_parser, forge_of
+
+    args = build_parser().parse_args(["post", "latest", *argv])
+    assert forge_of(args, env) == forge
