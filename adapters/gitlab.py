@@ -30,6 +30,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.errors import AevalError
+from aeval.forge import FileDiff
 from aeval.redact import Redactor
 from aeval.text import escape_controls
 
@@ -127,16 +128,7 @@ class InlinePosition(_M):
     old_line: int | None = Field(None, ge=1, description="Only for context lines.")
 
 
-class MRFileDiff(_M):
-    """One file of the MR diff, as ``/merge_requests/:iid/diffs`` returns it."""
-
-    old_path: str
-    new_path: str
-    diff: str = Field("", description="Unified diff hunks (no ---/+++ header); empty when "
-                                      "GitLab collapsed the file.")
-    new_file: bool = False
-    renamed_file: bool = False
-    deleted_file: bool = False
+MRFileDiff = FileDiff  # GitLab's ``/merge_requests/:iid/diffs`` entries, as every forge's
 
 
 class RemoteNote(_M):

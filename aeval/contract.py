@@ -34,6 +34,8 @@ MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones 
 RESERVED_CREDENTIALS = re.compile(
     r"^(AEVAL_.*|PREFECT_.*|CI_JOB_TOKEN|CI_JOB_JWT.*|CI_REGISTRY_PASSWORD|CI_DEPLOY_PASSWORD|"
     r"GITLAB_TOKEN|GITLAB_.*_TOKEN|.*_GITLAB_TOKEN|ACTIONS_.*TOKEN|GITHUB_TOKEN|"
+    # the GitHub CLI's and PyGithub users' token variables
+    r"GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|.*_GITHUB_TOKEN|"
     # providers that own their prefix, and cloud credentials models are reached with
     r"OPENAI_.*|ANTHROPIC_.*|AZURE_.*|AWS_.*|BEDROCK_.*|VERTEX.*|GEMINI_.*|LITELLM_.*|"
     r"CLAUDE_CODE_.*|CODEX_.*API_KEY|OPENCODE_.*API_KEY|SNOWFLAKE_.*|WATSONX_.*|"

@@ -1,17 +1,27 @@
-"""`aeval post RUN --mr IID`: (re)publish a finished run on a GitLab merge request.
+"""`aeval post RUN`: (re)publish a finished run on a GitLab merge request or a GitHub pull
+request.
 
     aeval post latest --mr 7                   MR from --mr, project and server from CI vars
     aeval post RUN_ID --mr 7 --project 42 --gitlab-url https://gitlab.example.com
     aeval post RUN_DIR --dry-run               print what would be posted; write nothing
+    aeval post latest --forge github           PR from the Actions environment
+    aeval post RUN_DIR --forge github --repo acme/skills --pr 12
+    aeval post RUN_DIR --forge github --summary-only   only the job summary, no token
+
+The forge is GitHub inside GitHub Actions (``GITHUB_ACTIONS=true``), else GitLab, unless
+``--forge`` says. On GitHub: one comment per skill, one review with a suggestion comment per
+fix whose lines are in the diff, one fallback comment, an ``aeval`` check run with
+annotations, and the gate in ``$GITHUB_STEP_SUMMARY``; the token is ``AEVAL_GITHUB_TOKEN``.
 
 Writes ``gl-code-quality.json`` into the run folder, then posts one summary note per skill,
 an inline suggestion per fix whose lines are in the MR diff, and one fallback note for the
 rest. Rerunning edits aeval's own notes instead of adding new ones.
 
-The token comes from ``AEVAL_GITLAB_TOKEN`` only (never a flag, never printed). Exit codes:
-0 posted; 2 a usage error (no such run, unfinished run, MR or token unknown, GitLab refused
-the token or the MR); 3 GitLab unreachable or failing (after python-gitlab's retries); 4 an
-internal error (aeval itself failed).
+The token comes from ``AEVAL_GITLAB_TOKEN`` (GitLab) or ``AEVAL_GITHUB_TOKEN`` (GitHub) only
+(never a flag, never printed). Exit codes: 0 posted; 2 a usage error (no such run, unfinished
+run, MR / PR or token unknown, the forge refused the token or the request, a workflow_run's
+PR whose head is not the tested commit); 3 the forge unreachable or failing (after the
+client's retries); 4 an internal error (aeval itself failed).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
@@ -28,15 +39,27 @@ EXIT_ENVIRONMENT = 3
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``post`` subcommand to the ``aeval`` parser."""
     p = subparsers.add_parser(
-        "post", help="post a finished run on a GitLab merge request",
+        "post", help="post a finished run on a GitLab merge request or a GitHub pull request",
         description="Post a finished run's verdicts and fix suggestions on a GitLab merge "
-        "request (idempotent: reposting edits aeval's notes). The token is read from "
-        "AEVAL_GITLAB_TOKEN (a project access token with scope api).")
+        "request or a GitHub pull request (idempotent: reposting edits aeval's notes). The "
+        "token is read from AEVAL_GITLAB_TOKEN (a project access token with scope api) or "
+        "AEVAL_GITHUB_TOKEN.")
     p.add_argument("run", nargs="?", default="latest", metavar="RUN",
                    help="run id, run folder, or latest (default)")
     p.add_argument("--mr", metavar="IID", help="merge request IID (default CI_MERGE_REQUEST_IID)")
     p.add_argument("--project", metavar="ID", help="project id or path (default CI_PROJECT_ID)")
     p.add_argument("--gitlab-url", metavar="URL", help="GitLab URL (default CI_SERVER_URL)")
+    p.add_argument("--forge", choices=("gitlab", "github"),
+                   help="where to post (default: github inside GitHub Actions, else gitlab)")
+    p.add_argument("--repo", metavar="OWNER/NAME",
+                   help="GitHub repository (default GITHUB_REPOSITORY)")
+    p.add_argument("--pr", metavar="N", help="GitHub pull request number (default: from "
+                   "GITHUB_EVENT_PATH)")
+    p.add_argument("--github-api-url", metavar="URL",
+                   help="GitHub REST API root (default GITHUB_API_URL, else api.github.com)")
+    p.add_argument("--summary-only", action="store_true",
+                   help="GitHub: only append the gate to $GITHUB_STEP_SUMMARY (no token, no "
+                        "API call)")
     p.add_argument("--repo-root", metavar="DIR",
                    help="repository root the skill paths map into (default: git rev-parse "
                         "--show-toplevel of each skill)")
@@ -86,6 +109,8 @@ def cmd_post(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     bundle = load_run(run_dir, repo_root)
     report_url = args.report_url or os.environ.get(REPORT_URL_ENV)
+    if forge_of(args) == "github":
+        return cmd_post_github(args, bundle, report_url)
 
     try:
         target = GitLabTarget.resolve(args.gitlab_url, args.project, args.mr)
@@ -121,6 +146,70 @@ def cmd_post(args: argparse.Namespace) -> int:
         for s in result.skipped:
             print(f"skipped: {s}")
     print(f"{target.url} project {target.project_id} MR !{target.mr_iid}: {result.summary()}")
+    return 0
+
+
+def forge_of(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str:
+    """``--forge``, else github inside GitHub Actions (and not GitLab CI), else gitlab."""
+    env = os.environ if environ is None else environ
+    if args.forge:
+        return args.forge
+    if args.repo or args.pr or args.github_api_url or args.summary_only:
+        return "github"
+    if args.mr or args.project or args.gitlab_url:
+        return "gitlab"
+    return "github" if env.get("GITHUB_ACTIONS") == "true" and not env.get("GITLAB_CI") \
+        else "gitlab"
+
+
+def cmd_post_github(args: argparse.Namespace, bundle: Any, report_url: str | None) -> int:
+    """``aeval post --forge github``; the exit code."""
+    from aeval.adapters.github import GitHubConfigError, GitHubError, GitHubPR, GitHubTarget
+    from aeval.tasks.deliver_github import (
+        GitHubResult,
+        deliver_github,
+        github_plan_as_text,
+        plan_github,
+        write_step_summary,
+    )
+
+    if args.summary_only:
+        path = write_step_summary(bundle)
+        print(f"wrote the gate to {path}" if path else
+              "GITHUB_STEP_SUMMARY is not set: no job summary to write")
+        return 0
+    try:
+        target = GitHubTarget.resolve(args.repo, args.pr, args.github_api_url)
+        pr = GitHubPR.connect(target)
+    except GitHubConfigError as exc:
+        if not args.dry_run:
+            print(f"aeval post: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"-- no GitHub access ({exc}): showing the bodies as if the pull request were "
+              "empty and nothing were in its diff")
+        plan = plan_github(bundle, head_sha="0" * 40, files=[], comments=[],
+                           review_comments=[], report_url=report_url)
+        print(github_plan_as_text(plan), end="")
+        print(GitHubResult(**plan.model_dump(), dry_run=True).summary())
+        return 0
+    try:
+        result = deliver_github(pr, bundle, report_url=report_url, dry_run=args.dry_run)
+    except GitHubError as exc:
+        print(f"aeval post: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT if exc.transient else EXIT_USAGE
+    if args.dry_run:
+        print(github_plan_as_text(result), end="")
+    else:
+        for a in result.actions:
+            where = f" at {a.path}:{a.line}" if a.path else ""
+            print(f"{a.kind}{where} {a.marker}")
+        for r in result.rejected:
+            print(f"GitHub refused the review comment {r}: moved to the fallback comment")
+        for s in result.skipped:
+            print(f"skipped: {s}")
+        if path := write_step_summary(bundle):
+            print(f"wrote the gate to {path}")
+    print(f"{target.repository} pull request #{target.number}: {result.summary()}")
     return 0
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import unquote
 
 from aeval.adapters.gitlab import (
     DiffRefs,
@@ -33,7 +32,6 @@ from aeval.adapters.gitlab import (
     GitLabMR,
     GitLabTarget,
     InlinePosition,
-    MRFileDiff,
     RemoteDiscussion,
     RemoteNote,
 )
@@ -49,11 +47,16 @@ from aeval.tasks.deliver_format import (
     suggestion_body,
     write_code_quality_report,
 )
+from aeval.tasks.deliver_plan import (
+    fallback_note,
+    note_change,
+    place_suggestions,
+    reconcile_inline,
+    summary_notes,
+)
 from aeval.tasks.deliver_run import (
     _M,
-    _SUGGESTION_RE,
     CODE_QUALITY_FILE,
-    FALLBACK_MARKER,
     OUTDATED_MARKER,
     REPORT_URL_ENV,
     FileLines,
@@ -63,7 +66,6 @@ from aeval.tasks.deliver_run import (
     diff_index,
     fingerprint,
     inline_position,
-    legacy_skill_marker,
     load_run,
     parse_hunks,
     skill_marker,
@@ -73,6 +75,8 @@ from aeval.tasks.deliver_run import (
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
+
+from aeval.forge import FileDiff
 
 
 class DeliveryAction(_M):
@@ -116,22 +120,18 @@ class DeliveryResult(DeliveryPlan):
                 f"note, {len(self.skipped)} skipped")
 
 
-def _norm(body: str) -> str:
-    return body.replace("\r\n", "\n").strip()
-
-
 def _upsert_note(marker: str, body: str, existing: list[RemoteNote], plan: DeliveryPlan
                  ) -> None:
-    if not existing:
-        plan.actions.append(DeliveryAction(kind="create_note", marker=marker, body=body))
-    elif _norm(existing[-1].body) != _norm(body):  # notes are listed newest first: take oldest
-        plan.actions.append(DeliveryAction(kind="update_note", marker=marker, body=body,
-                                           note_id=existing[-1].id))
-    else:
+    # notes are listed newest first: the oldest is aeval's
+    kind = note_change(body, existing[-1] if existing else None)
+    if kind is None:
         plan.unchanged.append(marker)
+    else:
+        plan.actions.append(DeliveryAction(kind=kind, marker=marker, body=body,
+                                           note_id=existing[-1].id if existing else None))
 
 
-def plan_delivery(bundle: RunBundle, *, refs: DiffRefs | None, diffs: list[MRFileDiff],
+def plan_delivery(bundle: RunBundle, *, refs: DiffRefs | None, diffs: list[FileDiff],
                   notes: list[RemoteNote], discussions: list[RemoteDiscussion],
                   report_url: str | None = None, force_fallback: Iterable[str] = (),
                   me: int | None = None) -> DeliveryPlan:
@@ -141,87 +141,54 @@ def plan_delivery(bundle: RunBundle, *, refs: DiffRefs | None, diffs: list[MRFil
     are aeval's: a reviewer quoting or copying one is never edited.
     """
     plan = DeliveryPlan()
-    index, forced = diff_index(diffs), set(force_fallback)
+    index = diff_index(diffs)
     if refs is None:
         plan.notices.append("GitLab has no diff refs for this MR yet: no inline suggestions.")
-    inline: list[tuple[LocatedSuggestion, InlinePosition]] = []
-    fallback: list[LocatedSuggestion] = []
-    for s in bundle.suggestions():
-        if s.problem:
-            plan.skipped.append(f"{s.skill} {s.suggestion.path}:{s.suggestion.start_line}: "
-                                f"{s.problem}")
-            continue
-        pos = None if s.fingerprint in forced else inline_position(s, index, refs)
-        if pos:
-            inline.append((s, pos))
-        else:
-            fallback.append(s)
-    plan.inline = [s.fingerprint for s, _ in inline]
-    plan.fallback = [s.fingerprint for s in fallback]
+    placement = place_suggestions(bundle, lambda s: inline_position(s, index, refs),
+                                  force_fallback)
+    plan.skipped = placement.skipped
+    plan.inline = [s.fingerprint for s, _ in placement.inline]
+    plan.fallback = [s.fingerprint for s in placement.fallback]
 
     def ours(n: RemoteNote | None) -> bool:
         return n is not None and not n.system and n.body.startswith("<!-- aeval:") and (
             me is None or n.author_id == me)
 
     mine = [n for n in notes if ours(n)]
-    names = [r.result.name for r in bundle.skills]
-    for r in bundle.skills:
-        marker = skill_marker(r.result.name, r.folder)
-        fps = {s.fingerprint for s in r.suggestions}
-        body = skill_note_body(
-            r, bundle.manifest, report_url=report_url,
-            inline=sum(s.fingerprint in fps for s, _ in inline),
-            fallback=sum(s.fingerprint in fps for s in fallback),
-            skipped=[s.problem or "" for s in r.suggestions if s.problem])
-        existing = [n for n in mine if n.body.startswith(marker)]
-        if not existing and names.count(r.result.name) == 1:  # a note of an earlier aeval
-            legacy = legacy_skill_marker(r.result.name)
-            existing = [n for n in mine if n.body.split("\n", 1)[0] == legacy]
-        _upsert_note(marker, body, existing, plan)
+    for note in summary_notes(bundle, placement, mine, report_url=report_url):
+        _upsert_note(note.marker, note.body, note.existing, plan)
 
-    by_fp: dict[str, list[RemoteDiscussion]] = {}
-    for d in discussions:
-        if ours(d.first) and (m := _SUGGESTION_RE.match(d.first.body)):
-            by_fp.setdefault(m.group(1), []).append(d)
-    for s, pos in inline:
+    def same_place(d: RemoteDiscussion, pos: InlinePosition) -> bool:
+        at = d.first.position or {} if d.first else {}
+        return at.get("new_path") == pos.new_path and at.get("new_line") == pos.new_line
+
+    for step in reconcile_inline(bundle, placement, [d for d in discussions if ours(d.first)],
+                                 lambda d: d.first.body if d.first else "", same_place):
+        d = step.thread
+        if step.kind == "retire" and d is not None:
+            _retire(d, step.reason, plan)
+            continue
+        s = step.suggestion
+        assert s is not None
         marker, body = suggestion_marker(s.fingerprint, s.folder or s.skill), suggestion_body(s)
-        found = by_fp.pop(s.fingerprint, [])
-        same = [d for d in found if (d.first.position or {}).get("new_path") == pos.new_path
-                and (d.first.position or {}).get("new_line") == pos.new_line]
-        keep = same[0] if same else None
-        if keep is None:
+        if d is None or d.first is None:
             plan.actions.append(DeliveryAction(kind="create_discussion", marker=marker,
-                                               body=body, position=pos))
-        else:
-            acts = []
-            if keep.resolved and OUTDATED_MARKER in keep.first.body.splitlines()[:2]:
-                acts.append(DeliveryAction(kind="reopen_discussion", marker=marker,
-                                           discussion_id=keep.id,
-                                           reason="the suggestion applies again"))
-            if _norm(keep.first.body) != _norm(body):
-                acts.append(DeliveryAction(kind="update_discussion", marker=marker, body=body,
-                                           discussion_id=keep.id, note_id=keep.first.id))
-            plan.actions += acts
-            if not acts:
-                plan.unchanged.append(marker)
-        for d in found:
-            if d is not keep:
-                _retire(d, "aeval now suggests this on another line.", plan)
-    evaluated = {r.folder for r in bundle.skills} | set(names)  # names: older markers
-    for fp, found in by_fp.items():
-        for d in found:
-            skill = _SUGGESTION_RE.match(d.first.body).group(2)  # type: ignore[union-attr]
-            if skill is not None and unquote(skill) not in evaluated:
-                continue  # a skill this run did not evaluate: its threads stand
-            _retire(d, "moved to the fallback note: its lines are no longer in the diff."
-                    if fp in plan.fallback else
-                    f"run `{bundle.manifest.run_id}` no longer suggests this.", plan)
+                                               body=body, position=step.position))
+            continue
+        acts = []
+        if d.resolved and OUTDATED_MARKER in d.first.body.splitlines()[:2]:
+            acts.append(DeliveryAction(kind="reopen_discussion", marker=marker,
+                                       discussion_id=d.id, reason="the suggestion applies again"))
+        if note_change(body, d.first) is not None:
+            acts.append(DeliveryAction(kind="update_discussion", marker=marker, body=body,
+                                       discussion_id=d.id, note_id=d.first.id))
+        plan.actions += acts
+        if not acts:
+            plan.unchanged.append(marker)
 
-    existing_fb = [n for n in mine if n.body.startswith(FALLBACK_MARKER)]
-    if fallback or existing_fb:
-        body = fallback_note_body(fallback, bundle.manifest, bundle.repo_root,
-                                  " ".join(plan.notices) or None)
-        _upsert_note(FALLBACK_MARKER, body, existing_fb, plan)
+    fb = fallback_note(bundle, placement, mine, notice=" ".join(plan.notices) or None)
+    if fb is not None:
+        _upsert_note(fb.marker, fb.body, fb.existing, plan)
     return plan
 
 

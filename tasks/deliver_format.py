@@ -21,6 +21,7 @@ from aeval.tasks.deliver_run import (
     LocatedSuggestion,
     RunBundle,
     SkillReport,
+    repo_file,
     skill_marker,
     suggestion_marker,
 )
@@ -174,11 +175,30 @@ def suggestion_body(s: LocatedSuggestion) -> str:
     return disarm("\n".join(out) + "\n")
 
 
+def github_suggestion_body(s: LocatedSuggestion) -> str:
+    """A GitHub review comment: a ```` ```suggestion ```` block whose content replaces exactly
+    the lines the comment spans (``start_line``..``line``, set by the caller), the level, the
+    rationale and the grounding. GitHub has no quick actions, so the replacement is offered
+    as is (a line starting with "/" included); its control characters are escaped."""
+    sg = s.suggestion
+    repl = sg.replacement.removesuffix("\n")
+    block = fenced(repl, "suggestion") if repl.strip("\n") else "```suggestion\n```"
+    out = [suggestion_marker(s.fingerprint, s.folder or s.skill),
+           f"**aeval {sg.level}** for {_code(s.skill)}: {_LEVEL_MEANING[sg.level]}.", "",
+           block, "", f"**Why:** {code_span(sg.rationale)}", "", *_grounding_lines(s)]
+    if sg.validated:
+        out += ["", "Validated by the run: the agent made this same edit to get the case "
+                    "through."]
+    out += ["", f"<sub>runtime(s): {code_span(', '.join(s.runtimes)).replace('|', chr(92) + '|')}"
+                "</sub>"]
+    return "\n".join(out) + "\n"
+
+
 def outdated_body(body: str, reason: str) -> str:
     """An aeval discussion body marked as no longer applying; its suggestion block disarmed."""
     lines = body.splitlines()
     rest = [ln for ln in lines[1:] if ln != OUTDATED_MARKER]
-    rest = [re.sub(r"^(`{3,})suggestion:-\d+\+\d+$", r"\1text", ln) for ln in rest]
+    rest = [re.sub(r"^(`{3,})suggestion(?::-\d+\+\d+)?$", r"\1text", ln) for ln in rest]
     return disarm("\n".join([lines[0], OUTDATED_MARKER, f"**Outdated:** {escape_controls(reason)}",
                               "", *rest]) + "\n")
 
@@ -226,15 +246,17 @@ def agent_prompt(items: list[LocatedSuggestion]) -> str:
 
 
 def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
-                       repo_root: Path | None, notice: str | None = None) -> str:
+                       repo_root: Path | None, notice: str | None = None, *,
+                       forge: str = "GitLab", change: str = "merge request") -> str:
     """The one note for suggestions outside the diff: what and why, per-file patches, and a
-    copy-paste prompt for an agent. Empty ``items``: a short 'nothing left' body."""
-    out = [FALLBACK_MARKER, "## aeval · suggestions outside this merge request's diff", ""]
+    copy-paste prompt for an agent. Empty ``items``: a short 'nothing left' body. ``forge``
+    and ``change`` name where it is posted ("GitHub", "pull request")."""
+    out = [FALLBACK_MARKER, f"## aeval · suggestions outside this {change}'s diff", ""]
     if not items:
         return disarm("\n".join([*out, f"None as of run `{manifest.run_id}`: every earlier one "
                                         "was applied or no longer applies."]) + "\n")
-    out += [f"Run `{manifest.run_id}`. These fixes touch lines the merge request does not "
-            "change, so GitLab cannot offer them as one-click suggestions. Apply a patch "
+    out += [f"Run `{manifest.run_id}`. These fixes touch lines the {change} does not "
+            f"change, so {forge} cannot offer them as one-click suggestions. Apply a patch "
             "(`git apply`), or give the prompt below to an agent.", ""]
     if notice:
         out += [f"> {escape_controls(notice)}", ""]
@@ -248,8 +270,8 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
     for s in items:
         by_file.setdefault(s.repo_path or s.suggestion.path, []).append(s.suggestion)
     for path, group in by_file.items():
-        file = repo_root / path if repo_root else None
-        current = file.read_text(encoding="utf-8") if file and file.is_file() else None
+        file = repo_file(repo_root, path) if repo_root else None
+        current = file.read_text(encoding="utf-8") if file else None
         hint = "" if current is not None else " (zero context: `git apply --unidiff-zero`)"
         out += [f"<details><summary><code>{html.escape(escape_controls(path))}</code>{hint}"
                 "</summary>", "",

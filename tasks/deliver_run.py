@@ -7,15 +7,11 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from aeval.adapters.git import find_toplevel
-from aeval.adapters.gitlab import (
-    DiffRefs,
-    InlinePosition,
-    MRFileDiff,
-)
+from aeval.adapters.gitlab import DiffRefs, InlinePosition
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import (
@@ -27,6 +23,7 @@ from aeval.artifacts import (
     SkillResult,
 )
 from aeval.coverage import SkillCoverage
+from aeval.forge import FileDiff
 from aeval.plan import safe
 from aeval.store import read_model
 
@@ -165,7 +162,7 @@ def _locate(s: FixSuggestion, runtime: str, report: SkillReport, skill_dir: str 
         problem = f"path {s.path!r} leaves the skill folder"
     else:
         repo_path = posixpath.join(skill_dir, rel) if skill_dir else rel
-        problem = _stale(s, repo_root / repo_path) if repo_root else None
+        problem = _stale(s, repo_root, repo_path) if repo_root else None
     fp = fingerprint(report.result.name, repo_path or s.path, text, s.original)
     return LocatedSuggestion(fingerprint=fp, skill=report.result.name, folder=report.folder,
                              runtimes=[runtime],
@@ -173,10 +170,23 @@ def _locate(s: FixSuggestion, runtime: str, report: SkillReport, skill_dir: str 
                              grounded_evidence=evidence, problem=problem)
 
 
-def _stale(s: FixSuggestion, file: Path) -> str | None:
+def repo_file(repo_root: Path, repo_path: str) -> Path | None:
+    """The checked-out file at ``repo_path``, only when it is a regular file inside the
+    repository: a symlink out of it (a fork's pull request can add one, and the posting job
+    holds a token) is never read, so no line of a file outside the checkout is ever posted."""
+    file = repo_root / repo_path
+    try:
+        real = file.resolve()
+        return file if real.is_relative_to(repo_root.resolve()) and real.is_file() else None
+    except (OSError, RuntimeError):
+        return None
+
+
+def _stale(s: FixSuggestion, repo_root: Path, repo_path: str) -> str | None:
     """Why the checked-out file no longer holds the suggestion's original lines, if so."""
-    if not file.is_file():
-        return f"{file.name} is not in the checked-out repository"
+    file = repo_file(repo_root, repo_path)
+    if file is None:
+        return f"{PurePosixPath(repo_path).name} is not in the checked-out repository"
     lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
     if s.end_line < s.start_line or lines[s.start_line - 1:s.end_line] != \
             s.original.splitlines():
@@ -250,7 +260,7 @@ def parse_hunks(diff: str) -> dict[int, int | None]:
     return {new: old for new, old, _ in _hunk_lines(diff)}
 
 
-def diff_index(diffs: Iterable[MRFileDiff]) -> dict[str, FileLines]:
+def diff_index(diffs: Iterable[FileDiff]) -> dict[str, FileLines]:
     """New path -> its diff lines (deleted files have none)."""
     out = {}
     for d in diffs:
@@ -263,23 +273,34 @@ def diff_index(diffs: Iterable[MRFileDiff]) -> dict[str, FileLines]:
     return out
 
 
-def inline_position(s: LocatedSuggestion, index: dict[str, FileLines], refs: DiffRefs | None
-                    ) -> InlinePosition | None:
-    """The position of the suggestion's first line, if every line it replaces is in the diff
-    and still reads as the suggestion's original at the MR head (so a run of an older or a
-    merged-result commit never anchors on the wrong line): added lines take ``new_line``,
-    context lines ``old_line`` and ``new_line``."""
+def diff_lines(s: LocatedSuggestion, index: dict[str, FileLines]) -> FileLines | None:
+    """The diff of the suggestion's file when every line it replaces is in the diff and still
+    reads as the suggestion's original at the head (so a run of an older or a merged-result
+    commit never anchors on the wrong line); None otherwise. What both forges ask before
+    anchoring a suggestion inline."""
     f = index.get(s.repo_path or "")
-    if refs is None or f is None or s.problem:
+    if f is None or s.problem:
         return None
     lines = range(s.suggestion.start_line, s.suggestion.end_line + 1)
     original = s.suggestion.original.splitlines()
     if not lines or len(original) != len(lines) or any(
             f.new_text.get(n) != text for n, text in zip(lines, original, strict=True)):
         return None
+    return f
+
+
+def inline_position(s: LocatedSuggestion, index: dict[str, FileLines], refs: DiffRefs | None
+                    ) -> InlinePosition | None:
+    """GitLab's position of the suggestion's first line, if it can be anchored inline
+    (`diff_lines`): added lines take ``new_line``, context lines ``old_line`` and
+    ``new_line``."""
+    f = diff_lines(s, index) if refs is not None else None
+    if refs is None or f is None:
+        return None
+    first = s.suggestion.start_line
     return InlinePosition(base_sha=refs.base_sha, start_sha=refs.start_sha,
                           head_sha=refs.head_sha, old_path=f.old_path, new_path=f.new_path,
-                          new_line=lines[0], old_line=f.new_lines[lines[0]])
+                          new_line=first, old_line=f.new_lines[first])
 
 
 # ---- bodies -----------------------------------------------------------------------------------

@@ -1,0 +1,21 @@
+"""What every forge's pull or merge request diff looks like to delivery: one file's diff as
+unified hunks. The GitLab and GitHub adapters both return these, so the delivery plan (which
+suggestion goes inline, which to the fallback) is one piece of code for both."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FileDiff(BaseModel):
+    """One file of a merge / pull request diff."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_path: str
+    new_path: str
+    diff: str = Field("", description="Unified diff hunks (no ---/+++ header); empty when "
+                                      "the forge collapsed the file or it is binary.")
+    new_file: bool = False
+    renamed_file: bool = False
+    deleted_file: bool = False
