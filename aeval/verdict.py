@@ -114,3 +114,31 @@ def _some(names: list[str], shown: int = 5) -> str:
     """``a, b, c, d, e and 2 more``: a list cut for a one-line reason, saying what was cut."""
     rest = len(names) - shown
     return ", ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")
+
+
+SINGLE_ATTEMPT_RUNTIMES = frozenset({"literal"})
+"""Runtimes without an executor that could try again: `literal` runs the documented commands
+once, verbatim, so nothing in its run is ever corrected."""
+
+
+def has_later_attempt(case: CaseResult) -> bool:
+    """Whether the case run has a later attempt to speak of: an executor that went on after
+    its first attempt and made some assertion pass only then (its terminal pass rate differs
+    from the first-attempt one). A run of `literal`, or an agent run that corrected nothing,
+    has only its first attempt."""
+    return (case.runtime not in SINGLE_ATTEMPT_RUNTIMES
+            and case.terminal_pass_rate is not None
+            and case.terminal_pass_rate != case.first_attempt_pass_rate)
+
+
+def terminal_rate(case: CaseResult) -> float | None:
+    """The terminal pass rate as the console, report.html and the MR note show it: only where
+    a later attempt exists (`has_later_attempt`), None (shown `–`) otherwise, so no report
+    implies that a retry happened when none did. grading.json keeps both rates as graded."""
+    return case.terminal_pass_rate if has_later_attempt(case) else None
+
+
+def passed_after_correction(e: Expectation, runtime: str) -> bool:
+    """An assertion that failed on the first attempt and passed only after the executor
+    corrected something (never under `literal`, which corrects nothing)."""
+    return runtime not in SINGLE_ATTEMPT_RUNTIMES and not e.passed and bool(e.terminal_passed)
