@@ -174,7 +174,7 @@ class _Summary:
         self.compact = width < COMPACT_BELOW
         self.indent = 4 if self.compact else 6
         room = max(20, width - self.indent)
-        self.cap = PIPE_EVIDENCE_CAP if piped else 2 * room - 8  # two folded lines
+        self.cap = PIPE_EVIDENCE_CAP if piped else int(1.8 * room)  # two folded lines
         self.line_cap = PIPE_EVIDENCE_CAP if piped else room - 2  # one line, unfolded
         self.tail_lines = 2 if self.compact else TAIL_LINES
 
