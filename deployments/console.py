@@ -1,8 +1,11 @@
-"""What `aeval` prints: quiet embedded-Prefect defaults, progress lines, the summary table.
+"""What `aeval` prints: quiet embedded-Prefect defaults, progress lines (starting Prefect
+included), the summary.
 
-Width: on a terminal, tables fold their cells to the terminal's width; piped or captured
-(CI logs, `| grep`, tests), nothing wraps: every line is printed whole at a fixed wide width,
-whatever ``COLUMNS`` says, so a line of evidence stays one greppable line.
+Width: on a terminal the summary is sized to it: the table from 100 columns (`COMPACT_BELOW`),
+a compact list of two lines a case below; evidence up to about two lines of the terminal,
+a failed command and the end of its output one line each. Piped or captured (CI logs,
+`| grep`, tests), nothing wraps: every line is printed whole at a fixed wide width, whatever
+``COLUMNS`` says, so a line of evidence stays one greppable line.
 
 Untrusted text (skill names, reasons, evidence, paths) is inert on the console: `inert`
 writes control characters and ESC sequences as visible escapes (``\x1b``), so step output

@@ -238,3 +238,18 @@ def test_a_mistyped_flag_shows_the_subcommand_usage(argv, usage, capsys):
     err = capsys.readouterr().err
     assert err.startswith(usage), err
     assert f"unrecognized arguments: {argv[1]}" in err.splitlines()[-1]
+
+
+def test_runtimes_names_a_missing_clis_install_command_whole(tmp_path, monkeypatch):
+    """`aeval runtimes` cut the reason at 80 characters: `npm install -g @openai/codex@0.17`
+    for 0.171.0, a command that installs the wrong version."""
+    from aeval.adapters.codex import CODEX_VERSION
+    from aeval.adapters.opencode import OPENCODE_VERSION
+    from aeval.deployments.commands_info import runtime_rows
+
+    monkeypatch.setenv("AEVAL_CODEX_BIN", str(tmp_path / "no-codex"))
+    monkeypatch.setenv("AEVAL_OPENCODE_BIN", str(tmp_path / "no-opencode"))
+    rows = {r["name"]: r for r in runtime_rows()}
+    assert f"npm install -g @openai/codex@{CODEX_VERSION} " in rows["codex"]["installed"]
+    assert f"npm install -g opencode-ai@{OPENCODE_VERSION} " in rows["opencode"]["installed"]
+    assert rows["codex"]["installed"].endswith("or set AEVAL_CODEX_BIN))")
