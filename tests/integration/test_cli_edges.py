@@ -1,7 +1,8 @@
 """The command line as a new user meets it, in real subprocesses with a real embedded Prefect:
 a run whose reader went away still exits with its gate code; a model that cannot be reached
 is one line per case, not Prefect's ERROR lines and tracebacks; piped output is the same at
-any COLUMNS, and a narrow terminal folds instead of cutting."""
+any COLUMNS; a narrow terminal gets a compact list, a wide one the table; start-up says that
+Prefect is starting."""
 
 from __future__ import annotations
 
