@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aeval.artifacts import CaseResult, Expectation, Gate, GradingSummary, SkillResult
+from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
 from aeval.introduced import introduced_errors
 
 
@@ -74,9 +75,9 @@ def skill_status(cases: list[CaseResult]) -> str:
 
 def gate(skills: list[SkillResult], usage_error: str | None = None,
          require_tested: bool = False) -> Gate:
-    """Exit code of `aeval run`, first match wins: 1 a case failed (a skill defect), or an
-    environment error the change introduced (`aeval.introduced`); 2 a usage
-    error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
+    """Exit code of `aeval run`, first match wins (`aeval.exit_codes`): 1 a case failed (a
+    skill defect), or an environment error the change introduced (`aeval.introduced`); 2 a
+    usage error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
     failed on a case (internal); 3 an environment error; 0 otherwise: untested cases are
     listed as a warning, never counted as passed. A reason names at most five cases or skills
     and says how many more there are."""
@@ -85,32 +86,60 @@ def gate(skills: list[SkillResult], usage_error: str | None = None,
                 if c.status == status]
 
     if fails := cases("fail"):
-        return Gate(exit_code=1, reason=f"{len(fails)} case(s) failed: {_some(fails)}")
+        return Gate(exit_code=FAIL, reason=f"{len(fails)} case(s) failed: {_some(fails)}")
     if introduced := introduced_errors(skills):  # the change broke its own environment
-        return Gate(exit_code=1, reason=f"{len(introduced)} environment error(s) introduced "
+        return Gate(exit_code=FAIL, reason=f"{len(introduced)} environment error(s) introduced "
                                         f"by this change: {_some(introduced)}")
     invalid = [s.name for s in skills if s.status == "invalid"]
     untested = cases("untested")
     if usage_error or invalid:
-        return Gate(exit_code=2, reason=usage_error or f"invalid skill(s): {_some(invalid)}")
+        return Gate(exit_code=USAGE, reason=usage_error or f"invalid skill(s): {_some(invalid)}")
     if require_tested and untested:
-        return Gate(exit_code=2, reason=f"{len(untested)} case(s) untested (--require-tested):"
+        return Gate(exit_code=USAGE, reason=f"{len(untested)} case(s) untested (--require-tested):"
                                         f" {_some(untested)}")
     if internal := cases("internal"):
-        return Gate(exit_code=4, reason=f"aeval failed on {len(internal)} case(s) (a bug to "
+        return Gate(exit_code=INTERNAL, reason=f"aeval failed on {len(internal)} case(s) (a bug to "
                                         f"report, not the skill's): {_some(internal)}")
     if errors := cases("error"):
-        return Gate(exit_code=3, reason=f"{len(errors)} case(s) hit an environment error: "
-                                        f"{_some(errors)}")
+        return Gate(exit_code=ENVIRONMENT,
+                    reason=f"{len(errors)} case(s) hit an environment error: {_some(errors)}")
     if not any(s.cases for s in skills):
-        return Gate(exit_code=0, reason="no skill to evaluate")
+        return Gate(exit_code=OK, reason="no skill to evaluate")
     if untested:
-        return Gate(exit_code=0, reason=f"every tested case passed; {len(untested)} untested: "
+        return Gate(exit_code=OK, reason=f"every tested case passed; {len(untested)} untested: "
                                         f"{_some(untested)}")
-    return Gate(exit_code=0, reason="every case passed")
+    return Gate(exit_code=OK, reason="every case passed")
 
 
 def _some(names: list[str], shown: int = 5) -> str:
     """``a, b, c, d, e and 2 more``: a list cut for a one-line reason, saying what was cut."""
     rest = len(names) - shown
     return ", ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")
+
+
+SINGLE_ATTEMPT_RUNTIMES = frozenset({"literal"})
+"""Runtimes without an executor that could try again: `literal` runs the documented commands
+once, verbatim, so nothing in its run is ever corrected."""
+
+
+def has_later_attempt(case: CaseResult) -> bool:
+    """Whether the case run has a later attempt to speak of: an executor that went on after
+    its first attempt and made some assertion pass only then (its terminal pass rate differs
+    from the first-attempt one). A run of `literal`, or an agent run that corrected nothing,
+    has only its first attempt."""
+    return (case.runtime not in SINGLE_ATTEMPT_RUNTIMES
+            and case.terminal_pass_rate is not None
+            and case.terminal_pass_rate != case.first_attempt_pass_rate)
+
+
+def terminal_rate(case: CaseResult) -> float | None:
+    """The terminal pass rate as the console, report.html and the MR note show it: only where
+    a later attempt exists (`has_later_attempt`), None (shown `–`) otherwise, so no report
+    implies that a retry happened when none did. grading.json keeps both rates as graded."""
+    return case.terminal_pass_rate if has_later_attempt(case) else None
+
+
+def passed_after_correction(e: Expectation, runtime: str) -> bool:
+    """An assertion that failed on the first attempt and passed only after the executor
+    corrected something (never under `literal`, which corrects nothing)."""
+    return runtime not in SINGLE_ATTEMPT_RUNTIMES and not e.passed and bool(e.terminal_passed)

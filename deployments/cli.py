@@ -3,9 +3,9 @@
 runtimes, show), ``commands_triggers.py`` (triggers) and ``post.py`` (post); what they print,
 in ``console.py``.
 
-Exit codes of `run` (first match wins): 1 a case failed (a skill defect); 2 a usage error or
-an invalid skill; 3 an environment error (and no skill failure); 0 everything passed; 4 an
-internal error in any command (aeval itself failed: one line, the traceback with -v).
+Exit codes of `run` (first match wins): `aeval.exit_codes`, the one table the gate, the
+``--help`` epilog and the README share; 4 (aeval itself failed: one line, the traceback with
+-v) applies to every command.
 """
 
 from __future__ import annotations

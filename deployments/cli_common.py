@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-EXIT_FAIL = 1  # a skill defect
-EXIT_USAGE = 2
-EXIT_INTERNAL = 4  # aeval itself failed (an unexpected exception): a bug to report
-EPILOG = """exit codes of `aeval run` (first match wins):
-  1  a case failed: a skill defect (blocks the merge); with --changed-since, also an
-     environment error the change introduced (its own setup/preflight/credentials)
-  2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
-  3  an environment error (model API, preflight, missing credential): retry, not a defect
-  0  every case passed
-  4  internal error (aeval itself failed: a bug to report; -v shows the traceback)
-"""
+from aeval.exit_codes import FAIL as EXIT_FAIL  # noqa: F401 (the commands' names for them)
+from aeval.exit_codes import INTERNAL as EXIT_INTERNAL  # noqa: F401
+from aeval.exit_codes import USAGE as EXIT_USAGE  # noqa: F401
+from aeval.exit_codes import epilog
+
+EPILOG = epilog()
+"""The exit codes of `aeval run`, from `aeval.exit_codes` (the README's table is the same)."""
 
 
 def flag_problem(exc: Exception) -> str:

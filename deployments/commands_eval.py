@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from aeval.deployments.cli_common import EXIT_USAGE
-from aeval.deployments.console import prefect_env, print_summary, progress_logging
-
-from aeval.embedded import start_early
+from aeval.deployments.console import (
+    prefect_env,
+    prefect_ready,
+    print_summary,
+    progress_logging,
+    start_prefect,
+)
 
 
 def prefetch_model_client(model: bool = True) -> None:
@@ -92,7 +96,6 @@ def resume_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import (
-        start_embedded_server,
         task_runner,
         use_global_model_limit,
     )
@@ -106,7 +109,7 @@ def resume_run(args: argparse.Namespace) -> int:
     if sandbox is None:
         return EXIT_USAGE
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
-    start_embedded_server()  # before any flow: with a scrubbed environment
+    prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
@@ -152,7 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         prefect_env(args.verbose)
         progress_logging(args.quiet)
-        start_early()
+        start_prefect()
         return resume_run(args)
     args.paths = args.paths or ["."]
     for p in args.paths:
@@ -164,7 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
-    start_early()  # the embedded Prefect server boots while the flows are imported
+    start_prefect()  # the embedded Prefect server boots while the flows are imported
 
     from aeval.requests import EvalRequest
     from aeval.settings import Settings
@@ -211,7 +214,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import (
-        start_embedded_server,
         task_runner,
         use_global_model_limit,
     )
@@ -223,7 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
     prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
-    start_embedded_server()  # before any flow: with a scrubbed environment
+    prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
@@ -258,9 +260,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
-    start_early()  # the embedded Prefect server boots while the flows are imported
+    start_prefect()  # the embedded Prefect server boots while the flows are imported
 
-    from aeval.flows.runners import start_embedded_server
     from aeval.flows.sweep import sweep
 
     from aeval.requests import SweepRequest
@@ -279,7 +280,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    start_embedded_server()
+    prefect_ready()
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     request = SweepRequest(
@@ -332,9 +333,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
-    start_early()  # the embedded Prefect server boots while the flows are imported
+    start_prefect()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.compare import compare
-    from aeval.flows.runners import start_embedded_server
     from aeval.tasks.compare import render_compare
 
     from aeval.store import new_run_id
@@ -344,7 +344,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # as `run` does: litellm loads while the server starts, not inside the first case's wall
     prefetch_model_client(any(v["runtime"] == "builtin" for v in variants)
                           or bool(args.grader_model or settings.grader_model))
-    start_embedded_server()
+    prefect_ready()
     report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
                      concurrency=args.concurrency or settings.concurrency,
                      store=str(store), grader_model=None if args.no_grader else (
@@ -369,12 +369,11 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
-    start_early()  # the embedded Prefect server boots while the flows are imported
+    start_prefect()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.regrade import regrade
-    from aeval.flows.runners import start_embedded_server
     from aeval.tasks.compare import regrade_exit, render_regrade
 
-    start_embedded_server()
+    prefect_ready()
     report = regrade(run=str(source), grader_models=args.grader_model, store=str(store),
                      api_base=args.api_base or settings.api_base)
     print(render_regrade(report))

@@ -90,7 +90,8 @@ def runtime_rows() -> list[dict[str, str]]:
             rt.check_available()
             installed = "yes"
         except (AevalError, ImportError) as exc:
-            installed, version = f"no ({str(exc).splitlines()[0][:80]})", None
+            # whole: cut at a width it named a wrong version (`@openai/codex@0.17` of 0.171.0)
+            installed, version = f"no ({(str(exc).splitlines() or [''])[0].strip()})", None
         return {"name": name, "installed": installed, "version": version or "–",
                 "skills at": cls.skills_subdir or "–",
                 "needs model": "yes" if cls.needs_model else "no",

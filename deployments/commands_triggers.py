@@ -13,9 +13,7 @@ from pathlib import Path
 
 from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
-from aeval.deployments.console import prefect_env, progress_logging
-
-from aeval.embedded import start_early
+from aeval.deployments.console import prefect_env, prefect_ready, progress_logging, start_prefect
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
@@ -63,11 +61,11 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
     # would swap this process's environment while the model client is imported beside it
-    start_early()
+    start_prefect()
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
         return EXIT_USAGE
-    from aeval.flows.runners import start_embedded_server, task_runner
+    from aeval.flows.runners import task_runner
     from aeval.flows.triggers import triggers
     from aeval.tasks.triggers import INTERNAL
     from pydantic import ValidationError
@@ -87,7 +85,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print(f"aeval triggers: {flag_problem(exc)}", file=sys.stderr)
         return EXIT_USAGE
     prefetch_model_client()
-    start_embedded_server()
+    prefect_ready()
     flow = triggers.with_options(
         task_runner=task_runner(args.concurrency or settings.concurrency))
     report = flow(request)

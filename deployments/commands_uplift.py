@@ -19,9 +19,13 @@ from aeval.deployments.cli_common import (
     flag_problem,
 )
 from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
-from aeval.deployments.console import make_console, prefect_env, progress_logging
-
-from aeval.embedded import start_early
+from aeval.deployments.console import (
+    make_console,
+    prefect_env,
+    prefect_ready,
+    progress_logging,
+    start_prefect,
+)
 
 NOT_AGENTS = ("literal", "replay")
 EPILOG = """exit codes of `aeval uplift` (first match wins):
@@ -110,7 +114,7 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
     # would swap this process's environment while the model client is imported beside it
-    start_early()
+    start_prefect()
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
         return EXIT_USAGE
@@ -133,11 +137,10 @@ def cmd_uplift(args: argparse.Namespace) -> int:
             output_cap=settings.output_cap)
     except ValidationError as exc:
         return usage(flag_problem(exc))
-    from aeval.flows.runners import start_embedded_server
     from aeval.flows.uplift import uplift
 
     prefetch_model_client()
-    start_embedded_server()  # before any flow: with a scrubbed environment
+    prefect_ready()  # before any flow: with a scrubbed environment
     report = uplift(request)
     print_uplift(report, Path(request.store))
     assert report.gate is not None

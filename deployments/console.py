@@ -1,8 +1,11 @@
-"""What `aeval` prints: quiet embedded-Prefect defaults, progress lines, the summary table.
+"""What `aeval` prints: quiet embedded-Prefect defaults, progress lines (starting Prefect
+included), the summary.
 
-Width: on a terminal, tables fold their cells to the terminal's width; piped or captured
-(CI logs, `| grep`, tests), nothing wraps: every line is printed whole at a fixed wide width,
-whatever ``COLUMNS`` says, so a line of evidence stays one greppable line.
+Width: on a terminal the summary is sized to it: the table from 100 columns (`COMPACT_BELOW`),
+a compact list of two lines a case below; evidence up to about two lines of the terminal,
+a failed command and the end of its output one line each. Piped or captured (CI logs,
+`| grep`, tests), nothing wraps: every line is printed whole at a fixed wide width, whatever
+``COLUMNS`` says, so a line of evidence stays one greppable line.
 
 Untrusted text (skill names, reasons, evidence, paths) is inert on the console: `inert`
 writes control characters and ESC sequences as visible escapes (``\x1b``), so step output
@@ -18,6 +21,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from aeval.text import InertFilter, escape_controls
@@ -48,6 +52,34 @@ def prefect_env(verbose: bool) -> None:
         # the embedded server logs its own shutdown races at ERROR: nothing a user can act on.
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+
+
+_spawned_at: float | None = None
+
+
+def start_prefect() -> None:
+    """Spawn the embedded Prefect server in the background (`aeval.embedded.start_early`) and
+    say so on the progress line: it takes seconds to boot (more on a fresh PREFECT_HOME),
+    and the user is not left staring at nothing. Call it after `progress_logging`."""
+    global _spawned_at
+    from aeval.embedded import start_early
+
+    if start_early() is not None and _spawned_at is None:
+        _spawned_at = time.monotonic()
+        logging.getLogger("aeval.progress").info("starting Prefect (embedded server) …")
+
+
+def prefect_ready() -> None:
+    """Wait for the Prefect server the flows will use (`start_embedded_server`: the one
+    `start_prefect` spawned, or Prefect's own start), then say how long it took to boot."""
+    global _spawned_at
+    from aeval.flows.runners import start_embedded_server
+
+    start_embedded_server()
+    if _spawned_at is not None:
+        logging.getLogger("aeval.progress").info(
+            "Prefect ready (%.1f s)", time.monotonic() - _spawned_at)
+        _spawned_at = None
 
 
 def make_console():
@@ -100,12 +132,23 @@ def progress_logging(quiet: bool) -> None:
     logger.addHandler(handler)
 
 
+COMPACT_BELOW = 100
+"""Below this many columns the summary is a list, two lines a case, instead of the table
+(seven columns do not fit: `csv-stats` folded into `csv-s/tats`)."""
+PIPE_EVIDENCE_CAP = 1000
+"""Characters of one evidence line when piped (no terminal to size it to)."""
+TAIL_LINES = 3
+"""Lines of a failed command's output shown under it (the end: tracebacks end there)."""
+
+
 def evidence_line(text: str, cap: int = 160) -> str:
-    """The most telling line of evidence: the last non-empty one (tracebacks end there)."""
+    """The most telling line of evidence: the last non-empty one (tracebacks end there),
+    after the first when there are several, cut to ``cap`` characters."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     if not lines:
         return ""
-    last = lines[-1] if len(lines) == 1 else f"{lines[0][:80]} … {lines[-1]}"
+    head = max(20, cap // 3)
+    last = lines[-1] if len(lines) == 1 else f"{lines[0][:head]} … {lines[-1]}"
     return last if len(last) <= cap else last[: cap - 1] + "…"
 
 
@@ -116,39 +159,110 @@ def shown(text: object) -> str:
     return escape(inert(text))
 
 
-def print_summary(manifest, run_dir: Path) -> None:
+def _cut(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+STATUS_STYLE = {"pass": "green", "fail": "red", "error": "yellow", "invalid": "magenta",
+                "untested": "cyan", "internal": "bold red"}
+
+
+class _Summary:
+    """What `print_summary` shows, sized to ``width`` columns: evidence up to two lines of
+    the terminal (`PIPE_EVIDENCE_CAP` when piped), the table or, below `COMPACT_BELOW`
+    columns, the compact list."""
+
+    def __init__(self, width: int, piped: bool) -> None:
+        self.width = width
+        self.compact = width < COMPACT_BELOW
+        self.indent = 4 if self.compact else 6
+        room = max(20, width - self.indent)
+        self.cap = PIPE_EVIDENCE_CAP if piped else int(1.8 * room)  # two folded lines
+        self.line_cap = PIPE_EVIDENCE_CAP if piped else room - 2  # one line, unfolded
+        self.tail_lines = 2 if self.compact else TAIL_LINES
+
+    def failed_commands(self, g) -> list[str]:
+        """The commands that failed on the first attempt: each with its exit code and the
+        end of its output (a failing doc test's evidence as the user would see it run)."""
+        out = []
+        errors = g.self_correction.first_attempt_errors
+        for f in errors[:2]:
+            code = "" if f.exit_code is None else f", exit {f.exit_code}"
+            where = f"  (event {f.seq}{code})"
+            out.append(shown(_cut(f"$ {f.command or f.tool}", self.line_cap - len(where)))
+                       + f"[dim]{shown(where)}[/]")
+            # the end of its output, without a traceback's ~~~^^^ marker lines
+            tail = [ln.rstrip() for ln in (f.excerpt or "").splitlines()
+                    if ln.strip() and ln.strip(" ~^")]
+            out += [f"[dim]│[/] {shown(_cut(ln, self.line_cap - 2))}"
+                    for ln in tail[-self.tail_lines:]]
+        if len(errors) > 2:
+            out.append(f"[dim]… and {len(errors) - 2} more failed command(s) in "
+                       f"grading.json[/]")
+        return out
+
+
+def _rates(c) -> tuple[str, str]:
+    """(first-attempt, terminal) cells of a case: the terminal rate only where a later
+    attempt exists (`aeval.verdict.terminal_rate`)."""
+    from aeval.verdict import terminal_rate
+
+    if c.status == "untested":  # an untested case has no rate to show
+        return "–", "–"
+    t = terminal_rate(c)
+    return (f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})",
+            "–" if t is None else _pct(t))
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def _shown_path(path: Path, compact: bool) -> str:
+    """A path as the summary names it: relative to the working folder on a narrow terminal
+    when it is under it (`.aeval/runs/<id>`), else absolute."""
+    if compact:
+        with contextlib.suppress(ValueError, OSError):
+            return shown(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    return shown(path)
+
+
+def print_summary(manifest, run_dir: Path, console=None) -> None:
+    """The run's summary: a row per case (a table, or a compact list on a narrow terminal),
+    what failed with its evidence (a failing command with its exit code and the end of its
+    output), what was not tested and why, lint warnings, where the artifacts and report.html
+    are, and the gate."""
+    from rich.padding import Padding
     from rich.table import Table
 
     from aeval.artifacts import Grading
     from aeval.store import read_model
 
-    console = make_console()
-    table = Table(title=f"aeval run {manifest.run_id}", title_justify="left")
-    for col in ("skill", "case", "runtime", "status", "first-attempt", "terminal", "tier"):
-        table.add_column(col, overflow="fold")
-    style = {"pass": "green", "fail": "red", "error": "yellow", "invalid": "magenta",
-             "untested": "cyan", "internal": "bold red"}
+    console = console or make_console()
+    view = _Summary(console.width, piped=console.width >= PIPE_WIDTH)
+    style = STATUS_STYLE
 
-    def pct(x):
-        return "–" if x is None else f"{x:.0%}"
+    def pad(text: str, left: int):
+        return Padding(text, (0, 0, 0, left), expand=False)
 
-    details = []
+    rows = []  # (name, case, runtime, status markup, first, terminal, tier)
+    # what failed: (head of the case, [(label, evidence lines)]); label "" for the reason
+    failures: list[tuple[str, list[tuple[str, list[str]]]]] = []
     untested = []
     for s in manifest.skills:
         if s.status == "invalid":
-            table.add_row(shown(s.name), "–", "–", "[magenta]invalid[/]", "–", "–", "–")
-            details += [f"[magenta]{shown(s.name)}[/]: {shown(p)}" for p in s.problems]
+            rows.append((shown(s.name), "–", "–", "[magenta]invalid[/]", "–", "–", "–"))
+            failures.append((f"[magenta]{shown(s.name)}[/]",
+                             [("", [shown(p)]) for p in s.problems]))
             continue
         for c in s.cases:
             status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
                 " (unchanged: reused)" if c.reused_from else "")
             name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
-            tested = c.status != "untested"  # an untested case has no rate to show
-            table.add_row(shown(s.name), shown(name), shown(c.runtime),
-                          f"[{style[c.status]}]{shown(status)}[/]",
-                          f"{pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})"
-                          if tested else "–", pct(c.terminal_pass_rate) if tested else "–",
-                          shown(s.tier or "–"))
+            first, terminal = _rates(c)
+            rows.append((shown(s.name), shown(name), shown(c.runtime),
+                         f"[{style[c.status]}]{shown(status)}[/]", first, terminal,
+                         shown(s.tier or "–")))
             if c.status == "pass":
                 continue
             head = f"[{style[c.status]}]{shown(f'{s.name}/{name} [{c.runtime}]')}[/]"
@@ -157,32 +271,75 @@ def print_summary(manifest, run_dir: Path) -> None:
             if c.status == "untested":
                 note = " (SKILL.md's doc test beside the contract; the other cases decide " \
                        "the skill's verdict)" if c.supplementary else ""
-                untested.append(f"{head}: {shown(evidence_line(c.reason, 300))}"
+                untested.append(f"{head}: {shown(evidence_line(c.reason, view.cap))}"
                                 f"[dim]{shown(note)}[/]")
                 continue
             grading = run_dir / c.dir / "grading.json"
             if c.status == "error" or not grading.is_file():
-                details.append(f"{head}: {shown(c.reason)}")
+                failures.append((head, [("", [shown(c.reason)])]))
                 continue
             g = read_model(grading, Grading)
-            for e in g.expectations:
-                if e.status == "failed":
-                    details.append(f"{head} {shown(e.id)} {shown(e.text)}\n      "
-                                   f"{shown(evidence_line(e.evidence))}")
-    console.print(table)
-    if details:
+            failed = [e for e in g.expectations if e.status == "failed"]
+            items = [] if failed else [("", [shown(c.reason)])]  # never without evidence
+            items += [(f"{shown(e.id)} {shown(e.text)}" if not view.compact else shown(e.id),
+                       [shown(evidence_line(e.evidence, view.cap))]) for e in failed]
+            if c.status == "fail" and (commands := view.failed_commands(g)):
+                items.append(("failed command(s):" if not view.compact else "", commands))
+            failures.append((head, items))
+    tested = any(r[4] != "–" for r in rows)
+    title = f"aeval run {manifest.run_id}"
+    if view.compact:
+        console.print(title)
+        for name, case, runtime, status, first, terminal, tier in rows:
+            console.print(pad(f"{name}/{case} [dim]\\[{runtime}][/]: {status}"
+                              if case != "–" else f"{name}: {status}", 2))
+            facts = [f"first attempt {first}"] if first != "–" else []
+            facts += [f"terminal {terminal}"] if terminal != "–" else []
+            facts += [f"tier {tier}"] if tier != "–" else []
+            if facts:
+                console.print(pad(f"[dim]{', '.join(facts)}[/]", 4))
+    else:
+        table = Table(title=title, title_justify="left")
+        for col in ("skill", "case", "runtime", "status", "first-attempt", "terminal", "tier"):
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        if tested:
+            console.print("[dim]terminal: the pass rate after the executor's own corrections;"
+                          " – where there was no later attempt (literal runs once)[/]")
+    if failures:
         console.print("\nWhat failed, with evidence:")
-        for d in details:
-            console.print(f"  {d}")
+    for head, items in failures:
+        if view.compact:  # the case once, then each failure under it
+            console.print(pad(head, 2))
+            for label, lines in items:
+                first_line, *rest = lines
+                console.print(pad(f"{label} {first_line}" if label else first_line, 4))
+                for ln in rest:
+                    console.print(pad(ln, 6))
+            continue
+        for label, lines in items:  # one greppable line per failure, naming its case
+            if not label:
+                console.print(pad(f"{head}: {lines[0]}", 2))
+                lines = lines[1:]
+            else:
+                console.print(pad(f"{head} {label}", 2))
+            for ln in lines:
+                console.print(pad(ln, view.indent))
     if untested:
         console.print("\nNot tested (never counted as a pass), and why:")
         for d in untested:
-            console.print(f"  {d}")
+            console.print(pad(d, 2))
     for s in manifest.skills:
         for w in s.warnings:
             console.print(f"[dim]lint: {shown(w)}[/]")
     g = manifest.gate
-    console.print(f"\nartifacts: {shown(run_dir)}")
+    # paths whole on one line (the terminal wraps them, a copy gets them entire)
+    console.print(f"\nartifacts: {_shown_path(run_dir, view.compact)}", soft_wrap=True)
+    if (run_dir / "report.html").is_file():
+        console.print(f"report:    {_shown_path(run_dir / 'report.html', view.compact)}",
+                      soft_wrap=True)
     console.print(f"exit {g.exit_code}: {shown(g.reason)}")
 
 

@@ -30,6 +30,7 @@ from pydantic import Field, TypeAdapter
 from aeval.artifacts import FixSuggestion, RunManifest
 from aeval.store import atomic_write_text
 from aeval.text import code_span, escape_controls
+from aeval.verdict import passed_after_correction, terminal_rate
 
 
 def fenced(text: str, info: str = "text") -> str:
@@ -99,7 +100,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
             verdict = f"**{c.status}**" + (f", {c.ungraded} ungraded" if c.ungraded else "")
             out.append(f"| {_cell(name)} | {c.runtime} | {verdict} | "
                        f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed}) "
-                       f"| {_pct(c.terminal_pass_rate)} | {c.self_corrections} |")
+                       f"| {_pct(terminal_rate(c))} | {c.self_corrections} |")
     evidence, corrections = [], []
     for c in sk.cases:
         # "epoch 2", not "#2": GitLab would link issue 2
@@ -110,7 +111,8 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
             evidence += [f"{head} {c.status}: {_cell(c.reason)}", ""]
         for e in (g.expectations if g else []):
             if e.status == "failed":
-                fix = " (passed only after a correction)" if e.terminal_passed else ""
+                fix = " (passed only after a correction)" if passed_after_correction(
+                    e, c.runtime) else ""
                 evidence += [f"{head} {e.id}: {_cell(e.text)}{fix}", fenced(tail(e.evidence)),
                              ""]
         for ch in (g.self_correction.changes_made if g else []):
@@ -142,7 +144,8 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         out += ["", "<details><summary>Lint warnings</summary>", "",
                 *[f"- {_cell(w)}" for w in sk.warnings], "", "</details>"]
     out += ["", "<sub>Verdicts use the first-attempt pass rate; the terminal rate also counts "
-                "assertions that passed only after the agent corrected something.</sub>"]
+                "assertions that passed only after the agent corrected something (– where there "
+                "was no later attempt).</sub>"]
     return disarm("\n".join(out).strip() + "\n")
 
 

@@ -24,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.text import escape_controls, one_line
-from aeval.verdict import gate, skill_status
+from aeval.verdict import gate, skill_status, terminal_rate
 
 
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
@@ -144,7 +144,7 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest
     progress("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)
     for s in done.skills:
         rows = [{"case": c.case_id, "runtime": c.runtime, "epoch": c.epoch, "status": c.status,
-                 "first_attempt": c.first_attempt_pass_rate, "terminal": c.terminal_pass_rate,
+                 "first_attempt": c.first_attempt_pass_rate, "terminal": terminal_rate(c),
                  "ungraded": c.ungraded, "reason": c.reason} for c in s.cases]
         if s.status == "invalid":
             rows = [{"case": "-", "status": "invalid", "reason": "; ".join(s.problems)}]

@@ -26,6 +26,7 @@ from aeval.artifacts import (
 )
 from aeval.store import read_model
 from aeval.text import escape_controls
+from aeval.verdict import terminal_rate
 
 
 def _pct(x: float | None) -> str:
@@ -53,7 +54,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("aeval.tasks", "templates"),
                       autoescape=select_autoescape(), finalize=_finalize,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(pct=_pct, signed=_signed, num=_num)
+    env.filters.update(pct=_pct, signed=_signed, num=_num, terminal=terminal_rate)
     return env
 
 

@@ -1,7 +1,8 @@
 """The command line as a new user meets it, in real subprocesses with a real embedded Prefect:
 a run whose reader went away still exits with its gate code; a model that cannot be reached
 is one line per case, not Prefect's ERROR lines and tracebacks; piped output is the same at
-any COLUMNS, and a narrow terminal folds instead of cutting."""
+any COLUMNS; a narrow terminal gets a compact list, a wide one the table; start-up says that
+Prefect is starting."""
 
 from __future__ import annotations
 
@@ -80,17 +81,23 @@ def test_piped_output_is_the_same_at_any_width_and_never_wraps(failed_run):
     assert any(re.search(r"segmentation .*train .*literal .*fail, 1 ungraded .*per-skill", ln)
                for ln in lines)
     evidence = [ln for ln in lines if "KeyError: 'segment_train'" in ln]
-    # A3 (commands_succeeded) and S2 (the documented command) of each of the two cases
+    tails = [ln for ln in evidence if ln.strip().startswith("│")]
+    # A3 (commands_succeeded) and S2 (the documented command) of each of the two cases, then
+    # the end of the failed command's output under each case
+    assert len(tails) == 2 and all(ln.strip() == "│ KeyError: 'segment_train'" for ln in tails)
+    evidence = [ln for ln in evidence if ln not in tails]
     assert len(evidence) == 4 and all("segment_train --data" in ln for ln in evidence)
+    assert sum(ln.strip().startswith("$ python3 $SKILL_DIR/scripts/run.py segment_train --data "
+                                      "fixtures") for ln in lines) == 2
     assert "exit 1: 2 case(s) failed: segmentation/inference, segmentation/train" in lines
     assert all(ln == ln.rstrip() for ln in lines)  # no padding to a console width
     assert "segmentation/train [literal] A3" in narrow  # the runtime is not eaten as markup
 
 
-def test_a_narrow_terminal_folds_the_table_instead_of_cutting_it(failed_run):
-    _, store = failed_run
+def on_terminal(store: Path, columns: int) -> str:
+    """`aeval show` on a terminal of ``columns`` columns: what the user sees."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 60, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     env = user_env(TERM="xterm", NO_COLOR="1")
     proc = subprocess.Popen([AEVAL, "show", "--out", str(store)], stdout=slave, stderr=slave,
                             env=env)
@@ -106,12 +113,32 @@ def test_a_narrow_terminal_folds_the_table_instead_of_cutting_it(failed_run):
         chunks.append(chunk)
     os.close(master)
     assert proc.wait(timeout=120) == 1
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode()).replace("\r", "")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode()).replace("\r", "")
+
+
+def test_a_narrow_terminal_gets_a_compact_list(failed_run):
+    _, store = failed_run
+    text = on_terminal(store, 60)
     lines = text.splitlines()
-    assert lines and max(len(ln) for ln in lines) <= 60
-    rows = [ln for ln in lines if ln.startswith(("│", "┃"))]
-    assert len(rows) > 3 and not any("…" in ln for ln in rows)  # folded, no cell cut short
+    paths = [ln for ln in lines if ln.startswith(("artifacts: ", "report: "))]
+    assert len(paths) == 2 and paths[1].endswith("report.html")  # whole, the terminal wraps
+    assert lines and max(len(ln) for ln in lines if ln not in paths) <= 60
+    # below 100 columns the compact list, not a table folded into `csv-s/tats` cells
+    assert not any(ln.startswith(("┏", "┃", "│")) for ln in lines)
+    assert "  segmentation/train [literal]: fail, 1 ungraded" in lines
+    assert "  segmentation/inference [literal]: fail" in lines
     assert "segment_train'" in text and "exit 1: 2 case(s) failed" in text
+
+
+def test_a_wide_terminal_gets_the_table(failed_run):
+    _, store = failed_run
+    text = on_terminal(store, 160)
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines if not ln.startswith(("artifacts: ", "report: "))) <= 160
+    rows = [ln for ln in lines if ln.startswith("│")]
+    assert len(rows) == 2 and not any("…" in ln for ln in rows)
+    assert any(re.search(r"│ segmentation +│ train +│ literal +│ fail, 1 ungraded +│ "
+                         r"17% \(1/6\) +│ – +│", ln) for ln in rows)
 
 
 def test_an_unreachable_model_is_one_line_per_case_without_v(tmp_path):
@@ -142,3 +169,20 @@ def test_verbose_shows_prefects_own_error_lines(tmp_path):
         env=user_env(AEVAL_MODEL="openai/scripted", OPENAI_API_KEY=""))
     assert proc.returncode == 3
     assert "| ERROR   |" in proc.stderr and "Traceback" in proc.stderr
+
+
+def test_start_up_says_prefect_is_starting_before_anything_else(tmp_path):
+    """The embedded Prefect server takes seconds to boot (more on a fresh PREFECT_HOME): the
+    first line says so, and a second one when it is up, so a user does not stare at
+    nothing."""
+    env = user_env(PREFECT_HOME=str(tmp_path / "fresh-prefect-home"))
+    proc = subprocess.run([AEVAL, "run", str(EXAMPLES / "skills" / "hello-docs"),
+                           "--runtime", "literal", "--out", str(tmp_path / "s")],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert re.fullmatch(r"\d\d:\d\d:\d\d starting Prefect \(embedded server\) …", lines[0])
+    ready = next(i for i, ln in enumerate(lines) if re.search(r" Prefect ready \(\d+\.\d s\)$",
+                                                               ln))
+    planned = next(i for i, ln in enumerate(lines) if "1 skill(s), 1 case run(s)" in ln)
+    assert 0 < ready < planned

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from aeval.deployments.cli import build_parser, main
 
 from aeval.artifacts import SCHEMA_NAMES, CaseResult, SkillResult
+from aeval.exit_codes import epilog
 from aeval.verdict import gate
 from tests.conftest import EXAMPLES
 
@@ -68,11 +70,15 @@ def test_show_documents_its_exit_code():
     assert "2 if RUN is unknown or did not finish" in text
 
 
-def test_the_epilog_lists_exit_code_4_and_keeps_the_others():
+def test_the_epilog_lists_every_exit_code_in_the_gates_order():
+    """--help shows the codes the gate returns, in the order it tries them (it listed 1, 2,
+    3, 0, 4 while the gate and the README said 1, 2, 4, 3, 0)."""
     text = aeval("--help").stdout
+    assert epilog() in text
+    codes = [int(m) for m in re.findall(r"^  (\d)  ", text[text.index("exit codes of"):], re.M)]
+    assert codes == [1, 2, 4, 3, 0]
     for line in ("1  a case failed", "2  a usage error", "3  an environment error",
-                 "0  every case passed", "4  internal error (aeval itself failed: a bug to "
-                 "report"):
+                 "0  every tested case passed", "4  internal error: aeval itself failed"):
         assert line in text, line
 
 
@@ -232,3 +238,18 @@ def test_a_mistyped_flag_shows_the_subcommand_usage(argv, usage, capsys):
     err = capsys.readouterr().err
     assert err.startswith(usage), err
     assert f"unrecognized arguments: {argv[1]}" in err.splitlines()[-1]
+
+
+def test_runtimes_names_a_missing_clis_install_command_whole(tmp_path, monkeypatch):
+    """`aeval runtimes` cut the reason at 80 characters: `npm install -g @openai/codex@0.17`
+    for 0.171.0, a command that installs the wrong version."""
+    from aeval.adapters.codex import CODEX_VERSION
+    from aeval.adapters.opencode import OPENCODE_VERSION
+    from aeval.deployments.commands_info import runtime_rows
+
+    monkeypatch.setenv("AEVAL_CODEX_BIN", str(tmp_path / "no-codex"))
+    monkeypatch.setenv("AEVAL_OPENCODE_BIN", str(tmp_path / "no-opencode"))
+    rows = {r["name"]: r for r in runtime_rows()}
+    assert f"npm install -g @openai/codex@{CODEX_VERSION} " in rows["codex"]["installed"]
+    assert f"npm install -g opencode-ai@{OPENCODE_VERSION} " in rows["opencode"]["installed"]
+    assert rows["codex"]["installed"].endswith("or set AEVAL_CODEX_BIN))")

@@ -134,7 +134,7 @@ def make_run(store: Path, run_id: str, suggestions: list[FixSuggestion],
                     graded_by="structural"),
     ]
     grading = Grading(
-        skill="segmentation", case_id="train", runtime="literal", status="fail",
+        skill="segmentation", case_id="train", runtime="builtin", status="fail",
         status_reason="1/3 first-attempt", expectations=exps,
         summary=GradingSummary(passed=1, failed=2, ungraded=0, total=3, pass_rate=1 / 3,
                                first_attempt_pass_rate=1 / 3, terminal_pass_rate=1.0),
@@ -142,18 +142,18 @@ def make_run(store: Path, run_id: str, suggestions: list[FixSuggestion],
             id="C1", path="SKILL.md", change="modified", diff="-segment_train\n+train",
             event_seq=5, attribution="direct")]),
         grader=GraderInfo(model=None, protocol_fidelity=True))
-    case = CaseResult(case_id="train", runtime="literal", status="fail",
+    case = CaseResult(case_id="train", runtime="builtin", status="fail",
                       reason="1/3 first-attempt", passed=1, failed=2, total=3,
                       first_attempt_pass_rate=1 / 3, terminal_pass_rate=1.0,
-                      self_corrections=1, dir="segmentation/literal/train")
+                      self_corrections=1, dir="segmentation/builtin/train")
     write_model(run_dir / case.dir / "grading.json", grading)
-    write_model(run_dir / "segmentation/literal/fix_suggestions.json", FixSuggestions(
-        skill="segmentation", runtime="literal", suggestions=suggestions,
+    write_model(run_dir / "segmentation/builtin/fix_suggestions.json", FixSuggestions(
+        skill="segmentation", runtime="builtin", suggestions=suggestions,
         causal_share=1.0 if suggestions else None))
     created = created or datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
     manifest = RunManifest(
         run_id=run_id, created_at=created, finished_at=created, status="finished",
-        aeval_version="0.1.0", paths=[str(SKILL_DIR)], runtimes=["literal"],
+        aeval_version="0.1.0", paths=[str(SKILL_DIR)], runtimes=["builtin"],
         skills=[SkillResult(name="segmentation", path=str(SKILL_DIR), status="fail",
                             tier="per-skill", cases=[case])],
         totals={"fail": 1}, gate={"exit_code": 1, "reason": "1 case(s) failed"})
@@ -236,7 +236,7 @@ def test_skill_note_has_verdict_rates_evidence_and_link(tmp_path):
                            report_url="https://ci.example/-/jobs/1/artifacts", inline=1)
     assert body.startswith(skill_marker("segmentation", SEG_FOLDER) + "\n")
     assert "fail" in body and "r1" in body
-    assert "| `train` | literal | **fail** | 33% (1/3) | 100% | 1 |" in body
+    assert "| `train` | builtin | **fail** | 33% (1/3) | 100% | 1 |" in body
     assert "A1: `File outputs/model.json exists`" in body
     assert "outputs/model.json does not exist" in body
     assert "(passed only after a correction)" in body  # A3: terminal pass, first-attempt fail
@@ -411,7 +411,7 @@ def test_junit_xml_validates(tmp_path):
             CaseResult(case_id="c", runtime="literal", epoch=2, status="pass", reason="ok",
                        dir="flaky/literal/c/epoch-2")])]
     root = check_junit(junit_xml(run, manifest))
-    assert {s.get("name") for s in root} == {"segmentation [literal]", "broken", "flaky [literal]"}
+    assert {s.get("name") for s in root} == {"segmentation [builtin]", "broken", "flaky [literal]"}
     failure = root.find("./testsuite/testcase/failure")
     assert "KeyError: 'segment_train'" in failure.text
 

@@ -1,0 +1,74 @@
+"""The README a newcomer reads first: its exit-code table is the one `--help` shows (both
+from `aeval.exit_codes`), its test command is the one CI runs, its glossary names the
+project's jargon, the paper is named once, and its links to its own sections resolve."""
+
+from __future__ import annotations
+
+import re
+
+from aeval.exit_codes import RUN_EXIT_CODES, epilog, markdown_table
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAPER = "AEVAL: From Anecdotal to\nDeterministic Testing for Agentic Skill Workflows"
+
+
+def between(text: str, begin: str, end: str) -> str:
+    start = text.index(begin)
+    start = text.index("\n", start) + 1
+    return text[start:text.index(end, start)]
+
+
+def test_the_exit_code_table_is_the_generated_one():
+    table = between(README, "<!-- exit codes: generated", "<!-- exit codes: end -->")
+    assert table == markdown_table(), (
+        "README's exit-code table differs from aeval/exit_codes.py; paste the output of "
+        "`python -m aeval.exit_codes`:\n" + markdown_table())
+
+
+def test_help_and_readme_list_the_codes_in_the_gates_order():
+    order = [e.code for e in RUN_EXIT_CODES]
+    assert order == [1, 2, 4, 3, 0]
+    assert [int(c) for c in re.findall(r"^\| (\d) \|", markdown_table(), re.M)] == order
+    assert [int(c) for c in re.findall(r"^  (\d)  ", epilog(), re.M)] == order
+
+
+def test_the_test_command_is_the_one_ci_runs():
+    commands = re.findall(r"```bash\n(.*?)\n```", README, re.S)
+    test_command = next(c for c in commands if "python -m pytest" in c)
+    assert test_command in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_quickstart_runs_the_example_without_a_key():
+    five = between(README, "<!-- five-minute path:", "<!-- five-minute path: end -->")
+    first = re.search(r"```bash\n(.*?)\n```", five, re.S).group(1)
+    assert first == ("python3 -m venv .venv && .venv/bin/pip install -e . && "
+                     ".venv/bin/aeval run examples/marketplace")
+    # the five-minute path comes first, the deep sections after it
+    headings = re.findall(r"^## (.+)$", README, re.M)
+    assert headings[:3] == ["Five minutes to a first result", "Glossary", "Run the tests"]
+
+
+def test_the_glossary_explains_the_jargon():
+    glossary = between(README, "## Glossary", "\n## ")
+    terms = [m.group(1) for m in re.finditer(r"^\| ([^|]+?) \|", glossary, re.M)]
+    for term in ("Δ (delta)", "S0–S3", "LV1 / LV2", "tiers", "first attempt", "terminal",
+                 "untested", "ungraded"):
+        assert term in terms, term
+
+
+def test_the_paper_is_named_once_by_its_title():
+    assert README.count(PAPER) == 1
+
+
+def slug(heading: str) -> str:
+    """GitHub's and GitLab's anchor of a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def test_every_link_to_a_section_resolves():
+    anchors = {slug(h) for h in re.findall(r"^#{1,4} (.+)$", README, re.M)}
+    links = re.findall(r"\]\(#([^)]+)\)", README)
+    assert links
+    assert [a for a in links if a not in anchors] == []
