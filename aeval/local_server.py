@@ -267,6 +267,7 @@ def _spawn(folder: Path, prefect_version: str, port: int | None = None,
     from aeval.embedded import (
         MARK_VAR,
         SERVER_AUTH_VAR,
+        SERVER_ENV,
         EmbeddedServerError,
         _free_port,
         default_database,
@@ -279,8 +280,7 @@ def _spawn(folder: Path, prefect_version: str, port: int | None = None,
     if importlib.util.find_spec("prefect") is None:
         raise EmbeddedServerError("prefect is not installed")
     port, auth = port or _free_port(), auth or new_auth_string()
-    env = {**scrubbed_environ(), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-           "PREFECT__SERVER_FINAL": "1", SERVER_AUTH_VAR: auth}
+    env = {**scrubbed_environ(), **SERVER_ENV, SERVER_AUTH_VAR: auth}
     env.pop("PREFECT_API_URL", None)
     env.pop(MARK_VAR, None)
     fresh_db = None
