@@ -184,7 +184,7 @@ class ReusedServer:
             timeout_s = float(os.environ.get(STARTUP_TIMEOUT_VAR) or 90)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if not is_server_process(self.record) and not self._revive():
+            if self._gone() and not self._revive():
                 raise EmbeddedServerError(
                     f"the local Prefect server (pid {self.lost}) exited while starting "
                     f"(its log: {state_dir() / 'server.log'})")
@@ -217,8 +217,14 @@ class ReusedServer:
 
     def _watch(self, period_s: float) -> None:
         while not self._stopping.wait(period_s):
-            if not is_server_process(self.record) and not self._revive():
+            if self._gone() and not self._revive():
                 return
+
+    def _gone(self) -> bool:
+        """The server is not running: its process is gone (or is another program), and
+        nothing answers on its port with its auth string (a live server that answers is
+        never replaced, whatever /proc said)."""
+        return not is_server_process(self.record) and not answers(self.record, timeout_s=1)
 
     def _revive(self) -> bool:
         """Start the lost server again (same port, same auth string); False when that is
@@ -288,8 +294,8 @@ def _spawn(folder: Path, prefect_version: str, port: int | None = None,
     if db is not None and template is not None and not db.exists() \
             and not seed_database(db, template):
         fresh_db = db
-    log = os.open(folder / "server.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
-                  0o600)
+    log = os.open(folder / "server.log",  # appended: a lost server's last words stay
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", SERVE_MODULE, "--port", str(port), "--state-dir",
@@ -311,11 +317,12 @@ def attach() -> ReusedServer | None:
     prefect_version = version("prefect")
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.chmod(0o700)  # another user's folder: OSError, and an embedded server instead
     start = open_lock(folder, START_LOCK)
     try:
         fcntl.flock(start, fcntl.LOCK_EX)
         record, spawned, fresh_db = read_record(folder), False, None
-        if record is not None and not is_server_process(record):
+        if record is not None and not is_server_process(record) and not answers(record):
             record = None  # killed (-9), or stopped when idle: start a new one
         if record is not None and record.prefect_version != prefect_version:
             return None

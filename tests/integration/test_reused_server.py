@@ -194,7 +194,8 @@ def test_two_invocations_at_once_share_one_server(tmp_path, home):
     for code, out, err in results:
         assert code == 0, out[-2000:] + err[-2000:]
     record = the_record(home)
-    assert server_pids(home) == [record.pid], "more than one server for one PREFECT_HOME"
+    assert server_pids(home) == [record.pid], \
+        f"more than one server for one PREFECT_HOME: {[err[-1500:] for _, _, err in results]}"
     for i in range(2):
         assert sorted(verdicts(tmp_path / f"store-{i}").values()) == ["pass", "pass"]
 
