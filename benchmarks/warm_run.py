@@ -1,7 +1,8 @@
 """The fixed cost of one invocation: a warm one-skill literal run (the example `csv-stats`
-skill, 2 cases, ~1 s of work), with a server per invocation (``AEVAL_SERVER=embedded``, what
-CI gets) and with the reused local server (``AEVAL_SERVER=reuse``, the default elsewhere),
-alternating in one sitting so that both see the same load.
+skill: 2 cases and its SKILL.md doc test, ~1 s of work), with a server per invocation
+(``AEVAL_SERVER=embedded``, what CI gets) and with the reused local server
+(``AEVAL_SERVER=reuse``, the default elsewhere), alternating in one sitting so that both see
+the same load.
 
     .venv/bin/python benchmarks/warm_run.py              # 5 runs of each, after one warm-up
     .venv/bin/python benchmarks/warm_run.py --runs 3 --modes reuse
@@ -9,7 +10,7 @@ alternating in one sitting so that both see the same load.
 Per run: wall clock; CPU (user + sys) of the aeval process tree (the embedded server and the
 sandboxed commands included: they are its reaped children); CPU the reused server spent
 during the run (from /proc; it is no child of aeval's); seconds from the process start to
-its first console line and to ``1 skill(s), 2 case run(s)``; the same from the first line
+its first console line and to ``1 skill(s), N case run(s)`` (the plan); the same from the first line
 (the issue's "13.7 s between the first console line and ..."). CPU figures do not depend on
 the machine's load the way wall clocks do. Prints one JSON line per run, then medians.
 """
