@@ -27,6 +27,10 @@ A fresh PREFECT_HOME (every CI job) makes the server create and migrate its SQLi
 version; a later fresh PREFECT_HOME starts from that copy (Alembic then has nothing to do,
 or only the migrations of a newer Prefect). Not when a database URL is configured.
 
+Outside CI (``AEVAL_SERVER=reuse``), `start_early` first looks for the local server a
+previous invocation left running for this PREFECT_HOME, or starts that one instead
+(`aeval.local_server`): a warm invocation then pays no server boot at all.
+
 This module imports no Prefect: that is its point. Where Prefect is already imported (aeval
 called in-process, a test), or a server is configured (``PREFECT_API_URL``), it does nothing
 and Prefect's own start applies.
@@ -59,6 +63,18 @@ CLIENT_AUTH_VAR = "PREFECT_API_AUTH_STRING"
 MARK_VAR = "AEVAL_EMBEDDED_API_URL"
 """Set (to the API URL) in aeval's environment while an embedded server of its own is the
 PREFECT_API_URL: it is not a server other machines (Dask workers) can reach."""
+
+
+SERVER_ENV = {
+    "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+    # aeval uses no Prefect blocks: no registration of block types at boot, and no import of
+    # every installed Prefect collection to find theirs (prefect-dask imports distributed:
+    # ~0.4 s of CPU per boot)
+    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+    "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
+}
+"""What aeval's own Prefect servers (embedded or reused) run with: the API and the services of
+an ephemeral server (flow and task runs, events), no UI, no block registration."""
 
 
 class EmbeddedServerError(RuntimeError):
@@ -160,9 +176,7 @@ class EmbeddedServer:
         if spec is None or not spec.submodule_search_locations:
             raise EmbeddedServerError("prefect is not installed")
         app_dir = str(Path(next(iter(spec.submodule_search_locations))).parent)
-        env = {**scrubbed_environ(), "PREFECT_UI_ENABLED": "0",
-               "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-               SERVER_AUTH_VAR: self.auth_string}
+        env = {**scrubbed_environ(), **SERVER_ENV, SERVER_AUTH_VAR: self.auth_string}
         env.pop("PREFECT_API_URL", None)
         env.pop(MARK_VAR, None)
         db, template = default_database(), template_database()
@@ -230,13 +244,30 @@ def start_early() -> EmbeddedServer | None:
         return _server
     if "prefect" in sys.modules or os.environ.get("PREFECT_API_URL"):
         return None
-    server = EmbeddedServer()
-    server.spawn()
+    server = reused_server() or EmbeddedServer()
+    if isinstance(server, EmbeddedServer):
+        server.spawn()
     os.environ["PREFECT_API_URL"] = server.api_url
     os.environ[CLIENT_AUTH_VAR] = server.auth_string
     os.environ[MARK_VAR] = server.api_url
     _server = server
     return server
+
+
+def reused_server():
+    """The local server reused across invocations (`aeval.local_server`), found or started;
+    None when this invocation is to start an embedded server of its own (``AEVAL_SERVER``
+    embedded, CI, a reused server of another Prefect version, no ``flock``)."""
+    try:
+        from aeval import local_server
+    except ImportError:  # no fcntl (not POSIX)
+        return None
+    if local_server.mode() != "reuse":
+        return None
+    try:
+        return local_server.attach()
+    except OSError:  # an unwritable PREFECT_HOME: the embedded server says what is wrong
+        return None
 
 
 def started() -> EmbeddedServer | None:

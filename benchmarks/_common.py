@@ -30,11 +30,25 @@ def aeval_exe() -> Path:
 
 def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
     """The environment for `aeval run`: the current one with its own PREFECT_HOME (ephemeral
-    server, SQLite), no PREFECT_API_URL (no shared server), analytics off."""
+    server, SQLite), no PREFECT_API_URL (no shared server), analytics off, one embedded
+    server per invocation (``AEVAL_SERVER=embedded``, as under CI: nothing outlives the
+    benchmark) unless ``extra`` says ``reuse`` (warm_run.py)."""
     env = {**os.environ, "PREFECT_HOME": str(prefect_home),
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra}
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "AEVAL_SERVER": "embedded", **extra}
     env.pop("PREFECT_API_URL", None)
     return env
+
+
+def stop_reused_server(prefect_home: Path) -> None:
+    """Stop the reused local server a ``reuse`` run left on ``prefect_home`` (if any)."""
+    import json
+    import signal
+
+    try:
+        pid = json.loads((prefect_home / "aeval-server" / "server.json").read_text())["pid"]
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError):
+        pass
 
 
 def _children() -> dict[int, list[int]]:

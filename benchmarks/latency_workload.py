@@ -41,7 +41,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import aeval_exe, clean_env, machine, newest_mtime, run_timed  # noqa: E402
+from _common import (  # noqa: E402
+    aeval_exe,
+    clean_env,
+    machine,
+    newest_mtime,
+    run_timed,
+    stop_reused_server,
+)
 from _workload import ledger_csv, script, skill_files, write_marketplace  # noqa: E402
 from _workload import prompt as case_prompt  # noqa: E402
 from task_timeline import table as task_table  # noqa: E402
@@ -121,7 +128,8 @@ def run_aeval(args, tmp: Path, prefect_home: Path, ideal: float) -> dict:
         write_marketplace(mp, args.skills)
     exe = aeval_exe()
     env = clean_env(prefect_home, OPENAI_API_KEY="sk-scripted",
-                    AEVAL_MODEL_CONCURRENCY=str(args.model_concurrency))
+                    AEVAL_MODEL_CONCURRENCY=str(args.model_concurrency),
+                    AEVAL_SERVER=args.server)
     if not args.cold:  # migrate the database and warm the disk cache: a literal run
         warm = run_timed([str(exe), "run", str(mp / "ledger-00"), "--runtime", "literal",
                           "--out", str(tmp / "warm-out"), "-q"], env)
@@ -137,8 +145,12 @@ def run_aeval(args, tmp: Path, prefect_home: Path, ideal: float) -> dict:
                "--out", str(out), "-q"]
         if args.profile:  # sample every thread's stack (see profile_threads.py)
             cmd = [sys.executable, str(HERE / "profile_threads.py"), "--", *cmd]
-        timed = run_timed(cmd, env)
+        try:
+            timed = run_timed(cmd, env)
+        finally:
+            stop_reused_server(prefect_home)
         row = figures("aeval", timed, srv, out, ideal, args.delay)
+        row["server"] = args.server
     print(task_table(prefect_home), file=sys.stderr)
     if args.profile:
         args.profile.write_text(timed.stdout)
@@ -208,6 +220,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=None,
                     help="case chains / samples at once (default: --skills)")
     ap.add_argument("--harness", choices=["both", "aeval", "inspect"], default="both")
+    ap.add_argument("--server", choices=["reuse", "embedded"], default="reuse",
+                    help="aeval's Prefect server: the local one reused across invocations "
+                         "(started by the warm-up run; the default outside CI) or one "
+                         "embedded server per invocation (CI's)")
     ap.add_argument("--cold", action="store_true",
                     help="aeval on a fresh PREFECT_HOME (default: warmed by a literal run)")
     ap.add_argument("--profile", type=Path, metavar="FILE",

@@ -18,6 +18,9 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "WARNING"
 os.environ["PREFECT_SERVER_LOGGING_LEVEL"] = "CRITICAL"
+# one embedded server per `aeval` process (as under CI), so no test leaves a reused server
+# behind; tests/integration/test_reused_server.py sets AEVAL_SERVER=reuse itself
+os.environ["AEVAL_SERVER"] = "embedded"
 # Guard against accidental spend: any SDK that ignores our base URLs fails to authenticate.
 for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AEVAL_MODEL", "AEVAL_GRADER_MODEL",
             "AEVAL_GITLAB_TOKEN", "AEVAL_HOME"):
