@@ -15,11 +15,15 @@ import pytest
 
 from aeval.doctest import (
     BlockOutcome,
+    Diagnosis,
+    Outcome,
     diagnose,
+    discounted,
     doc_test_verdict,
     placeholder,
     plan_blocks,
     summarize,
+    taints,
 )
 
 
@@ -203,3 +207,65 @@ def test_a_rejection_in_any_wording_is_a_defect_and_names_the_documented_call(sk
     assert (d.kind, d.own) == ("defect", "rejected")
     assert d.reason == ("the skill's scripts/audit.py exited 1 with the documented arguments "
                         "`refs formulas.csv`: usage: audit.py errors|references FILE.csv")
+
+
+# ---- which outcomes take evidence away from later blocks (taint) --------------------------
+
+FETCH = "curl -fsSL -o export.csv https://example.com/export.csv"
+REPORT = "python3 scripts/report.py export.csv --out report.md"
+
+
+@pytest.mark.parametrize("outcome, expected", [
+    ("ok", False), ("skipped", True), ("missing_tool", True), ("defect", True),
+    ("inconclusive", True), ("timeout", True), ("not_evidence", True),
+])
+def test_every_outcome_but_a_clean_run_taints_what_depends_on_it(outcome, expected):
+    (plan,) = plan_blocks([(8, FETCH)])
+    assert taints(plan, BlockOutcome(8, outcome)) is expected
+
+
+def test_the_table_above_names_every_outcome():
+    from typing import get_args
+
+    assert set(get_args(Outcome)) == {"ok", "skipped", "missing_tool", "defect",
+                                      "inconclusive", "timeout", "not_evidence"}
+
+
+def test_a_skip_that_takes_nothing_away_taints_only_when_it_moves_the_shell():
+    (install,) = plan_blocks([(3, "pip install markitdown")])
+    assert not install.taints and not taints(install, BlockOutcome(3, "skipped"))
+    (cd_ok,) = plan_blocks([(5, "cd examples && ls")])
+    assert taints(cd_ok, BlockOutcome(5, "ok"))  # the reader's shell is elsewhere after it
+
+
+DEFECT = Diagnosis("defect", "FileNotFoundError: export.csv, raised in scripts/report.py")
+
+
+@pytest.mark.parametrize("outcome", ["inconclusive", "skipped", "timeout", "missing_tool",
+                                     "defect"])
+def test_a_failure_that_needs_what_an_unclean_block_would_have_made_is_not_evidence(outcome):
+    """A failed download (inconclusive), a skipped or timed-out block: the file a later
+    block reads may be missing because of it, so that later failure proves nothing."""
+    fetch, report = plan_blocks([(8, FETCH), (14, REPORT)])
+    why = discounted(report, DEFECT, [(fetch, BlockOutcome(8, outcome))], frozenset())
+    assert why == f"may depend on line 8 ({outcome}: it would have made export.csv)"
+
+
+def test_a_failure_is_evidence_after_clean_or_unrelated_blocks():
+    fetch, other, report = plan_blocks([(8, FETCH), (11, "mkdir -p logs"), (14, REPORT)])
+    assert discounted(report, DEFECT, [(other, BlockOutcome(11, "inconclusive"))],
+                      frozenset()) is None
+    assert discounted(report, DEFECT, [], frozenset()) is None
+    # a clean block is never in `unclean` (taints says no): here it would count, so the
+    # runner's rule is what keeps a clean download's later failure evidence
+    assert not taints(fetch, BlockOutcome(8, "ok"))
+
+
+def test_the_skills_own_missing_file_is_evidence_whatever_came_before():
+    fetch, report = plan_blocks([(8, FETCH), (14, REPORT)])
+    missing = Diagnosis("defect", "SKILL.md runs scripts/report.py, which the skill does not "
+                        "have", file="scripts/report.py", own="file")
+    assert discounted(report, missing, [(fetch, BlockOutcome(8, "inconclusive"))],
+                      frozenset({"SKILL.md"})) is None
+    (cd,) = plan_blocks([(4, "cd build")])
+    assert discounted(report, missing, [(cd, BlockOutcome(4, "ok"))], frozenset()) is None

@@ -242,3 +242,90 @@ def test_without_the_skill_the_static_check_does_not_apply():
     j = judge([S0, CHECK, S1], [], {"A1": ok()}, {}, 1.0, findings=[MISSING], exercised=[],
               skill_installed=False)
     assert j.status == "pass" and [e.id for e in j.expectations] == ["A1"]
+
+
+# ---- the docstring's rules, one row each, where a rule had no row of its own -------------
+
+TYPO = FirstAttemptError(seq=3, tool="bash", exit_code=2, command="ls nothere",
+                         excerpt="ls: cannot access 'nothere'")
+PROBE_OK = ProbeResult(status="passed", evidence="2 of 2 step(s) ran")
+PROBE_STOPPED = ProbeResult(status="inconclusive", evidence="preflight failed: no GPU")
+DOC_DEFECT = "SKILL.md line 9: KeyError: 'segment_train' raised in the skill's scripts/run.py"
+
+
+def row(rule, specs, status, by_id, **inputs):
+    return pytest.param(specs, inputs, status, by_id, id=rule)
+
+
+RULE_ROWS = [
+    row("S2: a failed call that ran no documented command is the grader's, not S2",
+        [CHECK, S1, S2], "pass", {"A1": "passed", "S1": "passed", "S2": "passed"},
+        checks={"A1": ok()}, errors=[TYPO]),
+    row("S2: a documented command that failed fails it, next to a failed typo",
+        [CHECK, S1, S2], "fail", {"A1": "passed", "S1": "passed", "S2": "failed"},
+        checks={"A1": ok()}, errors=[TYPO, DOCUMENTED_FAILED]),
+    row("S3: a probe that passed passes", [CHECK, S1, S3], "pass",
+        {"A1": "passed", "S1": "passed", "S3": "passed"}, checks={"A1": ok()}, probe=PROBE_OK),
+    row("S3: an inconclusive probe leaves S3 ungraded and the case to the rest",
+        [CHECK, S1, S3], "pass", {"A1": "passed", "S1": "passed", "S3": "ungraded"},
+        checks={"A1": ok()}, probe=PROBE_STOPPED),
+    row("S3: a probe that did not run is ungraded", [CHECK, S1, S3], "pass",
+        {"A1": "passed", "S1": "passed", "S3": "ungraded"}, checks={"A1": ok()}),
+    row("the threshold: a rate exactly at it passes (1 of 2 at 0.5)", [CHECK, S1], "pass",
+        {"A1": "failed", "S1": "passed"}, checks={"A1": bad()}, threshold=0.5),
+    row("the threshold: a rate just below it fails (1 of 2 at 0.51)", [CHECK, S1], "fail",
+        {"A1": "failed", "S1": "passed"}, checks={"A1": bad()}, threshold=0.51),
+    row("untested: nothing runnable is untested even when a check failed", [CHECK, S1],
+        "untested", {"A1": "failed", "S1": "passed"}, checks={"A1": bad()},
+        run_status="untested", run_text="no steps under literal"),
+    row("untested: a skill edit still fails it", [CHECK, S1], "fail",
+        {"A1": "passed", "S1": "failed"}, checks={"A1": ok()}, changes=[EDIT],
+        run_status="untested", run_text="no steps under literal"),
+    row("doc test: a skill edit fails a doc test that passed", [S0, S1, S2], "fail",
+        {"S0": "passed", "S1": "failed", "S2": "passed"}, changes=[EDIT], doc_test=True,
+        run_status="completed", run_text="2 of 2 documented block(s) ran", exercised=RAN),
+    row("doc test: a defect fails it", [S0, S1, S2], "fail",
+        {"S0": "passed", "S1": "passed", "S2": "failed"}, doc_test=True,
+        run_status="failed", run_text=DOC_DEFECT, exercised=RAN),
+    row("doc test: needs X is untested", [S0, S1, S2], "untested",
+        {"S0": "passed", "S1": "passed", "S2": "passed"}, doc_test=True,
+        run_status="untested", run_text="needs pdftotext", exercised=[]),
+    row("doc test: a timeout is an environment error", [S0, S1, S2], "error",
+        {"S0": "passed", "S1": "passed", "S2": "passed"}, doc_test=True,
+        run_status="timeout", run_text="timeout after 1 of 3 block(s)", exercised=RAN),
+    row("without the skill: the assertions decide, not the doc test's defect", [CHECK, S1, S2],
+        "pass", {"A1": "passed"}, checks={"A1": ok()}, doc_test=True, run_status="failed",
+        run_text=DOC_DEFECT, skill_installed=False),
+    row("without the skill: a doc test that passed does not hide a failed assertion",
+        [CHECK, S1, S2], "fail", {"A1": "failed"}, checks={"A1": bad()}, doc_test=True,
+        run_status="completed", run_text="1 of 1 block(s) ran", skill_installed=False),
+]
+
+
+@pytest.mark.parametrize(("specs", "inputs", "status", "by_id"), RULE_ROWS)
+def test_each_rule_of_the_judge(specs, inputs, status, by_id):
+    inputs = {"changes": [], "checks": {}, "verdicts": {}, "threshold": 1.0, **inputs}
+    j = judge(specs, inputs.pop("changes"), inputs.pop("checks"), inputs.pop("verdicts"),
+              inputs.pop("threshold"), **inputs)
+    assert j.status == status, j.reason
+    assert {e.id: e.status for e in j.expectations} == by_id
+
+
+def test_what_each_structural_assertion_cites():
+    j = judge([S1, S2, S3], [], {}, {}, 1.0, None, [TYPO, DOCUMENTED_FAILED], PROBE_STOPPED)
+    e = {x.id: x for x in j.expectations}
+    assert e["S2"].evidence == ("event 5 exited 1: KeyError: 'segment_train' — `python3 run.py "
+                                "segment_train` (documented as `scripts/run.py segment_train`)")
+    assert e["S2"].terminal_passed is True  # the agent may have worked around it
+    assert e["S3"].evidence == "probe inconclusive: preflight failed: no GPU"
+    assert j.reason.startswith(
+        "a documented command failed (1/2 first-attempt, 1 ungraded): event 5 exited 1")
+    j = judge([S1, S2], [], {}, {}, 1.0, run_status="failed",
+              run_text=DOC_DEFECT + "\nTraceback ...", doc_test=True)
+    assert j.expectations[1].evidence == DOC_DEFECT
+    assert j.reason == ("a documented command failed (1/2 first-attempt): " + DOC_DEFECT)
+
+
+def test_a_broken_grader_with_nothing_else_graded_says_why():
+    j = judge([NL, S1], [], {}, {}, 1.0, "grader model failed: 503")
+    assert (j.status, j.reason) == ("error", "grader model failed: 503")

@@ -114,3 +114,38 @@ def test_content_edit_still_has_a_unified_diff(ws):
     c = delta(ws)["SKILL.md"]
     assert c.change == "modified" and c.detail == "content"
     assert "-| `segment_train` |" in c.diff and c.after and "segment_train" not in c.after
+
+
+# ---- edits put back while the runtime ran (restored_changes) -----------------------------
+
+BASELINE = {"SKILL.md": "file 0644 aa11", "scripts": "dir 0755",
+            "scripts/run.py": "file 0755 bb22", "scripts/lib": "dir 0755",
+            "scripts/lib/io.py": "file 0644 cc33", "bin/tool": "symlink ../scripts/run.py"}
+
+
+def test_a_file_edited_and_put_back_is_a_change_with_what_the_watch_saw():
+    from aeval.workspace import restored_changes
+
+    touches = [("scripts/run.py", "written", 4.25), ("SKILL.md", "attributes", 2.0),
+               ("scripts/run.py", "attributes", 5.0), ("scripts/run.py", "written", 6.0)]
+    out = restored_changes(BASELINE, dict(BASELINE), touches)
+    assert [(c.path, c.kind, c.at_s) for c in out] == [("SKILL.md", "file", 2.0),
+                                                       ("scripts/run.py", "file", 4.25)]
+    assert out[1].change == "modified"
+    assert out[1].detail == ("modified and restored: written, attributes while the runtime "
+                             "ran")
+
+
+def test_touched_folders_new_files_and_what_delta_shows_are_not_restored_changes():
+    """A folder's entries changing touches the folder (a file added to scripts/): that is
+    not an edit of the folder put back; a file that is not in the shipped copy, or one
+    still changed at the end (Δ shows it), is not one either."""
+    from aeval.workspace import restored_changes
+
+    final = {**BASELINE, "scripts/lib/io.py": "file 0644 dd44", "scripts/new.py": "file 0644 e"}
+    touches = [("scripts", "written", 1.0), ("scripts/lib", "created", 1.5),
+               ("scripts/new.py", "created", 1.5), ("scripts/lib/io.py", "written", 2.0),
+               (".", "moved", 3.0)]
+    assert restored_changes(BASELINE, final, touches) == []
+    (link,) = restored_changes(BASELINE, final, [("bin/tool", "deleted", 0.5)])
+    assert (link.path, link.kind) == ("bin/tool", "symlink")

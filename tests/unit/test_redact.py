@@ -148,3 +148,41 @@ def test_logging_filter_redacts_message_args_and_exception(tmp_path):
     text = log_file.read_text()
     assert CANARY not in text and base64.b64encode(CANARY.encode()).decode()[:12] not in text
     assert text.count("[REDACTED:HF_TOKEN]") == 2 and "RuntimeError" in text
+
+
+# Two secrets whose matches meet in each way they can; nothing of either may be left.
+OVERLAPS = [
+    ("apart", {"A": "sk-live-4f9a", "B": "ghp_77Qx"}, "sk-live-4f9a then ghp_77Qx",
+     "[REDACTED:A] then [REDACTED:B]"),
+    ("touching", {"A": "sk-live-4f9a", "B": "ghp_77Qx"}, "sk-live-4f9aghp_77Qx",
+     "[REDACTED:A][REDACTED:B]"),
+    ("crossing", {"A": "sk-live-4f9a", "B": "4f9a-tail-88"}, "key=sk-live-4f9a-tail-88;",
+     "key=[REDACTED:A];"),
+    ("one inside the other", {"A": "sk-live-4f9a-0123456789", "B": "4f9a-01"},
+     "key=sk-live-4f9a-0123456789;", "key=[REDACTED:A];"),
+    ("same start, the longer wins", {"A": "sk-live", "B": "sk-live-4f9a-0123"},
+     "key=sk-live-4f9a-0123;", "key=[REDACTED:B];"),
+    ("same end", {"A": "sk-live-4f9a-0123", "B": "0123"}, "key=sk-live-4f9a-0123;",
+     "key=[REDACTED:A];"),
+    ("a chain of three", {"A": "aaaa-bbbb", "B": "bbbb-cccc", "C": "cccc-dddd"},
+     "x aaaa-bbbb-cccc-dddd y", "x [REDACTED:A] y"),
+]
+
+
+@pytest.mark.parametrize(("secrets", "text", "expected"),
+                         [pytest.param(*r[1:], id=r[0]) for r in OVERLAPS])
+def test_each_overlap_shape_is_replaced_by_the_union(secrets, text, expected):
+    r = Redactor(secrets)
+    assert r.text(text) == expected
+    assert r.bytes(text.encode()) == expected.encode()
+
+
+def test_head_and_tail_keep_the_clean_text_around_a_secret():
+    r = Redactor({"T": CANARY})
+    text = "start " + CANARY + " end"
+    assert r.head(text, 6) == "start "
+    assert r.head(text, len(text)) == "start [REDACTED:T] end"
+    assert r.tail(text, 4) == " end"
+    assert r.tail(text, len(text)) == "start [REDACTED:T] end"
+    assert r.tail(text.encode(), 100) == b"start [REDACTED:T] end"
+    assert Redactor({}).head("plain", 3) == "pla" and Redactor({}).tail("plain", 3) == "ain"

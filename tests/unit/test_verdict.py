@@ -75,3 +75,17 @@ def test_untested_is_a_warning_never_a_pass():
     assert g.exit_code == 0 and "1 untested: b/c0" in g.reason
     assert skill_status(skill("b", "untested", "pass").cases) == "untested"
     assert skill_status(skill("b", "pass", "internal", "error").cases) == "internal"
+
+
+@pytest.mark.parametrize(("threshold", "status"), [(0.75, "pass"), (0.7500001, "fail"),
+                                                   (0.7499999, "pass")])
+def test_a_rate_exactly_at_the_threshold_passes(threshold, status):
+    """3 of 4 graded first-attempt passes (the ungraded one does not count) against a
+    threshold at, just above and just below 75 %."""
+    es = [exp("A1", "deterministic", "passed"), exp("A2", "deterministic", "passed"),
+          exp("A3", "deterministic", "failed"), exp("A4", "natural_language", "ungraded"),
+          exp("S1", "structural", "passed")]
+    got, reason = case_status(es, threshold)
+    assert got == status, reason
+    assert reason.startswith("3/4 first-attempt (75% vs threshold")
+    assert reason.endswith(", 1 ungraded; first failure A3: A3")
