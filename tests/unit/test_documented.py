@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textwrap import dedent
+
 import pytest
 
 from aeval.documented import (
@@ -221,3 +223,63 @@ def test_only_failed_calls_count_and_each_failed_call_once():
                      ("ls nothere", 2))
     (f,) = failed_documented_calls(events, DOCS, FILES)
     assert f.seq == 3 and f.command == twice
+
+
+def test_the_skills_files_are_its_regular_files_without_caches_or_links(tmp_path):
+    from aeval.documented import skill_files
+
+    for rel in ("SKILL.md", "scripts/run.py", "scripts/__pycache__/run.cpython-311.pyc",
+                ".git/HEAD", "web/node_modules/x/index.js", "web/app.js"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / "scripts" / "latest.py").symlink_to("run.py")
+    assert skill_files(tmp_path) == {"SKILL.md", "scripts/run.py", "web/app.js"}
+    assert len(skill_files(tmp_path, limit=2)) == 2
+
+
+def test_what_a_skill_documents_blocks_console_sessions_inline_spans_and_steps():
+    from aeval.documented import documented_commands
+
+    md = dedent("""\
+        # Seg
+        Run `scripts/run.py segment_train --data d` or read `scripts/run.py`.
+
+        ```console
+        $ python3 scripts/run.py segment_evaluate --data d
+        mIoU 0.71
+        ```
+
+        ```python
+        import run
+        ```
+        """)
+    assert documented_commands(md, ["python3 scripts/run.py x"]) == [
+        "python3 scripts/run.py segment_evaluate --data d\nmIoU 0.71",
+        "scripts/run.py segment_train --data d", "python3 scripts/run.py x"]
+
+
+def test_a_command_given_as_an_argument_list_is_read_too():
+    """Codex hands `exec_command` an argv list, not a string."""
+    events = [EVENT_ADAPTER.validate_python({
+                  "seq": 0, "t": 0, "kind": "tool_call", "call_id": "c0", "tool": "exec_command",
+                  "input": {"cmd": ["bash", "-lc", f"python3 {RUN} segment_train --data f"]}}),
+              EVENT_ADAPTER.validate_python({
+                  "seq": 1, "t": 0, "kind": "tool_result", "call_id": "c0",
+                  "tool": "exec_command", "ok": False, "exit_code": 1, "output": "KeyError"})]
+    (f,) = failed_documented_calls(events, DOCS, FILES)
+    assert f.command == f"bash -lc 'python3 {RUN} segment_train --data f'"
+    assert f.excerpt == "KeyError" and f.exit_code == 1
+
+
+def test_the_signature_reads_action_and_flags():
+    (sig,) = signatures(f"python3 {RUN} segment_train --data=x -v --out o -- extra", FILES)
+    assert sig == Signature("scripts/run.py", "segment_train",
+                            frozenset({"--data", "-v", "--out"}))
+    assert str(sig) == "scripts/run.py segment_train --data --out -v"
+    (bare,) = signatures(f"python3 {RUN} ./data --out o", FILES)
+    assert bare.action is None and str(bare) == "scripts/run.py --out"
+    (odd,) = signatures(f"{RUN} 9lives", FILES | {"x"})
+    assert odd.action is None
+    assert signatures("python3 $SKILL_DIR/README.md", FILES | {"README.md"}) == []
+    assert signatures("python3 ${SKILL_DIR}/scripts/run.py go", FILES) == [
+        Signature("scripts/run.py", "go", frozenset())]

@@ -186,3 +186,51 @@ def test_head_and_tail_keep_the_clean_text_around_a_secret():
     assert r.tail(text, len(text)) == "start [REDACTED:T] end"
     assert r.tail(text.encode(), 100) == b"start [REDACTED:T] end"
     assert Redactor({}).head("plain", 3) == "pla" and Redactor({}).tail("plain", 3) == "ain"
+
+
+def test_a_secret_of_four_characters_is_redacted_and_three_are_not():
+    assert Redactor({"PIN": "7391"}).text("pin 7391 ok") == "pin [REDACTED:PIN] ok"
+    assert Redactor({"PIN": "739"}).text("pin 739 ok") == "pin 739 ok"
+    assert Redactor({"EMPTY": ""}).text("anything") == "anything"
+    assert not Redactor({"PIN": "739"})
+
+
+def test_every_occurrence_is_redacted_also_when_they_overlap():
+    r = Redactor({"T": "abab"})
+    assert r.text("x abababab y abab") == "x [REDACTED:T] y [REDACTED:T]"
+    assert r.bytes(b"abab\nabab") == b"[REDACTED:T]\n[REDACTED:T]"
+
+
+def test_a_form_two_secrets_share_is_named_after_the_first():
+    r = Redactor({"B_TOKEN": "same-value-1", "A_TOKEN": "same-value-1"})
+    assert r.text("v=same-value-1") == "v=[REDACTED:A_TOKEN]"
+
+
+def test_longest_is_how_far_a_match_can_reach():
+    assert Redactor({}).longest == 0
+    r = Redactor({"T": CANARY})
+    assert r.longest == 2 * len(CANARY.encode().hex())  # hex is the longest form here
+    text = "a" * 64 + base64.b64encode(CANARY.encode()).decode() + "b" * 64
+    for keep in range(60, 120, 7):  # the guarantee: no cut leaves a piece of the secret
+        assert not _recoverable(r.head(text, keep), CANARY)
+        assert not _recoverable(r.tail(text, keep), CANARY)
+
+
+def test_the_logging_filter_passes_every_record_and_formats_its_arguments_once():
+    import io
+    import logging
+
+    from aeval.redact import RedactingFilter
+
+    for redactor in (Redactor({}), Redactor({"T": CANARY})):
+        out = io.StringIO()
+        handler = logging.StreamHandler(out)
+        handler.addFilter(RedactingFilter(redactor))
+        logger = logging.getLogger("aeval.test.redact.args")
+        logger.addHandler(handler)
+        try:
+            logger.warning("rate %s%% of %d", "50", 3)
+            logger.warning("literal 100%")
+        finally:
+            logger.removeHandler(handler)
+        assert out.getvalue() == "rate 50% of 3\nliteral 100%\n"

@@ -186,3 +186,9 @@ def test_the_gate_reasons():
 def test_a_reason_names_five_cases_and_counts_the_rest(n, tail):
     g = gate([skill("a", *["fail"] * n)])
     assert g.reason == f"{n} case(s) failed: a/c0, a/c1, a/c2, a/c3, {tail}"
+
+
+def test_every_graded_assertion_failed_is_a_zero_rate():
+    assert case_status([exp("A1", "deterministic", "failed")], 0.5) == (
+        "fail", "0/1 first-attempt (0% vs threshold 50%); first failure A1: A1")
+    assert case_status([exp("A1", "deterministic", "failed")], 0.0)[0] == "pass"
