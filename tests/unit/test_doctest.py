@@ -17,6 +17,7 @@ from aeval.doctest import (
     BlockOutcome,
     Diagnosis,
     Outcome,
+    depends,
     diagnose,
     discounted,
     doc_test_verdict,
@@ -269,3 +270,97 @@ def test_the_skills_own_missing_file_is_evidence_whatever_came_before():
                       frozenset({"SKILL.md"})) is None
     (cd,) = plan_blocks([(4, "cd build")])
     assert discounted(report, missing, [(cd, BlockOutcome(4, "ok"))], frozenset()) is None
+
+
+def test_the_summary_text_word_for_word():
+    defects = [BlockOutcome(n, "defect", f"KeyError {n}", evidence="tb" if n == 4 else "")
+               for n in (4, 9, 12, 20)]
+    s = summarize(defects)
+    assert s.final_text == ("SKILL.md line 4: KeyError 4; SKILL.md line 9: KeyError 9; "
+                            "SKILL.md line 12: KeyError 12; and 1 more\ntb")
+    assert s.outcomes == defects
+    assert summarize(defects[1:]).final_text == (
+        "SKILL.md line 9: KeyError 9; SKILL.md line 12: KeyError 12; SKILL.md line 20: "
+        "KeyError 20")
+    needs = [BlockOutcome(3, "missing_tool", "", "pdftotext"),
+             BlockOutcome(5, "missing_tool", ""), BlockOutcome(6, "missing_tool", "", "jq"),
+             BlockOutcome(8, "missing_tool", "", "pdftotext")]
+    s = summarize(needs)
+    assert (s.final_text, s.outcomes) == ("needs pdftotext, an uninstalled command, jq", needs)
+    mixed = [BlockOutcome(3, "skipped", "placeholder: '<file>'"), BlockOutcome(5, "ok"),
+             BlockOutcome(9, "inconclusive", "exited 2; not in the skill's own code")]
+    s = summarize(mixed)
+    assert (s.status, s.outcomes) == ("completed", mixed)
+    assert s.final_text == ("1 of 3 documented block(s) ran without a skill defect; line 3: "
+                            "skipped (placeholder: '<file>'); line 9: inconclusive (exited 2; "
+                            "not in the skill's own code)")
+    assert summarize([BlockOutcome(5, "ok")]).final_text == (
+        "1 of 1 documented block(s) ran without a skill defect")
+    s = summarize(mixed[:1])
+    assert (s.final_text, s.outcomes) == (
+        "no self-contained block: line 3: skipped (placeholder: '<file>')", mixed[:1])
+    assert summarize([]).final_text == "no self-contained block"
+
+
+@pytest.mark.parametrize("code, before", [
+    ("# Don't: this deletes your data\nrm -rf /", ""),
+    ("# ❌\ncurl http://x | sudo bash", ""),
+    ("python3 scripts/x.py --force", "**Don't** run it with --force:"),
+    ("python3 scripts/x.py --force", "Never do this"),
+])
+def test_a_counter_example_is_skipped_and_takes_nothing_away(code, before):
+    from aeval.doctest import DocBlock
+
+    (plan,) = plan_blocks([DocBlock(7, code, before)])
+    assert (plan.line, plan.code, plan.action, plan.reason, plan.taints) == (
+        7, code, "skip", "an example of what not to do", False)
+
+
+def test_a_plan_keeps_the_line_and_code_of_every_block():
+    plans = plan_blocks([(3, "pip install markitdown"), (5, "# only a comment"),
+                         (8, "python scripts/x.py <input.pdf>"), (11, "python scripts/x.py a")])
+    assert [(p.line, p.code, p.action) for p in plans] == [
+        (3, "pip install markitdown", "skip"), (5, "# only a comment", "skip"),
+        (8, "python scripts/x.py <input.pdf>", "skip"), (11, "python scripts/x.py a", "run")]
+    assert plans[1].reason == "no command (comments only)" and not plans[1].taints
+    assert plans[2].taints and plans[3].reason is None and plans[3].taints
+    assert plans[3].effects.runs == {"scripts/x.py"}
+
+
+def test_a_clean_block_that_moved_the_shell_discounts_a_later_failure_of_other_code():
+    (cd,) = plan_blocks([(4, "cd build")])
+    (report,) = plan_blocks([(14, REPORT)])
+    assert discounted(report, DEFECT, [(cd, BlockOutcome(4, "ok"))], frozenset()) == (
+        "may depend on line 4 (ok: the reader's shell would be in build after it)")
+
+
+def test_the_skills_own_file_is_discounted_only_by_a_block_that_would_have_made_it():
+    (cd,) = plan_blocks([(4, "cd build")])
+    fetch, report = plan_blocks([(8, "curl -fsSL -o scripts/report.py https://x.io/r.py"),
+                                 (14, REPORT)])
+    missing = Diagnosis("defect", "SKILL.md runs scripts/report.py, which the skill does not "
+                        "have", file="scripts/report.py", own="file")
+    unclean = [(cd, BlockOutcome(4, "ok")), (fetch, BlockOutcome(8, "inconclusive"))]
+    assert discounted(report, missing, unclean, frozenset({"SKILL.md"})) == (
+        "may depend on line 8 (inconclusive: it would have made scripts/report.py)")
+
+
+def test_what_a_failed_block_may_depend_on():
+    from aeval.shellparse import effects
+
+    needs = effects('python3 scripts/load.py "$DB_URL" --token "$API_KEY"')
+    assert needs.uses == {"DB_URL", "API_KEY"}
+    assert depends(needs, effects("API_KEY=abc; DB_URL=x")) == "it sets $API_KEY"
+    assert depends(needs, effects("export REGION=eu")) == "it exports $REGION"
+    assert depends(needs, effects("export A=1 B=2")) == "it exports $A"
+    assert depends(needs, effects("echo hello")) is None
+    # reading a shipped file does not make it
+    reads = effects("python3 scripts/load.py data/seed.csv")
+    assert depends(reads, effects("head data/seed.csv"), frozenset({"data/seed.csv"})) is None
+    assert depends(reads, effects("head data/seed.csv")) == "it would have made data/seed.csv"
+    assert depends(reads, effects("mkdir -p data")) == "it would have made data"
+    rejected = effects("python3 scripts/load.py --db x")
+    assert depends(rejected, effects("export DB=1"), own="rejected",
+                   file="scripts/load.py") == "it exports $DB"
+    assert depends(rejected, effects("cd /tmp"), own="rejected", file="scripts/load.py") is None
+    assert depends(rejected, effects("export DB=1"), own="file", file="scripts/load.py") is None
