@@ -264,6 +264,9 @@ RULE_ROWS = [
     row("S2: a documented command that failed fails it, next to a failed typo",
         [CHECK, S1, S2], "fail", {"A1": "passed", "S1": "passed", "S2": "failed"},
         checks={"A1": ok()}, errors=[TYPO, DOCUMENTED_FAILED]),
+    row("S3: a probe that failed on the skill's side fails the case", [CHECK, S1, S3], "fail",
+        {"A1": "passed", "S1": "passed", "S3": "failed"}, checks={"A1": ok()},
+        probe=PROBE_FAILED),
     row("S3: a probe that passed passes", [CHECK, S1, S3], "pass",
         {"A1": "passed", "S1": "passed", "S3": "passed"}, checks={"A1": ok()}, probe=PROBE_OK),
     row("S3: an inconclusive probe leaves S3 ungraded and the case to the rest",
@@ -435,3 +438,8 @@ def test_the_reasons_of_untested_and_nothing_ran():
     j = judge([CHECK, NL, S1], [], {"A1": ok()}, {}, 1.0, "grader model failed: 503")
     assert j.reason == ("grader model failed: 503 (the case would otherwise pass: 2/2 "
                         "first-attempt (100% vs threshold 100%), 1 ungraded)")
+
+
+def test_a_run_is_completed_unless_the_runtime_said_otherwise():
+    j = judge([S1, S2], [], {}, {}, 1.0, doc_test=True)
+    assert (j.status, j.reason) == ("pass", "doc test: ")

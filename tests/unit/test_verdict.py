@@ -96,7 +96,7 @@ def test_the_reason_of_a_structural_failure_names_each_and_the_first_evidence():
           exp("S0", "structural", "failed"), exp("S1", "structural", "failed"),
           exp("S2", "structural", "failed"), exp("S3", "structural", "failed"),
           exp("S9", "structural", "failed")]
-    es[2].evidence = "SKILL.md line 14: runs scripts/run.py\nwhich the skill does not have"
+    es[2].evidence = "SKILL.md line 14: runs scripts/run.py\nwhich the skill\ndoes not have"
     status, reason = case_status(es, 0.0)
     assert status == "fail"
     assert reason == ("the static skill check found a defect; skill files modified during "
