@@ -364,3 +364,70 @@ def test_what_a_failed_block_may_depend_on():
                    file="scripts/load.py") == "it exports $DB"
     assert depends(rejected, effects("cd /tmp"), own="rejected", file="scripts/load.py") is None
     assert depends(rejected, effects("export DB=1"), own="file", file="scripts/load.py") is None
+
+
+@pytest.mark.parametrize("name, content, mode, kind, reason", [
+    ("tool.py", "#!/usr/bin/env python3\nprint('ok')\n", 0o644, "defect",
+     "SKILL.md runs scripts/tool.py directly, but it is not executable (mode 644)"),
+    ("tool.py", "import sys\nsys.exit(1)\n", 0o755, "defect",
+     "SKILL.md runs scripts/tool.py directly, but it has no interpreter line (#!)"),
+    ("tool.py", "#!/usr/bin/env python3\r\nprint('ok')\r\n", 0o755, "defect",
+     "SKILL.md runs scripts/tool.py directly, but its interpreter line ends with a carriage "
+     "return (CRLF line endings)"),
+    ("tool.py", "#!venv/bin/python3\nprint('ok')\n", 0o755, "defect",
+     "SKILL.md runs scripts/tool.py directly, but its interpreter line names a relative "
+     "program 'venv/bin/python3'"),
+    ("tool.js", "#!/usr/bin/env -S node-aeval-absent --no-warnings\nconsole.log(1)\n", 0o755,
+     "missing_tool", "needs node-aeval-absent"),
+])
+def test_a_file_run_directly_must_be_able_to_start(skill, name, content, mode, kind, reason):
+    path = skill / "scripts" / name
+    path.write_bytes(content.encode())
+    path.chmod(mode)
+    code = f"scripts/{name} train"
+    exit_code, output = run_block(code, skill)
+    assert exit_code != 0, output
+    d = diagnose(code, exit_code, output, skill)
+    assert (d.kind, d.reason) == (kind, reason), output
+    if kind == "missing_tool":
+        assert d.tool == reason.removeprefix("needs ")
+
+
+def test_a_missing_interpreter_the_case_declares_is_the_environment(skill):
+    path = skill / "scripts" / "tool.js"
+    path.write_text("#!/usr/bin/env node-aeval-absent\nconsole.log(1)\n")
+    path.chmod(0o755)
+    exit_code, output = run_block("scripts/tool.js", skill)
+    d = diagnose("scripts/tool.js", exit_code, output, skill, declared={"node-aeval-absent"})
+    assert (d.kind, d.reason) == ("inconclusive", "declared host tool node-aeval-absent is "
+                                                  "missing")
+
+
+def test_each_step_keeps_the_line_of_the_block_it_came_from():
+    from aeval import markdown
+    from aeval.doctest import doc_blocks
+
+    md = dedent("""\
+        # Seg
+        Train it:
+
+        ```bash
+
+        python3 scripts/run.py train
+        ```
+
+        ```python
+        python3 scripts/run.py train
+        ```
+
+        ```sh
+        python3 scripts/run.py train
+        ```
+        """)
+    fences, _ = markdown.parse(md)
+    blocks = doc_blocks(fences, ["python3 scripts/run.py train", "python3 scripts/run.py train",
+                                 "python3 scripts/run.py train", "echo extra"])
+    assert [(b.line, b.code) for b in blocks] == [
+        (6, "python3 scripts/run.py train"), (14, "python3 scripts/run.py train"),
+        (0, "python3 scripts/run.py train"), (0, "echo extra")]
+    assert blocks[0].before.strip().endswith("Train it:")
