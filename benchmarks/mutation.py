@@ -23,6 +23,10 @@ reported as stale.
 
     score = killed / (mutants - equivalent)
 
+Where a module holds more than the verdict core (workspace.py also places the skill copy and
+collects the outputs), only its core functions count (`CORE_FUNCTIONS`); how many mutants
+that leaves out is printed.
+
 The machine's load is printed at the start and the end: the time taken is comparable only on
 an otherwise idle machine, the score anywhere.
 """
@@ -63,6 +67,13 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                          "tests/unit/test_workspace.py"]),
     "static_check": ("aeval/static_check.py", ["tests/unit/test_static_check.py"]),
 }
+# Where a module holds more than the verdict core, only these functions count (the rest of
+# workspace.py places the copy and collects outputs: what the grader sees, not a verdict rule).
+CORE_FUNCTIONS: dict[str, frozenset[str]] = {
+    "workspace": frozenset({"shown_path", "restored_changes", "_moved", "path_changes",
+                            "rewritten_changes", "manifest", "_text", "_parse", "_detail",
+                            "_git_lines", "diff_skill", "render_diff"}),
+}
 KILLED = {"killed", "timeout", "caught by type check"}
 _RESULT = re.compile(r"^\s*(\S+): (.+)$")
 
@@ -86,6 +97,7 @@ class ModuleScore:
     killed: int = 0
     survived: int = 0
     equivalent: int = 0
+    outside: int = 0  # mutants of functions outside the core (`CORE_FUNCTIONS`): not counted
     seconds: float = 0.0
     error: str | None = None
     survivors: list[Mutant] = field(default_factory=list)
@@ -191,7 +203,13 @@ def run_module(module: str, children: int, keep: bool) -> ModuleScore:
         functions = _functions(work / "mutants" / path)
         equivalents = [e for e in load_equivalents() if e["module"] == module]
         used: set[int] = set()
+        core = CORE_FUNCTIONS.get(module)
         for m in mutants:
+            if core is not None:
+                describe(m, functions)
+                if m.function not in core:
+                    result.outside += 1
+                    continue
             if m.status in KILLED:
                 result.killed += 1
                 continue
@@ -205,7 +223,7 @@ def run_module(module: str, children: int, keep: bool) -> ModuleScore:
             else:
                 result.survived += 1
             result.survivors.append(m)
-        result.mutants = len(mutants)
+        result.mutants = len(mutants) - result.outside
         result.stale = [e for i, e in enumerate(equivalents) if i not in used]
     finally:
         result.seconds = time.monotonic() - start
@@ -256,6 +274,9 @@ def main() -> int:
           f"{total.equivalent:>8}{score:>8}{total.seconds:>7.0f}s")
     print(f"load average at end: {load()}")
     for s in scores:
+        if s.outside:
+            print(f"{s.module}: {s.outside} mutant(s) of functions outside the verdict core "
+                  "not counted")
         for e in s.stale:
             print(f"stale equivalent entry ({s.module}.{e['function']}): {e['line']}")
         if args.survivors:
