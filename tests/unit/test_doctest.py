@@ -431,3 +431,81 @@ def test_each_step_keeps_the_line_of_the_block_it_came_from():
         (6, "python3 scripts/run.py train"), (14, "python3 scripts/run.py train"),
         (0, "python3 scripts/run.py train"), (0, "echo extra")]
     assert blocks[0].before.strip().endswith("Train it:")
+
+
+def _own(skill, args, exit_code, output, code="python scripts/run.py train", direct=False):
+    from aeval.doctest import diagnose_own
+    from aeval.shellparse import effects
+
+    d = diagnose_own("scripts/run.py", args, direct, exit_code, output, skill, effects(code),
+                     frozenset())
+    return None if d is None else (d.kind, d.reason, d.file, d.own, d.tool)
+
+
+def test_what_the_skills_own_script_said_decides_and_names_the_file(skill):
+    """Which own-file defects a later block cannot excuse (``own``), and which failures are
+    the environment's or the reader's, from the script's own words."""
+    assert _own(skill, ["train", "--mode", "x"], 2,
+                "usage: run.py [-h]\nrun.py: error: argument --mode: invalid choice: 'x'") == (
+        "defect", "the skill's run.py rejects what SKILL.md documents: argument --mode: "
+                  "invalid choice: 'x'", "scripts/run.py", "rejected", None)
+    assert _own(skill, ["segment_train", "--data", "d"], 1,
+                "Unknown action segment_train\n") == (
+        "defect", "the skill's scripts/run.py rejects the documented 'segment_train': Unknown "
+                  "action segment_train", "scripts/run.py", "rejected", None)
+    assert _own(skill, ["train"], 1, "error: HF_TOKEN environment variable not set\n") == (
+        "inconclusive", "scripts/run.py exited 1; the environment looks incomplete: error: "
+                        "HF_TOKEN environment variable not set", None, None, None)
+    assert _own(skill, ["train", "my_scans/a.png", "b.png"], 1, "cannot read input\n") == (
+        "inconclusive", "scripts/run.py exited 1; it needs an input the reader supplies: "
+                        "my_scans/a.png", None, None, None)
+    assert _own(skill, ["train", "$RUN_ID", "$OUT"], 1, "bad run\n",
+                code='python scripts/run.py train "$RUN_ID" "$OUT"') == (
+        "inconclusive", "scripts/run.py exited 1; the block uses $OUT, which the reader sets",
+        None, None, None)
+    assert _own(skill, ["train", "--fast"], 3, "crashed\n") == (
+        "defect", "the skill's scripts/run.py exited 3 with the documented arguments "
+                  "`train --fast`: crashed", "scripts/run.py", "rejected", None)
+    assert _own(skill, ["train", "x" * 200], 3, "")[1].endswith(f"`train {'x' * 114}`: no output")
+    # killed by a signal or a timeout: not the skill's answer, the general rules decide
+    assert _own(skill, ["train"], 137, "Killed\n") is None
+    assert _own(skill, ["train"], 129, "Hangup\n") is None
+    assert _own(skill, ["train"], None, "") is None
+    assert _own(skill, ["train"], 128, "usage: run.py train\n")[0] == "defect"
+
+
+def test_a_directly_run_file_that_cannot_start_is_an_own_file_defect(skill):
+    run = skill / "scripts" / "run.py"
+    run.chmod(0o644)
+    assert _own(skill, ["train"], 126, "Permission denied", direct=True) == (
+        "defect", "SKILL.md runs scripts/run.py directly, but it is not executable (mode 644)",
+        "scripts/run.py", "file", None)
+    run.chmod(0o755)  # executable, but no interpreter line: only a start failure says so
+    assert _own(skill, ["train"], 2, "syntax error near unexpected token", direct=True)[:4] == (
+        "defect", "SKILL.md runs scripts/run.py directly, but it has no interpreter line (#!)",
+        "scripts/run.py", "file")
+    assert _own(skill, ["train"], 1, "x: bad interpreter: No such file", direct=True)[3] == "file"
+    link = skill / "scripts" / "alias.py"
+    link.symlink_to("run.py")
+    from aeval.doctest import diagnose_own
+    from aeval.shellparse import effects
+
+    d = diagnose_own("scripts/alias.py", [], True, 126, "Permission denied", skill,
+                     effects("scripts/alias.py"), frozenset())
+    assert d.reason.startswith("SKILL.md runs scripts/alias.py directly, but it has no "
+                               "interpreter line")  # the link's target is what runs
+
+
+@pytest.mark.parametrize("first, exit_code, output", [
+    ("#!/usr/bin/env node-aeval-absent", 127, "/usr/bin/env: 'node-aeval-absent': No such file"),
+    ("#!/usr/bin/env node-aeval-absent", 126, "x: bad interpreter"),
+    ("#!/usr/local/bin/node-aeval-absent --harmony", 127, "x: bad interpreter: no such file"),
+])
+def test_an_interpreter_missing_on_the_host_is_a_need(skill, first, exit_code, output):
+    run = skill / "scripts" / "run.py"
+    run.write_text(first + "\nconsole.log(1)\n")
+    run.chmod(0o755)
+    assert _own(skill, [], exit_code, output, direct=True) == (
+        "missing_tool", "needs node-aeval-absent", None, None, "node-aeval-absent")
+    assert _own(skill, [], 1, output, direct=True) is not None
+    assert _own(skill, [], 1, output, direct=True)[0] != "missing_tool"
