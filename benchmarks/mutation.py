@@ -266,9 +266,12 @@ def main() -> int:
         score = f"{s.score:.1%}" if s.score is not None else "-"
         print(f"{s.module:<14}{s.mutants:>8}{s.killed:>8}{s.survived:>9}{s.equivalent:>8}"
               f"{score:>8}{s.seconds:>7.0f}s")
-    total = ModuleScore("overall", "", [], sum(s.mutants for s in scores),
-                        sum(s.killed for s in scores), sum(s.survived for s in scores),
-                        sum(s.equivalent for s in scores), sum(s.seconds for s in scores))
+    total = ModuleScore("overall", "", [], mutants=sum(s.mutants for s in scores),
+                        killed=sum(s.killed for s in scores),
+                        survived=sum(s.survived for s in scores),
+                        equivalent=sum(s.equivalent for s in scores),
+                        outside=sum(s.outside for s in scores),
+                        seconds=sum(s.seconds for s in scores))
     score = f"{total.score:.1%}" if total.score is not None else "-"
     print(f"{'overall':<14}{total.mutants:>8}{total.killed:>8}{total.survived:>9}"
           f"{total.equivalent:>8}{score:>8}{total.seconds:>7.0f}s")
