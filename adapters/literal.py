@@ -22,12 +22,12 @@ from typing import ClassVar
 from aeval.doctest import (
     BlockOutcome,
     BlockPlan,
-    Diagnosis,
     DocBlock,
-    depends,
     diagnose,
+    discounted,
     plan_blocks,
     summarize,
+    taints,
 )
 from aeval.documented import skill_files
 from aeval.errors import RuntimeUnavailable
@@ -127,7 +127,7 @@ class LiteralRuntime:
             if plan.action == "skip":
                 recorder.message("system", f"{where}: block skipped, {plan.reason}:\n{plan.code}")
                 outcomes.append(BlockOutcome(plan.line, "skipped", plan.reason or ""))
-                if plan.taints or plan.effects.cd is not None:
+                if taints(plan, outcomes[-1]):
                     unclean.append((plan, outcomes[-1]))
                 continue
             remaining = deadline - time.monotonic()
@@ -145,7 +145,7 @@ class LiteralRuntime:
                                  duration_s=round(r.duration_s, 3), truncated=r.truncated)
             if r.ok:
                 outcomes.append(BlockOutcome(plan.line, "ok"))
-                if plan.effects.cd is not None:
+                if taints(plan, outcomes[-1]):
                     unclean.append((plan, outcomes[-1]))
                 continue
             if r.timed_out:
@@ -163,12 +163,13 @@ class LiteralRuntime:
                 outcome = BlockOutcome(line, d.kind, d.reason, d.tool,
                                        evidence=output[-EVIDENCE_CAP:])
                 if d.kind == "defect":
-                    why = _dependency(plan, unclean, shipped, d)
+                    why = discounted(plan, d, unclean, shipped)
                     if why is not None:
                         outcome = BlockOutcome(line, "not_evidence",
                                                f"{d.reason}; not evidence: {why}")
             outcomes.append(outcome)
-            unclean.append((plan, outcome))
+            if taints(plan, outcome):
+                unclean.append((plan, outcome))
             recorder.message("system", f"{where}: {outcome.outcome}: {outcome.reason}")
             if timed_out:
                 break
@@ -181,19 +182,6 @@ class LiteralRuntime:
         recorder.end(summary.status, summary.final_text)
         return RunResult(status=summary.status, final_text=summary.final_text,
                          wall_s=time.monotonic() - start)
-
-
-def _dependency(plan: BlockPlan, unclean: list[tuple[BlockPlan, BlockOutcome]],
-                shipped: frozenset[str], d: Diagnosis) -> str | None:
-    """Why a failed block is not evidence: it needs what an earlier block that did not run
-    cleanly (or that moved the reader's shell) would have left (None: it does not)."""
-    for earlier, outcome in unclean:
-        if outcome.outcome == "ok" and d.own is not None:
-            continue  # a clean block's `cd` does not move the skill's own files
-        why = depends(plan.effects, earlier.effects, shipped, d.own, d.file if d.own else None)
-        if why is not None:
-            return f"may depend on line {earlier.line} ({outcome.outcome}: {why})"
-    return None
 
 
 _MARKER = "@@aeval-failed-"

@@ -622,9 +622,29 @@ class DocTestSummary:
     outcomes: list[BlockOutcome] = field(default_factory=list)
 
 
-def taints(outcome: BlockOutcome) -> bool:
-    """Whether a later block that depends on this one stops being evidence."""
-    return outcome.outcome not in ("ok", "defect")
+def taints(plan: BlockPlan, outcome: BlockOutcome) -> bool:
+    """Whether a later block that depends on this one stops being evidence: it did not run
+    cleanly (skipped, when its skip takes something away; or failed in any way: a defect, a
+    missing tool, inconclusive, a timeout, not evidence itself), or it ran and moved the
+    reader's shell (``cd``)."""
+    if outcome.outcome == "skipped":
+        return plan.taints or plan.effects.cd is not None
+    return outcome.outcome != "ok" or plan.effects.cd is not None
+
+
+def discounted(plan: BlockPlan, d: Diagnosis,
+               unclean: list[tuple[BlockPlan, BlockOutcome]], shipped: frozenset[str]
+               ) -> str | None:
+    """Why a block that failed with ``d`` is not evidence: it needs what an earlier block
+    that taints (``unclean``, in order) would have left (None: the failure is evidence). A
+    clean block's ``cd`` does not move the skill's own files."""
+    for earlier, outcome in unclean:
+        if outcome.outcome == "ok" and d.own is not None:
+            continue
+        why = depends(plan.effects, earlier.effects, shipped, d.own, d.file if d.own else None)
+        if why is not None:
+            return f"may depend on line {earlier.line} ({outcome.outcome}: {why})"
+    return None
 
 
 def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:

@@ -28,13 +28,13 @@ from pathlib import Path, PurePosixPath
 
 from aeval import markdown
 from aeval.events import REFUSALS, Event, ToolCallEvent, ToolResultEvent, calls_by_id
+from aeval.shellparse import Command, commands
 
 _ACTION = re.compile(r"^[A-Za-z][A-Za-z0-9_:-]{0,63}$")
-_SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", "\n"}
-_SKILL_VARS = ("$SKILL_DIR/", "${SKILL_DIR}/", "\"$SKILL_DIR\"/")
-# A skill file is *run* when it is the command, or the script an interpreter is given.
-_INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|bash|sh|zsh|ruby|perl|Rscript|"
-                          r"deno|bun|uv|npx|tsx|ts-node|php)$")
+_SKILL_VARS = ("$SKILL_DIR/", "${SKILL_DIR}/")
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_MAX_NESTING = 3  # `bash -c "sh -c '...'"` and deeper: read three shells down
+_NOT_RUN = (".md", ".txt", ".json", ".yaml", ".yml", ".csv")  # documentation files are read
 SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "command_execution", "Bash"})
 
 
@@ -63,29 +63,32 @@ class DocumentedFailure:
     excerpt: str
 
 
-def _tokens(command: str) -> list[str]:
-    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
-    lex.whitespace_split = True
-    lex.commenters = "#"
-    try:
-        return list(lex)
-    except ValueError:  # an unbalanced quote: fall back to whitespace
-        return command.split()
+def _shell_code(argv: list[str]) -> str | None:
+    """The code a shell is given to run: ``bash -c CODE``, ``sh -lc CODE``, ``bash -o
+    pipefail -c CODE`` (None for anything else, a script run by bash included)."""
+    if not argv or PurePosixPath(argv[0]).name not in _SHELLS:
+        return None
+    i, code = 1, False
+    while i < len(argv) and argv[i].startswith(("-", "+")) and argv[i] != "--":
+        if argv[i] in ("-o", "+o", "-O", "+O"):
+            i += 2  # an option name follows
+            continue
+        code = code or (not argv[i].startswith("--") and "c" in argv[i][1:])
+        i += 1
+    return argv[i] if code and i < len(argv) else None
 
 
-def _simple_commands(command: str) -> list[list[str]]:
-    out, cur = [], []
-    for line in command.replace("\\\n", " ").splitlines():
-        for tok in _tokens(line):
-            if tok in _SEPARATORS or set(tok) <= set(";&|()"):
-                if cur:
-                    out.append(cur)
-                cur = []
-            else:
-                cur.append(tok)
-        if cur:
-            out.append(cur)
-        cur = []
+def _simple_commands(command: str, depth: int = 0) -> list[Command]:
+    """The simple commands of ``command`` as `aeval.shellparse` reads them (lists, pipelines,
+    subshells, ``VAR=value`` prefixes), with the commands inside ``bash -c '...'`` in place
+    of the shell that runs them."""
+    out: list[Command] = []
+    for cmd in commands(command):
+        code = _shell_code(cmd.target_argv())
+        if code is not None and depth < _MAX_NESTING:
+            out += _simple_commands(code, depth + 1)
+        else:
+            out.append(cmd)
     return out
 
 
@@ -137,8 +140,8 @@ def misplaced_skill_paths(command: str, skill_files: frozenset[str],
     if not any(skill_roots):
         return []
     out = []
-    for words in _simple_commands(command):
-        for w in words:
+    for cmd in _simple_commands(command):
+        for w in [*cmd.argv, *cmd.reads]:
             parts = PurePosixPath(w.removeprefix("./")).parts
             for i in range(1, len(parts)):
                 rel = "/".join(parts[i:])
@@ -152,28 +155,23 @@ def misplaced_skill_paths(command: str, skill_files: frozenset[str],
 def signatures(command: str, skill_files: frozenset[str],
                skill_roots: tuple[str, ...] = ()) -> list[Signature]:
     """The signature of every simple command in ``command`` that runs a skill file (script
-    files only: documentation files are read, not run)."""
+    files only: documentation files are read, not run). The file is the program, or the
+    script an interpreter is given, once the wrappers are skipped (``timeout 60``, ``env
+    A=1``, ``nice -n 5``, ``exec``, ``command``, ``uv run``, a ``VAR=value`` prefix); the
+    commands of a pipeline or list, and those inside ``bash -c '...'``, count one by one. A
+    file that is only an argument (``cat run.sh``, ``shellcheck run.sh``) was not run."""
     out = []
-    for words in _simple_commands(command):
-        if (words and PurePosixPath(words[0]).name in ("bash", "sh", "zsh", "dash")
-                and len(words) >= 3 and words[1].startswith("-") and "c" in words[1]):
-            out += signatures(words[2], skill_files, skill_roots)  # `bash -lc '...'` (Codex)
+    for cmd in _simple_commands(command):
+        script, rest = cmd.script()
+        rel = _skill_path(script, skill_files, skill_roots) if script else None
+        if rel is None or rel.endswith(_NOT_RUN):
             continue
-        for i, w in enumerate(words):
-            rel = _skill_path(w, skill_files, skill_roots)
-            if rel is None or rel.endswith((".md", ".txt", ".json", ".yaml", ".yml", ".csv")):
-                continue
-            if i and not (_INTERPRETER.match(PurePosixPath(words[0]).name) and all(
-                    x.startswith("-") or x == "run" for x in words[1:i])):
-                break  # an argument of another command (`grep x run.py`): not run
-            rest = words[i + 1:]
-            action = None
-            if rest and not rest[0].startswith("-") and _ACTION.match(rest[0]):
-                action = rest[0]
-            flags = frozenset(r.split("=", 1)[0] for r in rest
-                              if r.startswith("-") and len(r) > 1 and r != "--")
-            out.append(Signature(rel, action, flags))
-            break
+        action = None
+        if rest and not rest[0].startswith("-") and _ACTION.match(rest[0]):
+            action = rest[0]
+        flags = frozenset(r.split("=", 1)[0] for r in rest
+                          if r.startswith("-") and len(r) > 1 and r != "--")
+        out.append(Signature(rel, action, flags))
     return out
 
 

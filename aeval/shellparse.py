@@ -24,6 +24,15 @@ WRAPPERS = frozenset({"sudo", "env", "time", "nice", "nohup", "timeout", "exec",
 # interpreters whose first non-option argument is the script they run
 INTERPRETERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|bash|sh|zsh|dash|ksh|"
                           r"ruby|perl|php|Rscript|lua|tclsh|pwsh|tsx|ts-node|osascript)$")
+# wrapper options that take the next word as their value (`timeout -k 5 60 cmd`)
+_VALUED = {
+    "timeout": ("-s", "-k", "--signal", "--kill-after"),
+    "nice": ("-n", "--adjustment"),
+    "sudo": ("-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t"),
+    "stdbuf": ("-i", "-o", "-e"),
+    "env": ("-u", "--unset", "-C", "--chdir"),
+    "exec": ("-a",),
+}
 RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
                       "{", "}", "esac"})
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -183,10 +192,11 @@ class Command:
                     words = words[1:]
                 else:
                     return [name, *words]
+            if name == "command" and words[:1] in (["-v"], ["-V"]):
+                return [name, *words]  # `command -v python3` looks a program up, runs nothing
             while words and (words[0].startswith("-") or _ASSIGN.match(words[0])):
                 flag = words.pop(0)
-                if name in ("timeout", "nice", "sudo", "stdbuf") and flag in (
-                        "-s", "-k", "-n", "-u", "-g", "--signal", "--kill-after"):
+                if flag in _VALUED.get(name, ()):
                     words = words[1:]
             if name == "timeout" and words and re.match(r"^\d+(\.\d+)?[smhd]?$", words[0]):
                 words = words[1:]

@@ -15,11 +15,16 @@ import pytest
 
 from aeval.doctest import (
     BlockOutcome,
+    Diagnosis,
+    Outcome,
+    depends,
     diagnose,
+    discounted,
     doc_test_verdict,
     placeholder,
     plan_blocks,
     summarize,
+    taints,
 )
 
 
@@ -203,3 +208,304 @@ def test_a_rejection_in_any_wording_is_a_defect_and_names_the_documented_call(sk
     assert (d.kind, d.own) == ("defect", "rejected")
     assert d.reason == ("the skill's scripts/audit.py exited 1 with the documented arguments "
                         "`refs formulas.csv`: usage: audit.py errors|references FILE.csv")
+
+
+# ---- which outcomes take evidence away from later blocks (taint) --------------------------
+
+FETCH = "curl -fsSL -o export.csv https://example.com/export.csv"
+REPORT = "python3 scripts/report.py export.csv --out report.md"
+
+
+@pytest.mark.parametrize("outcome, expected", [
+    ("ok", False), ("skipped", True), ("missing_tool", True), ("defect", True),
+    ("inconclusive", True), ("timeout", True), ("not_evidence", True),
+])
+def test_every_outcome_but_a_clean_run_taints_what_depends_on_it(outcome, expected):
+    (plan,) = plan_blocks([(8, FETCH)])
+    assert taints(plan, BlockOutcome(8, outcome)) is expected
+
+
+def test_the_table_above_names_every_outcome():
+    from typing import get_args
+
+    assert set(get_args(Outcome)) == {"ok", "skipped", "missing_tool", "defect",
+                                      "inconclusive", "timeout", "not_evidence"}
+
+
+def test_a_skip_that_takes_nothing_away_taints_only_when_it_moves_the_shell():
+    (install,) = plan_blocks([(3, "pip install markitdown")])
+    assert not install.taints and not taints(install, BlockOutcome(3, "skipped"))
+    (cd_ok,) = plan_blocks([(5, "cd examples && ls")])
+    assert taints(cd_ok, BlockOutcome(5, "ok"))  # the reader's shell is elsewhere after it
+
+
+DEFECT = Diagnosis("defect", "FileNotFoundError: export.csv, raised in scripts/report.py")
+
+
+@pytest.mark.parametrize("outcome", ["inconclusive", "skipped", "timeout", "missing_tool",
+                                     "defect"])
+def test_a_failure_that_needs_what_an_unclean_block_would_have_made_is_not_evidence(outcome):
+    """A failed download (inconclusive), a skipped or timed-out block: the file a later
+    block reads may be missing because of it, so that later failure proves nothing."""
+    fetch, report = plan_blocks([(8, FETCH), (14, REPORT)])
+    why = discounted(report, DEFECT, [(fetch, BlockOutcome(8, outcome))], frozenset())
+    assert why == f"may depend on line 8 ({outcome}: it would have made export.csv)"
+
+
+def test_a_failure_is_evidence_after_clean_or_unrelated_blocks():
+    fetch, other, report = plan_blocks([(8, FETCH), (11, "mkdir -p logs"), (14, REPORT)])
+    assert discounted(report, DEFECT, [(other, BlockOutcome(11, "inconclusive"))],
+                      frozenset()) is None
+    assert discounted(report, DEFECT, [], frozenset()) is None
+    # a clean block is never in `unclean` (taints says no): here it would count, so the
+    # runner's rule is what keeps a clean download's later failure evidence
+    assert not taints(fetch, BlockOutcome(8, "ok"))
+
+
+def test_the_skills_own_missing_file_is_evidence_whatever_came_before():
+    fetch, report = plan_blocks([(8, FETCH), (14, REPORT)])
+    missing = Diagnosis("defect", "SKILL.md runs scripts/report.py, which the skill does not "
+                        "have", file="scripts/report.py", own="file")
+    assert discounted(report, missing, [(fetch, BlockOutcome(8, "inconclusive"))],
+                      frozenset({"SKILL.md"})) is None
+    (cd,) = plan_blocks([(4, "cd build")])
+    assert discounted(report, missing, [(cd, BlockOutcome(4, "ok"))], frozenset()) is None
+
+
+def test_the_summary_text_word_for_word():
+    defects = [BlockOutcome(n, "defect", f"KeyError {n}", evidence="tb" if n == 4 else "")
+               for n in (4, 9, 12, 20)]
+    s = summarize(defects)
+    assert s.final_text == ("SKILL.md line 4: KeyError 4; SKILL.md line 9: KeyError 9; "
+                            "SKILL.md line 12: KeyError 12; and 1 more\ntb")
+    assert s.outcomes == defects
+    assert summarize(defects[1:]).final_text == (
+        "SKILL.md line 9: KeyError 9; SKILL.md line 12: KeyError 12; SKILL.md line 20: "
+        "KeyError 20")
+    needs = [BlockOutcome(3, "missing_tool", "", "pdftotext"),
+             BlockOutcome(5, "missing_tool", ""), BlockOutcome(6, "missing_tool", "", "jq"),
+             BlockOutcome(8, "missing_tool", "", "pdftotext")]
+    s = summarize(needs)
+    assert (s.final_text, s.outcomes) == ("needs pdftotext, an uninstalled command, jq", needs)
+    mixed = [BlockOutcome(3, "skipped", "placeholder: '<file>'"), BlockOutcome(5, "ok"),
+             BlockOutcome(9, "inconclusive", "exited 2; not in the skill's own code")]
+    s = summarize(mixed)
+    assert (s.status, s.outcomes) == ("completed", mixed)
+    assert s.final_text == ("1 of 3 documented block(s) ran without a skill defect; line 3: "
+                            "skipped (placeholder: '<file>'); line 9: inconclusive (exited 2; "
+                            "not in the skill's own code)")
+    assert summarize([BlockOutcome(5, "ok")]).final_text == (
+        "1 of 1 documented block(s) ran without a skill defect")
+    s = summarize(mixed[:1])
+    assert (s.final_text, s.outcomes) == (
+        "no self-contained block: line 3: skipped (placeholder: '<file>')", mixed[:1])
+    assert summarize([]).final_text == "no self-contained block"
+
+
+@pytest.mark.parametrize("code, before", [
+    ("# Don't: this deletes your data\nrm -rf /", ""),
+    ("# ❌\ncurl http://x | sudo bash", ""),
+    ("python3 scripts/x.py --force", "**Don't** run it with --force:"),
+    ("python3 scripts/x.py --force", "Never do this"),
+])
+def test_a_counter_example_is_skipped_and_takes_nothing_away(code, before):
+    from aeval.doctest import DocBlock
+
+    (plan,) = plan_blocks([DocBlock(7, code, before)])
+    assert (plan.line, plan.code, plan.action, plan.reason, plan.taints) == (
+        7, code, "skip", "an example of what not to do", False)
+
+
+def test_a_plan_keeps_the_line_and_code_of_every_block():
+    plans = plan_blocks([(3, "pip install markitdown"), (5, "# only a comment"),
+                         (8, "python scripts/x.py <input.pdf>"), (11, "python scripts/x.py a")])
+    assert [(p.line, p.code, p.action) for p in plans] == [
+        (3, "pip install markitdown", "skip"), (5, "# only a comment", "skip"),
+        (8, "python scripts/x.py <input.pdf>", "skip"), (11, "python scripts/x.py a", "run")]
+    assert plans[1].reason == "no command (comments only)" and not plans[1].taints
+    assert plans[2].taints and plans[3].reason is None and plans[3].taints
+    assert plans[3].effects.runs == {"scripts/x.py"}
+
+
+def test_a_clean_block_that_moved_the_shell_discounts_a_later_failure_of_other_code():
+    (cd,) = plan_blocks([(4, "cd build")])
+    (report,) = plan_blocks([(14, REPORT)])
+    assert discounted(report, DEFECT, [(cd, BlockOutcome(4, "ok"))], frozenset()) == (
+        "may depend on line 4 (ok: the reader's shell would be in build after it)")
+
+
+def test_the_skills_own_file_is_discounted_only_by_a_block_that_would_have_made_it():
+    (cd,) = plan_blocks([(4, "cd build")])
+    fetch, report = plan_blocks([(8, "curl -fsSL -o scripts/report.py https://x.io/r.py"),
+                                 (14, REPORT)])
+    missing = Diagnosis("defect", "SKILL.md runs scripts/report.py, which the skill does not "
+                        "have", file="scripts/report.py", own="file")
+    unclean = [(cd, BlockOutcome(4, "ok")), (fetch, BlockOutcome(8, "inconclusive"))]
+    assert discounted(report, missing, unclean, frozenset({"SKILL.md"})) == (
+        "may depend on line 8 (inconclusive: it would have made scripts/report.py)")
+
+
+def test_what_a_failed_block_may_depend_on():
+    from aeval.shellparse import effects
+
+    needs = effects('python3 scripts/load.py "$DB_URL" --token "$API_KEY"')
+    assert needs.uses == {"DB_URL", "API_KEY"}
+    assert depends(needs, effects("API_KEY=abc; DB_URL=x")) == "it sets $API_KEY"
+    assert depends(needs, effects("export REGION=eu")) == "it exports $REGION"
+    assert depends(needs, effects("export A=1 B=2")) == "it exports $A"
+    assert depends(needs, effects("echo hello")) is None
+    # reading a shipped file does not make it
+    reads = effects("python3 scripts/load.py data/seed.csv")
+    assert depends(reads, effects("head data/seed.csv"), frozenset({"data/seed.csv"})) is None
+    assert depends(reads, effects("head data/seed.csv")) == "it would have made data/seed.csv"
+    assert depends(reads, effects("mkdir -p data")) == "it would have made data"
+    rejected = effects("python3 scripts/load.py --db x")
+    assert depends(rejected, effects("export DB=1"), own="rejected",
+                   file="scripts/load.py") == "it exports $DB"
+    assert depends(rejected, effects("cd /tmp"), own="rejected", file="scripts/load.py") is None
+    assert depends(rejected, effects("export DB=1"), own="file", file="scripts/load.py") is None
+
+
+@pytest.mark.parametrize("name, content, mode, kind, reason", [
+    ("tool.py", "#!/usr/bin/env python3\nprint('ok')\n", 0o644, "defect",
+     "SKILL.md runs scripts/tool.py directly, but it is not executable (mode 644)"),
+    ("tool.py", "import sys\nsys.exit(1)\n", 0o755, "defect",
+     "SKILL.md runs scripts/tool.py directly, but it has no interpreter line (#!)"),
+    ("tool.py", "#!/usr/bin/env python3\r\nprint('ok')\r\n", 0o755, "defect",
+     "SKILL.md runs scripts/tool.py directly, but its interpreter line ends with a carriage "
+     "return (CRLF line endings)"),
+    ("tool.py", "#!venv/bin/python3\nprint('ok')\n", 0o755, "defect",
+     "SKILL.md runs scripts/tool.py directly, but its interpreter line names a relative "
+     "program 'venv/bin/python3'"),
+    ("tool.js", "#!/usr/bin/env -S node-aeval-absent --no-warnings\nconsole.log(1)\n", 0o755,
+     "missing_tool", "needs node-aeval-absent"),
+])
+def test_a_file_run_directly_must_be_able_to_start(skill, name, content, mode, kind, reason):
+    path = skill / "scripts" / name
+    path.write_bytes(content.encode())
+    path.chmod(mode)
+    code = f"scripts/{name} train"
+    exit_code, output = run_block(code, skill)
+    assert exit_code != 0, output
+    d = diagnose(code, exit_code, output, skill)
+    assert (d.kind, d.reason) == (kind, reason), output
+    if kind == "missing_tool":
+        assert d.tool == reason.removeprefix("needs ")
+
+
+def test_a_missing_interpreter_the_case_declares_is_the_environment(skill):
+    path = skill / "scripts" / "tool.js"
+    path.write_text("#!/usr/bin/env node-aeval-absent\nconsole.log(1)\n")
+    path.chmod(0o755)
+    exit_code, output = run_block("scripts/tool.js", skill)
+    d = diagnose("scripts/tool.js", exit_code, output, skill, declared={"node-aeval-absent"})
+    assert (d.kind, d.reason) == ("inconclusive", "declared host tool node-aeval-absent is "
+                                                  "missing")
+
+
+def test_each_step_keeps_the_line_of_the_block_it_came_from():
+    from aeval import markdown
+    from aeval.doctest import doc_blocks
+
+    md = dedent("""\
+        # Seg
+        Train it:
+
+        ```bash
+
+        python3 scripts/run.py train
+        ```
+
+        ```python
+        python3 scripts/run.py train
+        ```
+
+        ```sh
+        python3 scripts/run.py train
+        ```
+        """)
+    fences, _ = markdown.parse(md)
+    blocks = doc_blocks(fences, ["python3 scripts/run.py train", "python3 scripts/run.py train",
+                                 "python3 scripts/run.py train", "echo extra"])
+    assert [(b.line, b.code) for b in blocks] == [
+        (6, "python3 scripts/run.py train"), (14, "python3 scripts/run.py train"),
+        (0, "python3 scripts/run.py train"), (0, "echo extra")]
+    assert blocks[0].before.strip().endswith("Train it:")
+
+
+def _own(skill, args, exit_code, output, code="python scripts/run.py train", direct=False):
+    from aeval.doctest import diagnose_own
+    from aeval.shellparse import effects
+
+    d = diagnose_own("scripts/run.py", args, direct, exit_code, output, skill, effects(code),
+                     frozenset())
+    return None if d is None else (d.kind, d.reason, d.file, d.own, d.tool)
+
+
+def test_what_the_skills_own_script_said_decides_and_names_the_file(skill):
+    """Which own-file defects a later block cannot excuse (``own``), and which failures are
+    the environment's or the reader's, from the script's own words."""
+    assert _own(skill, ["train", "--mode", "x"], 2,
+                "usage: run.py [-h]\nrun.py: error: argument --mode: invalid choice: 'x'") == (
+        "defect", "the skill's run.py rejects what SKILL.md documents: argument --mode: "
+                  "invalid choice: 'x'", "scripts/run.py", "rejected", None)
+    assert _own(skill, ["segment_train", "--data", "d"], 1,
+                "Unknown action segment_train\n") == (
+        "defect", "the skill's scripts/run.py rejects the documented 'segment_train': Unknown "
+                  "action segment_train", "scripts/run.py", "rejected", None)
+    assert _own(skill, ["train"], 1, "error: HF_TOKEN environment variable not set\n") == (
+        "inconclusive", "scripts/run.py exited 1; the environment looks incomplete: error: "
+                        "HF_TOKEN environment variable not set", None, None, None)
+    assert _own(skill, ["train", "my_scans/a.png", "b.png"], 1, "cannot read input\n") == (
+        "inconclusive", "scripts/run.py exited 1; it needs an input the reader supplies: "
+                        "my_scans/a.png", None, None, None)
+    assert _own(skill, ["train", "$RUN_ID", "$OUT"], 1, "bad run\n",
+                code='python scripts/run.py train "$RUN_ID" "$OUT"') == (
+        "inconclusive", "scripts/run.py exited 1; the block uses $OUT, which the reader sets",
+        None, None, None)
+    assert _own(skill, ["train", "--fast"], 3, "crashed\n") == (
+        "defect", "the skill's scripts/run.py exited 3 with the documented arguments "
+                  "`train --fast`: crashed", "scripts/run.py", "rejected", None)
+    assert _own(skill, ["train", "x" * 200], 3, "")[1].endswith(f"`train {'x' * 114}`: no output")
+    # killed by a signal or a timeout: not the skill's answer, the general rules decide
+    assert _own(skill, ["train"], 137, "Killed\n") is None
+    assert _own(skill, ["train"], 129, "Hangup\n") is None
+    assert _own(skill, ["train"], None, "") is None
+    assert _own(skill, ["train"], 128, "usage: run.py train\n")[0] == "defect"
+
+
+def test_a_directly_run_file_that_cannot_start_is_an_own_file_defect(skill):
+    run = skill / "scripts" / "run.py"
+    run.chmod(0o644)
+    assert _own(skill, ["train"], 126, "Permission denied", direct=True) == (
+        "defect", "SKILL.md runs scripts/run.py directly, but it is not executable (mode 644)",
+        "scripts/run.py", "file", None)
+    run.chmod(0o755)  # executable, but no interpreter line: only a start failure says so
+    assert _own(skill, ["train"], 2, "syntax error near unexpected token", direct=True)[:4] == (
+        "defect", "SKILL.md runs scripts/run.py directly, but it has no interpreter line (#!)",
+        "scripts/run.py", "file")
+    assert _own(skill, ["train"], 1, "x: bad interpreter: No such file", direct=True)[3] == "file"
+    link = skill / "scripts" / "alias.py"
+    link.symlink_to("run.py")
+    from aeval.doctest import diagnose_own
+    from aeval.shellparse import effects
+
+    d = diagnose_own("scripts/alias.py", [], True, 126, "Permission denied", skill,
+                     effects("scripts/alias.py"), frozenset())
+    assert d.reason.startswith("SKILL.md runs scripts/alias.py directly, but it has no "
+                               "interpreter line")  # the link's target is what runs
+
+
+@pytest.mark.parametrize("first, exit_code, output", [
+    ("#!/usr/bin/env node-aeval-absent", 127, "/usr/bin/env: 'node-aeval-absent': No such file"),
+    ("#!/usr/bin/env node-aeval-absent", 126, "x: bad interpreter"),
+    ("#!/usr/local/bin/node-aeval-absent --harmony", 127, "x: bad interpreter: no such file"),
+])
+def test_an_interpreter_missing_on_the_host_is_a_need(skill, first, exit_code, output):
+    run = skill / "scripts" / "run.py"
+    run.write_text(first + "\nconsole.log(1)\n")
+    run.chmod(0o755)
+    assert _own(skill, [], exit_code, output, direct=True) == (
+        "missing_tool", "needs node-aeval-absent", None, None, "node-aeval-absent")
+    assert _own(skill, [], 1, output, direct=True) is not None
+    assert _own(skill, [], 1, output, direct=True)[0] != "missing_tool"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textwrap import dedent
+
 import pytest
 
 from aeval.documented import (
@@ -9,6 +11,7 @@ from aeval.documented import (
     agent_errors,
     documented_signatures,
     failed_documented_calls,
+    matches,
     signatures,
 )
 from aeval.events import EVENT_ADAPTER
@@ -47,8 +50,6 @@ def test_the_segmentation_skill_documents_its_three_actions():
     ("python3 runner.py segment_train --data fixtures --out outputs", False),
 ])
 def test_a_call_runs_a_documented_command(command, documented):
-    from aeval.documented import matches
-
     found = [matches(s, DOCS) for s in signatures(command, FILES)]
     assert any(found) is documented, signatures(command, FILES)
 
@@ -144,3 +145,141 @@ def test_a_path_in_another_runtimes_skill_folder_did_not_reach_the_skill():
         right = _events((command, 1))
         assert len(failed_documented_calls(right, DOCS, FILES, OPENCODE_ROOTS)) == 1, command
         assert agent_errors(right, FILES, OPENCODE_ROOTS) == {}, command
+
+
+RUN = ".agents/skills/segmentation/scripts/run.py"
+
+
+@pytest.mark.parametrize(("command", "documented"), [
+    # how agents wrap or prefix the documented call: the wrapper is not the command
+    (f"timeout 60 python3 {RUN} segment_train --data fixtures --out outputs", True),
+    (f"timeout -k 5 600s python3 {RUN} segment_train --data fixtures", True),
+    (f"FOO=1 python3 {RUN} segment_train --data fixtures --out outputs", True),
+    (f"CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 python3 -u {RUN} segment_evaluate --data d",
+     True),
+    (f"env FOO=1 python3 {RUN} segment_train --data fixtures", True),
+    (f"env -u HF_TOKEN FOO=1 python3 {RUN} segment_train --data fixtures", True),
+    (f"nice -n 10 python3 {RUN} segment_inference --data d --out o", True),
+    (f"nice -n 19 timeout 60 env A=1 python3 {RUN} segment_train --data f", True),
+    (f"exec python3 {RUN} segment_train --data fixtures", True),
+    (f"command python3 {RUN} segment_train --data fixtures", True),
+    (f"time python3 {RUN} segment_train --data fixtures", True),
+    (f"uv run python3 {RUN} segment_train --data fixtures", True),
+    # pipelines and lists: each simple command on its own
+    (f"python3 {RUN} segment_train --data fixtures 2>&1 | tee train.log", True),
+    (f"mkdir -p outputs && timeout 60 python3 {RUN} segment_train --data f --out outputs "
+     "|| echo failed", True),
+    (f"(cd /tmp/ws && FOO=1 exec python3 {RUN} segment_train --data fixtures)", True),
+    # a shell given the command as a string
+    (f"bash -c 'timeout 60 python3 {RUN} segment_train --data fixtures'", True),
+    (f"sh -c \"cd /tmp/ws && FOO=1 python3 {RUN} segment_train --data fixtures\"", True),
+    (f"bash -o pipefail -c 'python3 {RUN} segment_train --data f | tee log.txt'", True),
+    (f"/bin/bash --norc -ec 'env A=1 python3 {RUN} segment_train --data f'", True),
+    (f"timeout 900 bash -lc \"sh -c 'python3 {RUN} segment_train --data f'\"", True),
+    # wrapped, but not what the docs say, or not run at all
+    (f"timeout 60 python3 {RUN} train --data fixtures", False),
+    (f"env FOO=1 python3 {RUN} segment_train --epochs 3", False),
+    (f"timeout 5 cat {RUN}", False),
+    (f"command -v {RUN}", False),
+    (f"python3 -m py_compile {RUN}", False),
+    (f"bash -c 'grep -n segment_train {RUN}'", False),
+    (f"bash --norc {RUN}.bak segment_train --data f", False),
+])
+def test_a_wrapped_or_prefixed_call_runs_a_documented_command(command, documented):
+    found = [matches(s, DOCS) for s in signatures(command, FILES)]
+    assert any(found) is documented, signatures(command, FILES)
+
+
+def test_a_file_named_as_an_argument_was_not_run():
+    """`cat` or `shellcheck` reads the documented script: that is not running it."""
+    files = FILES | {"scripts/fetch.sh"}
+    docs = documented_signatures("```bash\n$SKILL_DIR/scripts/fetch.sh --since 2024-01-01\n```",
+                                 [], files)
+    assert docs == [Signature("scripts/fetch.sh", None, frozenset({"--since"}))]
+    for command in ("cat scripts/fetch.sh", "shellcheck scripts/fetch.sh",
+                    "cp scripts/fetch.sh /tmp/x.sh", "ls -l ./scripts/fetch.sh --since",
+                    "less -N scripts/fetch.sh"):
+        assert signatures(command, files) == [], command
+    for command in ("./scripts/fetch.sh --since 2024-02-01", "bash scripts/fetch.sh --since x",
+                    "timeout 30 ./scripts/fetch.sh"):
+        assert [s for s in signatures(command, files) if matches(s, docs)], command
+
+
+def test_a_wrapped_documented_command_that_fails_is_found_and_one_that_works_is_not():
+    """The false green of wrapped calls: `timeout 60 python3 scripts/run.py ...` failed, and
+    S2 must see it. The same call succeeding says nothing against the skill."""
+    command = f"timeout 60 env FOO=1 python3 {RUN} segment_train --data fixtures --out o"
+    (f,) = failed_documented_calls(_events((command, 1)), DOCS, FILES)
+    assert (f.seq, f.signature) == (1, "scripts/run.py segment_train --data --out")
+    assert failed_documented_calls(_events((command, 0)), DOCS, FILES) == []
+
+
+def test_only_failed_calls_count_and_each_failed_call_once():
+    """Successful documented calls are no evidence; a failed call that runs two documented
+    commands is one failure."""
+    twice = (f"python3 {RUN} segment_train --data f && python3 {RUN} segment_evaluate "
+             "--data f")
+    events = _events((f"python3 {RUN} segment_train --data f", 0), (twice, 1),
+                     ("ls nothere", 2))
+    (f,) = failed_documented_calls(events, DOCS, FILES)
+    assert f.seq == 3 and f.command == twice
+
+
+def test_the_skills_files_are_its_regular_files_without_caches_or_links(tmp_path):
+    from aeval.documented import skill_files
+
+    for rel in ("SKILL.md", "scripts/run.py", "scripts/__pycache__/run.cpython-311.pyc",
+                ".git/HEAD", "web/node_modules/x/index.js", "web/app.js"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / "scripts" / "latest.py").symlink_to("run.py")
+    assert skill_files(tmp_path) == {"SKILL.md", "scripts/run.py", "web/app.js"}
+    assert len(skill_files(tmp_path, limit=2)) == 2
+
+
+def test_what_a_skill_documents_blocks_console_sessions_inline_spans_and_steps():
+    from aeval.documented import documented_commands
+
+    md = dedent("""\
+        # Seg
+        Run `scripts/run.py segment_train --data d` or read `scripts/run.py`.
+
+        ```console
+        $ python3 scripts/run.py segment_evaluate --data d
+        mIoU 0.71
+        ```
+
+        ```python
+        import run
+        ```
+        """)
+    assert documented_commands(md, ["python3 scripts/run.py x"]) == [
+        "python3 scripts/run.py segment_evaluate --data d\nmIoU 0.71",
+        "scripts/run.py segment_train --data d", "python3 scripts/run.py x"]
+
+
+def test_a_command_given_as_an_argument_list_is_read_too():
+    """Codex hands `exec_command` an argv list, not a string."""
+    events = [EVENT_ADAPTER.validate_python({
+                  "seq": 0, "t": 0, "kind": "tool_call", "call_id": "c0", "tool": "exec_command",
+                  "input": {"cmd": ["bash", "-lc", f"python3 {RUN} segment_train --data f"]}}),
+              EVENT_ADAPTER.validate_python({
+                  "seq": 1, "t": 0, "kind": "tool_result", "call_id": "c0",
+                  "tool": "exec_command", "ok": False, "exit_code": 1, "output": "KeyError"})]
+    (f,) = failed_documented_calls(events, DOCS, FILES)
+    assert f.command == f"bash -lc 'python3 {RUN} segment_train --data f'"
+    assert f.excerpt == "KeyError" and f.exit_code == 1
+
+
+def test_the_signature_reads_action_and_flags():
+    (sig,) = signatures(f"python3 {RUN} segment_train --data=x -v --out o -- extra", FILES)
+    assert sig == Signature("scripts/run.py", "segment_train",
+                            frozenset({"--data", "-v", "--out"}))
+    assert str(sig) == "scripts/run.py segment_train --data --out -v"
+    (bare,) = signatures(f"python3 {RUN} ./data --out o", FILES)
+    assert bare.action is None and str(bare) == "scripts/run.py --out"
+    (odd,) = signatures(f"{RUN} 9lives", FILES | {"x"})
+    assert odd.action is None
+    assert signatures("python3 $SKILL_DIR/README.md", FILES | {"README.md"}) == []
+    assert signatures("python3 ${SKILL_DIR}/scripts/run.py go", FILES) == [
+        Signature("scripts/run.py", "go", frozenset())]

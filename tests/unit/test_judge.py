@@ -242,3 +242,204 @@ def test_without_the_skill_the_static_check_does_not_apply():
     j = judge([S0, CHECK, S1], [], {"A1": ok()}, {}, 1.0, findings=[MISSING], exercised=[],
               skill_installed=False)
     assert j.status == "pass" and [e.id for e in j.expectations] == ["A1"]
+
+
+# ---- the docstring's rules, one row each, where a rule had no row of its own -------------
+
+TYPO = FirstAttemptError(seq=3, tool="bash", exit_code=2, command="ls nothere",
+                         excerpt="ls: cannot access 'nothere'")
+PROBE_OK = ProbeResult(status="passed", evidence="2 of 2 step(s) ran")
+PROBE_STOPPED = ProbeResult(status="inconclusive", evidence="preflight failed: no GPU")
+DOC_DEFECT = "SKILL.md line 9: KeyError: 'segment_train' raised in the skill's scripts/run.py"
+
+
+def row(rule, specs, status, by_id, **inputs):
+    return pytest.param(specs, inputs, status, by_id, id=rule)
+
+
+RULE_ROWS = [
+    row("S2: a failed call that ran no documented command is the grader's, not S2",
+        [CHECK, S1, S2], "pass", {"A1": "passed", "S1": "passed", "S2": "passed"},
+        checks={"A1": ok()}, errors=[TYPO]),
+    row("S2: a documented command that failed fails it, next to a failed typo",
+        [CHECK, S1, S2], "fail", {"A1": "passed", "S1": "passed", "S2": "failed"},
+        checks={"A1": ok()}, errors=[TYPO, DOCUMENTED_FAILED]),
+    row("S3: a probe that failed on the skill's side fails the case", [CHECK, S1, S3], "fail",
+        {"A1": "passed", "S1": "passed", "S3": "failed"}, checks={"A1": ok()},
+        probe=PROBE_FAILED),
+    row("S3: a probe that passed passes", [CHECK, S1, S3], "pass",
+        {"A1": "passed", "S1": "passed", "S3": "passed"}, checks={"A1": ok()}, probe=PROBE_OK),
+    row("S3: an inconclusive probe leaves S3 ungraded and the case to the rest",
+        [CHECK, S1, S3], "pass", {"A1": "passed", "S1": "passed", "S3": "ungraded"},
+        checks={"A1": ok()}, probe=PROBE_STOPPED),
+    row("S3: a probe that did not run is ungraded", [CHECK, S1, S3], "pass",
+        {"A1": "passed", "S1": "passed", "S3": "ungraded"}, checks={"A1": ok()}),
+    row("the threshold: a rate exactly at it passes (1 of 2 at 0.5)", [CHECK, S1], "pass",
+        {"A1": "failed", "S1": "passed"}, checks={"A1": bad()}, threshold=0.5),
+    row("the threshold: a rate just below it fails (1 of 2 at 0.51)", [CHECK, S1], "fail",
+        {"A1": "failed", "S1": "passed"}, checks={"A1": bad()}, threshold=0.51),
+    row("untested: nothing runnable is untested even when a check failed", [CHECK, S1],
+        "untested", {"A1": "failed", "S1": "passed"}, checks={"A1": bad()},
+        run_status="untested", run_text="no steps under literal"),
+    row("untested: a skill edit still fails it", [CHECK, S1], "fail",
+        {"A1": "passed", "S1": "failed"}, checks={"A1": ok()}, changes=[EDIT],
+        run_status="untested", run_text="no steps under literal"),
+    row("doc test: a skill edit fails a doc test that passed", [S0, S1, S2], "fail",
+        {"S0": "passed", "S1": "failed", "S2": "passed"}, changes=[EDIT], doc_test=True,
+        run_status="completed", run_text="2 of 2 documented block(s) ran", exercised=RAN),
+    row("doc test: a defect fails it", [S0, S1, S2], "fail",
+        {"S0": "passed", "S1": "passed", "S2": "failed"}, doc_test=True,
+        run_status="failed", run_text=DOC_DEFECT, exercised=RAN),
+    row("doc test: needs X is untested", [S0, S1, S2], "untested",
+        {"S0": "passed", "S1": "passed", "S2": "passed"}, doc_test=True,
+        run_status="untested", run_text="needs pdftotext", exercised=[]),
+    row("doc test: a timeout is an environment error", [S0, S1, S2], "error",
+        {"S0": "passed", "S1": "passed", "S2": "passed"}, doc_test=True,
+        run_status="timeout", run_text="timeout after 1 of 3 block(s)", exercised=RAN),
+    row("without the skill: the assertions decide, not the doc test's defect", [CHECK, S1, S2],
+        "pass", {"A1": "passed"}, checks={"A1": ok()}, doc_test=True, run_status="failed",
+        run_text=DOC_DEFECT, skill_installed=False),
+    row("without the skill: a doc test that passed does not hide a failed assertion",
+        [CHECK, S1, S2], "fail", {"A1": "failed"}, checks={"A1": bad()}, doc_test=True,
+        run_status="completed", run_text="1 of 1 block(s) ran", skill_installed=False),
+]
+
+
+@pytest.mark.parametrize(("specs", "inputs", "status", "by_id"), RULE_ROWS)
+def test_each_rule_of_the_judge(specs, inputs, status, by_id):
+    inputs = {"changes": [], "checks": {}, "verdicts": {}, "threshold": 1.0, **inputs}
+    j = judge(specs, inputs.pop("changes"), inputs.pop("checks"), inputs.pop("verdicts"),
+              inputs.pop("threshold"), **inputs)
+    assert j.status == status, j.reason
+    assert {e.id: e.status for e in j.expectations} == by_id
+
+
+def test_what_each_structural_assertion_cites():
+    j = judge([S1, S2, S3], [], {}, {}, 1.0, None, [TYPO, DOCUMENTED_FAILED], PROBE_STOPPED)
+    e = {x.id: x for x in j.expectations}
+    assert e["S2"].evidence == ("event 5 exited 1: KeyError: 'segment_train' — `python3 run.py "
+                                "segment_train` (documented as `scripts/run.py segment_train`)")
+    assert e["S2"].terminal_passed is True  # the agent may have worked around it
+    assert e["S3"].evidence == "probe inconclusive: preflight failed: no GPU"
+    assert j.reason.startswith(
+        "a documented command failed (1/2 first-attempt, 1 ungraded): event 5 exited 1")
+    j = judge([S1, S2], [], {}, {}, 1.0, run_status="failed",
+              run_text=DOC_DEFECT + "\nTraceback ...", doc_test=True)
+    assert j.expectations[1].evidence == DOC_DEFECT
+    assert j.reason == ("a documented command failed (1/2 first-attempt): " + DOC_DEFECT)
+
+
+def test_a_broken_grader_with_nothing_else_graded_says_why():
+    j = judge([NL, S1], [], {}, {}, 1.0, "grader model failed: 503")
+    assert (j.status, j.reason) == ("error", "grader model failed: 503")
+
+
+# ---- what the evidence and the reason say, word for word ---------------------------------
+
+def test_change_evidence_lists_each_change_with_its_detail_and_event():
+    chmod = ChangeMade(id="C2", path="scripts/run.py", change="modified", diff="",
+                       detail="mode 0644 -> 0755")
+    content = EDIT.model_copy(update={"detail": "content"})
+    assert change_evidence([content, chmod]) == (
+        "C1 modified SKILL.md by event 4 (edit_file); C2 modified scripts/run.py "
+        "(mode 0644 -> 0755)")
+
+
+def _failure(seq, excerpt):
+    return FirstAttemptError(seq=seq, tool="bash", exit_code=1, command="python3 run.py x",
+                             excerpt=excerpt, documented="scripts/run.py x")
+
+
+def test_documented_evidence_quotes_the_last_output_line_of_at_most_three_calls():
+    from aeval.judge import documented_evidence
+
+    long = "E" * 250
+    shown = documented_evidence([_failure(5, "Traceback\n  File run.py\nKeyError: 'x'\n"),
+                                 _failure(7, ""), _failure(9, long)])
+    assert shown == ("event 5 exited 1: KeyError: 'x' — `python3 run.py x` (documented as "
+                     "`scripts/run.py x`); event 7 exited 1:  — `python3 run.py x` (documented "
+                     f"as `scripts/run.py x`); event 9 exited 1: {'E' * 200} — `python3 run.py "
+                     "x` (documented as `scripts/run.py x`)")
+    four = documented_evidence([_failure(i, "boom") for i in range(4)])
+    assert four.count("event ") == 3 and four.endswith("; and 1 more")
+    assert not documented_evidence([_failure(i, "boom") for i in range(3)]).endswith("more")
+    assert documented_evidence([]) == "no documented command failed"
+
+
+def test_static_evidence_lists_at_most_three_findings():
+    from aeval.judge import static_evidence
+
+    findings = [StaticFinding(file="SKILL.md", line=n, kind="missing", path="scripts/run.py",
+                              problem=MISSING.problem) for n in (3, 5, 8, 13)]
+    three = "; ".join(f"SKILL.md line {n}: {MISSING.problem}" for n in (3, 5, 8))
+    assert static_evidence(findings[:3]) == three
+    assert static_evidence(findings) == three + "; and 1 more"
+    assert static_evidence([]) == "every path SKILL.md names exists and is usable"
+
+
+def _by_id(j):
+    return {e.id: e for e in j.expectations}
+
+
+def test_each_expectation_carries_its_evidence_and_terminal_verdict():
+    j = judge([S0, S1, S2, S3, CHECK, NL], [], {"A1": ok("out.json: 120 bytes")},
+              {"A2": says(evidence="'Winner: B' in report.md"),
+               "A1": GraderVerdict(id="A1", passed=True, needed_correction=True,
+                                   evidence="rewrote out.json after a crash")},
+              1.0, None, [], PROBE_FAILED, findings=[MISSING])
+    e = _by_id(j)
+    assert (e["S0"].passed, e["S0"].terminal_passed) == (False, False)
+    assert e["S0"].evidence == f"SKILL.md line 14: {MISSING.problem}"
+    assert (e["S2"].evidence, e["S2"].terminal_passed) == ("no documented command failed", True)
+    assert (e["S3"].evidence, e["S3"].terminal_passed) == ("step 1 exited 1: KeyError", False)
+    assert (e["A1"].passed, e["A1"].terminal_passed, e["A1"].needed_correction) == (
+        False, True, True)
+    assert e["A1"].evidence == ("out.json: 120 bytes | grader: needed a correction: rewrote "
+                                "out.json after a crash")
+    assert (e["A2"].evidence, e["A2"].graded_by, e["A2"].needed_correction) == (
+        "'Winner: B' in report.md", "grader", False)
+    assert [x.graded_by for x in j.expectations] == ["structural"] * 4 + ["check", "grader"]
+    j = judge([S0, S3, CHECK], [], {"A1": ok("found")}, {"A1": says(passed=False)}, 1.0,
+              probe=PROBE_OK, findings=[])
+    e = _by_id(j)
+    assert (e["S0"].terminal_passed, e["S3"].terminal_passed) == (True, True)
+    assert (e["S3"].evidence, e["A1"].evidence) == ("2 of 2 step(s) ran", "found")
+    assert e["A1"].needed_correction is False
+    assert _by_id(judge([S3, CHECK], [], {"A1": ok()}, {}, 1.0))["S3"].evidence == (
+        "probe inconclusive: the probe did not run")
+    assert _by_id(judge([CHECK], [], {}, {}, 1.0))["A1"].evidence == "the check did not run"
+
+
+def test_a_doc_test_s2_cites_the_first_line_and_passes_terminally_only_when_clean():
+    j = judge([S1, S2], [], {}, {}, 1.0, run_status="failed", doc_test=True,
+              run_text=f"{DOC_DEFECT}\nTraceback (most recent call last):\nKeyError")
+    s2 = _by_id(j)["S2"]
+    assert (s2.evidence, s2.terminal_passed) == (DOC_DEFECT, False)
+    j = judge([S1, S2], [], {}, {}, 1.0, run_status="completed", doc_test=True,
+              run_text="1 of 1 documented block(s) ran\nmore")
+    s2 = _by_id(j)["S2"]
+    assert (s2.evidence, s2.terminal_passed) == (
+        "no SKILL.md block failed in the skill's own code", True)
+    assert j.reason == "doc test: 1 of 1 documented block(s) ran\nmore"
+
+
+def test_the_reasons_of_untested_and_nothing_ran():
+    assert judge([CHECK, S1], [], {"A1": ok()}, {}, 1.0,
+                 run_status="untested").reason == "nothing runnable for this runtime"
+    assert judge([CHECK, S1], [], {"A1": ok()}, {}, 1.0, run_status="untested",
+                 run_text="no steps under literal").reason == "no steps under literal"
+    j = judge([CHECK, S1], [], {"A1": ok()}, {}, 1.0, exercised=[])
+    assert j.reason == ("nothing of the skill ran: no file of the skill was run, or read by a "
+                        "call that succeeded (2/2 first-attempt (100% vs threshold 100%))")
+    j = judge([S1, S2], [], {}, {}, 1.0, run_status="completed", run_text="2 block(s) ran",
+              doc_test=True, exercised=[])
+    assert j.reason == ("nothing of the skill ran: no SKILL.md block ran or read a file of the "
+                        "skill (doc test: 2 block(s) ran)")
+    j = judge([CHECK, NL, S1], [], {"A1": ok()}, {}, 1.0, "grader model failed: 503")
+    assert j.reason == ("grader model failed: 503 (the case would otherwise pass: 2/2 "
+                        "first-attempt (100% vs threshold 100%), 1 ungraded)")
+
+
+def test_a_run_is_completed_unless_the_runtime_said_otherwise():
+    j = judge([S1, S2], [], {}, {}, 1.0, doc_test=True)
+    assert (j.status, j.reason) == ("pass", "doc test: ")

@@ -55,3 +55,22 @@ def test_a_case_in_a_worker_adds_its_secrets_to_the_runs():
     finally:
         redact_logs({})
         logger.removeHandler(handler)
+
+
+def test_a_records_stack_info_is_redacted_too():
+    """`logger.warning(..., stack_info=True)` prints the stack under the message: a frame's
+    source line holding the secret must not reach a handler."""
+    from aeval.redact import RedactingFilter, Redactor
+
+    secret = "hf_Q7vX2pLr9kT4mZ8wB3nY6cJ1dF5gH0sAe"
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(RedactingFilter(Redactor({"HF_TOKEN": secret})))
+    logger = logging.getLogger("aeval.test.stack")
+    record = logger.makeRecord(
+        logger.name, logging.WARNING, __file__, 1, "download failed", None, None,
+        sinfo=f'Stack (most recent call last):\n  File "fetch.py", line 3, in <module>\n'
+              f'    hub.login("{secret}")')
+    handler.handle(record)
+    text = out.getvalue()
+    assert secret not in text and 'hub.login("[REDACTED:HF_TOKEN]")' in text

@@ -148,3 +148,89 @@ def test_logging_filter_redacts_message_args_and_exception(tmp_path):
     text = log_file.read_text()
     assert CANARY not in text and base64.b64encode(CANARY.encode()).decode()[:12] not in text
     assert text.count("[REDACTED:HF_TOKEN]") == 2 and "RuntimeError" in text
+
+
+# Two secrets whose matches meet in each way they can; nothing of either may be left.
+OVERLAPS = [
+    ("apart", {"A": "sk-live-4f9a", "B": "ghp_77Qx"}, "sk-live-4f9a then ghp_77Qx",
+     "[REDACTED:A] then [REDACTED:B]"),
+    ("touching", {"A": "sk-live-4f9a", "B": "ghp_77Qx"}, "sk-live-4f9aghp_77Qx",
+     "[REDACTED:A][REDACTED:B]"),
+    ("crossing", {"A": "sk-live-4f9a", "B": "4f9a-tail-88"}, "key=sk-live-4f9a-tail-88;",
+     "key=[REDACTED:A];"),
+    ("one inside the other", {"A": "sk-live-4f9a-0123456789", "B": "4f9a-01"},
+     "key=sk-live-4f9a-0123456789;", "key=[REDACTED:A];"),
+    ("same start, the longer wins", {"A": "sk-live", "B": "sk-live-4f9a-0123"},
+     "key=sk-live-4f9a-0123;", "key=[REDACTED:B];"),
+    ("same end", {"A": "sk-live-4f9a-0123", "B": "0123"}, "key=sk-live-4f9a-0123;",
+     "key=[REDACTED:A];"),
+    ("a chain of three", {"A": "aaaa-bbbb", "B": "bbbb-cccc", "C": "cccc-dddd"},
+     "x aaaa-bbbb-cccc-dddd y", "x [REDACTED:A] y"),
+]
+
+
+@pytest.mark.parametrize(("secrets", "text", "expected"),
+                         [pytest.param(*r[1:], id=r[0]) for r in OVERLAPS])
+def test_each_overlap_shape_is_replaced_by_the_union(secrets, text, expected):
+    r = Redactor(secrets)
+    assert r.text(text) == expected
+    assert r.bytes(text.encode()) == expected.encode()
+
+
+def test_head_and_tail_keep_the_clean_text_around_a_secret():
+    r = Redactor({"T": CANARY})
+    text = "start " + CANARY + " end"
+    assert r.head(text, 6) == "start "
+    assert r.head(text, len(text)) == "start [REDACTED:T] end"
+    assert r.tail(text, 4) == " end"
+    assert r.tail(text, len(text)) == "start [REDACTED:T] end"
+    assert r.tail(text.encode(), 100) == b"start [REDACTED:T] end"
+    assert Redactor({}).head("plain", 3) == "pla" and Redactor({}).tail("plain", 3) == "ain"
+
+
+def test_a_secret_of_four_characters_is_redacted_and_three_are_not():
+    assert Redactor({"PIN": "7391"}).text("pin 7391 ok") == "pin [REDACTED:PIN] ok"
+    assert Redactor({"PIN": "739"}).text("pin 739 ok") == "pin 739 ok"
+    assert Redactor({"EMPTY": ""}).text("anything") == "anything"
+    assert not Redactor({"PIN": "739"})
+
+
+def test_every_occurrence_is_redacted_also_when_they_overlap():
+    r = Redactor({"T": "abab"})
+    assert r.text("x abababab y abab") == "x [REDACTED:T] y [REDACTED:T]"
+    assert r.bytes(b"abab\nabab") == b"[REDACTED:T]\n[REDACTED:T]"
+
+
+def test_a_form_two_secrets_share_is_named_after_the_first():
+    r = Redactor({"B_TOKEN": "same-value-1", "A_TOKEN": "same-value-1"})
+    assert r.text("v=same-value-1") == "v=[REDACTED:A_TOKEN]"
+
+
+def test_longest_is_how_far_a_match_can_reach():
+    assert Redactor({}).longest == 0
+    r = Redactor({"T": CANARY})
+    assert r.longest == 2 * len(CANARY.encode().hex())  # hex is the longest form here
+    text = "a" * 64 + base64.b64encode(CANARY.encode()).decode() + "b" * 64
+    for keep in range(60, 120, 7):  # the guarantee: no cut leaves a piece of the secret
+        assert not _recoverable(r.head(text, keep), CANARY)
+        assert not _recoverable(r.tail(text, keep), CANARY)
+
+
+def test_the_logging_filter_passes_every_record_and_formats_its_arguments_once():
+    import io
+    import logging
+
+    from aeval.redact import RedactingFilter
+
+    for redactor in (Redactor({}), Redactor({"T": CANARY})):
+        out = io.StringIO()
+        handler = logging.StreamHandler(out)
+        handler.addFilter(RedactingFilter(redactor))
+        logger = logging.getLogger("aeval.test.redact.args")
+        logger.addHandler(handler)
+        try:
+            logger.warning("rate %s%% of %d", "50", 3)
+            logger.warning("literal 100%")
+        finally:
+            logger.removeHandler(handler)
+        assert out.getvalue() == "rate 50% of 3\nliteral 100%\n"

@@ -73,3 +73,17 @@ def test_path_like(word, expected):
 def test_related_paths():
     assert related("out", "out/x.json") and related("out/x.json", "out")
     assert not related("out", "output") and related("a/b", "a/b")
+
+
+@pytest.mark.parametrize("code, argv", [
+    ("timeout -k 5 60 python3 x.py", ["python3", "x.py"]),
+    ("env -u HF_TOKEN -C /tmp A=1 python3 x.py", ["python3", "x.py"]),
+    ("sudo -n python3 x.py", ["python3", "x.py"]),  # -n takes no value
+    ("exec -a worker python3 x.py", ["python3", "x.py"]),
+    ("command python3 x.py", ["python3", "x.py"]),
+    ("command -v python3", ["command", "-v", "python3"]),  # a lookup: nothing runs
+    ("FOO=1 nice -n 5 ./run.sh", ["./run.sh"]),
+])
+def test_wrappers_and_their_options_are_skipped(code, argv):
+    (cmd,) = commands(code)
+    assert cmd.target_argv() == argv

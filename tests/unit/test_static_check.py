@@ -223,3 +223,76 @@ def test_the_readers_files_are_not_the_skills(tmp_path):
     files["SKILL.md"] += "\nThen run `python3 scripts/gone/renamed.py --all`.\n"
     (found,) = findings(build(tmp_path / "again", files))
     assert "runs scripts/gone/renamed.py, which the skill does not have" in found
+
+
+def _missing(line, what, path, file="SKILL.md"):
+    return f"{file} line {line}: {what} {path}, which the skill does not have"
+
+
+EXTRA = "references/extra.md line 3 (linked from SKILL.md line 46)"
+# (rule, what is appended to SKILL.md (its line 45 on), the findings)
+RULES = [
+    ("a console session's commands count, its output does not",
+     "\n```console\n$ python3 scripts/missing.py --all\nok\n```\n",
+     [_missing(47, "runs", "scripts/missing.py")]),
+    ("a console fence without a prompt is output",
+     "\n```terminal\npython3 scripts/missing.py\n```\n", []),
+    ("a link's anchor and query are not part of its path; other schemes, absolute, home, "
+     "parent and the skill itself are not references",
+     "\n[a](references/nope.md#part) [b](scripts/nope.py?raw=1) [c](tel:123) [d](data:x) "
+     "[e](/etc/x) [f](~/x) [g](../x.md) [h](.) [i](ftp://x/y) [j](mailto:a@b.c)\n",
+     [_missing(46, "links to", "references/nope.md"),
+      _missing(46, "links to", "scripts/nope.py")]),
+    ("an inline path is named, an inline command is run",
+     "\nSee `references/gone.md` and `scripts/run it`.\n",
+     [_missing(46, "names", "references/gone.md"), _missing(46, "runs", "scripts/run")]),
+    ("after `cd $SKILL_DIR` paths are still the skill's",
+     "\n```bash\ncd $SKILL_DIR\npython3 scripts/after_cd.py\n```\n",
+     [_missing(48, "runs", "scripts/after_cd.py")]),
+    ("after a cd elsewhere they are someone else's", "\n```bash\ncd /tmp/work\n"
+     "python3 scripts/after_cd.py\n```\n", []),
+    ("pushd is a cd", "\n```bash\npushd build\npython3 scripts/after_cd.py\n```\n", []),
+    ("a bare cd goes home", "\n```bash\ncd\npython3 scripts/after_cd.py\n```\n", []),
+    ("a subshell's cd does not last",
+     "\n```bash\n(cd /tmp && ls)\npython3 scripts/after_sub.py\n```\n",
+     [_missing(48, "runs", "scripts/after_sub.py")]),
+    ("an option's value is a path too",
+     "\n```bash\npython3 scripts/fields.py list form.pdf --schema=references/schema.json\n```\n",
+     [_missing(47, "names", "references/schema.json"),
+      "SKILL.md line 47: documents the option --schema for scripts/fields.py, which does not "
+      "accept it"]),
+    ("a block's findings are on the line of their command",
+     "\n```bash\necho start\npython3 scripts/second.py\n```\n",
+     [_missing(48, "runs", "scripts/second.py")]),
+    ("the same path on two lines is two findings",
+     "\n```bash\npython3 scripts/dup.py\npython3 scripts/dup.py\n```\n",
+     [_missing(47, "runs", "scripts/dup.py"), _missing(48, "runs", "scripts/dup.py")]),
+    ("a shell script needs no interpreter line",
+     "\n```bash\nscripts/noshebang.sh\n```\n", []),
+    ("a reference file's findings name the SKILL.md line that links it",
+     "\nMore in [extra](references/extra.md).\n",
+     [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have",
+      f"{EXTRA}: runs scripts/fields.py directly, but it is not executable (mode 644; git "
+      "update-index --chmod=+x scripts/fields.py)",
+      f"{EXTRA}: runs scripts/nosh.py directly, but it has no interpreter line (#!)",
+      f"{EXTRA}: links to scripts/extra_missing.py, which the skill does not have"]),
+]
+
+
+@pytest.mark.parametrize(("snippet", "expected"), [pytest.param(*r[1:], id=r[0]) for r in RULES])
+def test_each_rule_of_the_check(tmp_path, snippet, expected):
+    assert len(SKILL_MD.splitlines()) == 44
+    files = {**FILES, "SKILL.md": SKILL_MD + snippet, "scripts/noshebang.sh": "echo hi\n",
+             "scripts/nosh.py": "print(1)\n",
+             "references/extra.md": "# Extra\n\n[missing](../scripts/extra_missing.py) and "
+                                    "`scripts/x_missing.py --go`, `scripts/fields.py list f` "
+                                    "or `scripts/nosh.py go`.\n"}
+    skill = build(tmp_path, files, EXECUTABLE | {"scripts/noshebang.sh", "scripts/nosh.py"})
+    assert findings(skill) == expected
+
+
+def test_findings_stop_at_fifty(tmp_path):
+    block = "".join(f"python3 scripts/m{i}.py\n" for i in range(60))
+    skill = build(tmp_path, {**FILES, "SKILL.md": SKILL_MD + f"\n```bash\n{block}```\n"})
+    found = findings(skill)
+    assert len(found) == 50 and found[-1] == _missing(96, "runs", "scripts/m49.py")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aeval.artifacts import CaseResult, Expectation, SkillResult
-from aeval.verdict import case_status, gate, skill_status
+from aeval.verdict import case_status, counted, gate, skill_status, summarize
 
 
 def exp(id, kind, status, terminal=None):
@@ -75,3 +75,120 @@ def test_untested_is_a_warning_never_a_pass():
     assert g.exit_code == 0 and "1 untested: b/c0" in g.reason
     assert skill_status(skill("b", "untested", "pass").cases) == "untested"
     assert skill_status(skill("b", "pass", "internal", "error").cases) == "internal"
+
+
+@pytest.mark.parametrize(("threshold", "status"), [(0.75, "pass"), (0.7500001, "fail"),
+                                                   (0.7499999, "pass")])
+def test_a_rate_exactly_at_the_threshold_passes(threshold, status):
+    """3 of 4 graded first-attempt passes (the ungraded one does not count) against a
+    threshold at, just above and just below 75 %."""
+    es = [exp("A1", "deterministic", "passed"), exp("A2", "deterministic", "passed"),
+          exp("A3", "deterministic", "failed"), exp("A4", "natural_language", "ungraded"),
+          exp("S1", "structural", "passed")]
+    got, reason = case_status(es, threshold)
+    assert got == status, reason
+    assert reason.startswith("3/4 first-attempt (75% vs threshold")
+    assert reason.endswith(", 1 ungraded; first failure A3: A3")
+
+
+def test_the_reason_of_a_structural_failure_names_each_and_the_first_evidence():
+    es = [exp("A1", "deterministic", "passed"), exp("A2", "natural_language", "ungraded"),
+          exp("S0", "structural", "failed"), exp("S1", "structural", "failed"),
+          exp("S2", "structural", "failed"), exp("S3", "structural", "failed"),
+          exp("S9", "structural", "failed")]
+    es[2].evidence = "SKILL.md line 14: runs scripts/run.py\nwhich the skill\ndoes not have"
+    status, reason = case_status(es, 0.0)
+    assert status == "fail"
+    assert reason == ("the static skill check found a defect; skill files modified during "
+                      "execution; a documented command failed; the documented workflow failed "
+                      "as written; S9 (1/6 first-attempt, 1 ungraded): SKILL.md line 14: runs "
+                      "scripts/run.py")
+    es = [exp("S1", "structural", "failed")]
+    es[0].evidence = "x" * 500
+    assert case_status(es, 1.0)[1] == ("skill files modified during execution "
+                                       "(0/1 first-attempt): " + "x" * 400)
+    es[0].evidence = ""
+    assert case_status(es, 1.0)[1] == "skill files modified during execution (0/1 first-attempt)"
+
+
+def test_the_reason_when_nothing_was_graded_or_all_passed():
+    assert case_status([exp("S1", "structural", "passed")], 1.0) == (
+        "error", "the case has no assertions")
+    assert case_status([exp("A1", "natural_language", "ungraded"),
+                        exp("A2", "natural_language", "ungraded")], 1.0) == (
+        "error", "nothing could be graded: 2 natural-language assertion(s) need a grader model "
+                 "(--grader-model)")
+    assert case_status([exp("A1", "deterministic", "passed")], 1.0) == (
+        "pass", "1/1 first-attempt (100% vs threshold 100%)")
+
+
+def test_the_summary_counts_first_attempt_and_terminal_passes_over_graded_assertions():
+    s = summarize([exp("A1", "deterministic", "passed"),
+                   exp("A2", "deterministic", "failed", terminal=True),
+                   exp("A3", "deterministic", "failed", terminal=False),
+                   exp("A4", "natural_language", "ungraded")])
+    assert (s.passed, s.failed, s.ungraded, s.total) == (1, 2, 1, 4)
+    assert s.pass_rate == s.first_attempt_pass_rate == 1 / 3
+    assert s.terminal_pass_rate == 2 / 3
+    none = summarize([exp("A1", "natural_language", "ungraded")])
+    assert none.first_attempt_pass_rate is None and none.terminal_pass_rate is None
+
+
+def case(status, supplementary=False, i=0):
+    return CaseResult(case_id=f"c{i}", runtime="literal", status=status, reason="r", dir="x",
+                      supplementary=supplementary)
+
+
+@pytest.mark.parametrize(("cases", "counted_ids", "status"), [
+    # an untested supplementary doc test beside the contract's cases does not count
+    ([case("pass", i=0), case("untested", True, i=1)], ["c0"], "pass"),
+    # alone, it is the skill's verdict
+    ([case("untested", True, i=1)], ["c1"], "untested"),
+    # beside only other supplementary cases, nothing else tests the skill: it counts
+    ([case("untested", True, i=1), case("pass", True, i=2)], ["c1", "c2"], "untested"),
+    # a supplementary doc test that found something always counts
+    ([case("pass", i=0), case("fail", True, i=1)], ["c0", "c1"], "fail"),
+    ([case("pass", i=0), case("pass", True, i=1)], ["c0", "c1"], "pass"),
+    ([case("untested", i=0), case("pass", True, i=1)], ["c0", "c1"], "untested"),
+])
+def test_which_cases_count(cases, counted_ids, status):
+    assert [c.case_id for c in counted(cases)] == counted_ids
+    assert skill_status(cases) == status
+
+
+def test_a_skill_without_cases_is_untested():
+    assert skill_status([]) == "untested"
+
+
+def test_an_environment_error_the_change_introduced_fails_the_gate():
+    s = skill("a", "error", "pass")
+    s.cases[0].introduced = "setup failed in a case this change adds"
+    g = gate([s, skill("b", invalid=True)])
+    assert (g.exit_code, g.reason) == (1, "1 environment error(s) introduced by this change: "
+                                          "a/c0")
+    assert gate([skill("a", "fail"), s]).reason == "1 case(s) failed: a/c0"
+
+
+def test_the_gate_reasons():
+    assert (gate([]).exit_code, gate([]).reason) == (0, "no skill to evaluate")
+    assert (gate([skill("a", "pass")]).exit_code, gate([skill("a", "pass")]).reason) == (
+        0, "every case passed")
+    assert gate([skill("a", "error")]).reason == "1 case(s) hit an environment error: a/c0"
+    assert gate([skill("a", "internal")]).reason == (
+        "aeval failed on 1 case(s) (a bug to report, not the skill's): a/c0")
+    assert gate([skill("a", invalid=True)]).reason == "invalid skill(s): a"
+    assert gate([skill("a", "untested")], require_tested=True).reason == (
+        "1 case(s) untested (--require-tested): a/c0")
+
+
+@pytest.mark.parametrize(("n", "tail"), [(5, "a/c4"), (6, "a/c4 and 1 more"),
+                                         (7, "a/c4 and 2 more")])
+def test_a_reason_names_five_cases_and_counts_the_rest(n, tail):
+    g = gate([skill("a", *["fail"] * n)])
+    assert g.reason == f"{n} case(s) failed: a/c0, a/c1, a/c2, a/c3, {tail}"
+
+
+def test_every_graded_assertion_failed_is_a_zero_rate():
+    assert case_status([exp("A1", "deterministic", "failed")], 0.5) == (
+        "fail", "0/1 first-attempt (0% vs threshold 50%); first failure A1: A1")
+    assert case_status([exp("A1", "deterministic", "failed")], 0.0)[0] == "pass"
