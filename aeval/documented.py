@@ -142,6 +142,8 @@ def misplaced_skill_paths(command: str, skill_files: frozenset[str],
     out = []
     for cmd in _simple_commands(command):
         for w in [*cmd.argv, *cmd.reads]:
+            if w.startswith(_SKILL_VARS):  # $SKILL_DIR is the copy, wherever it is
+                continue
             parts = PurePosixPath(w.removeprefix("./")).parts
             for i in range(1, len(parts)):
                 rel = "/".join(parts[i:])

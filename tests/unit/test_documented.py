@@ -141,7 +141,8 @@ def test_a_path_in_another_runtimes_skill_folder_did_not_reach_the_skill():
     for command in (f"python3 .opencode/skills/segmentation/{TRAIN}",
                     f"python3 /elsewhere/ws/.opencode/skills/segmentation/{TRAIN}",
                     f"cd .opencode && python3 skills/segmentation/{TRAIN}",
-                    f"cd .opencode/skills/segmentation && python3 {TRAIN}"):
+                    f"cd .opencode/skills/segmentation && python3 {TRAIN}",
+                    f"python3 $SKILL_DIR/{TRAIN}", f"python3 ${{SKILL_DIR}}/{TRAIN}"):
         right = _events((command, 1))
         assert len(failed_documented_calls(right, DOCS, FILES, OPENCODE_ROOTS)) == 1, command
         assert agent_errors(right, FILES, OPENCODE_ROOTS) == {}, command
