@@ -509,3 +509,37 @@ def test_an_interpreter_missing_on_the_host_is_a_need(skill, first, exit_code, o
         "missing_tool", "needs node-aeval-absent", None, None, "node-aeval-absent")
     assert _own(skill, [], 1, output, direct=True) is not None
     assert _own(skill, [], 1, output, direct=True)[0] != "missing_tool"
+
+
+@pytest.mark.parametrize("word, expected", [
+    ("scripts/run.py", "scripts/run.py"),
+    ("$SKILL_DIR/scripts/run.py", "scripts/run.py"),
+    ("${SKILL_DIR}/scripts/gone.py", "scripts/gone.py"),  # named through $SKILL_DIR: missing
+    (".agents/skills/segmentation/scripts/run.py", "scripts/run.py"),
+    ("/mnt/segmentation/scripts/x.py", "scripts/x.py"),
+    ("segmentation/segmentation/scripts/run.py", "scripts/run.py"),  # the last one counts
+    ("a/segmentation/b/segmentation/scripts/y.py", "scripts/y.py"),
+    ("scripts/new.py", "scripts/new.py"),  # in the skill's own folder
+    ("lib/new.py", "lib/new.py"),  # a folder the skill has
+    ("bin/new.py", None),  # a folder it has not: the reader's project
+    ("tool2.py", "tool2.py"),  # the skill keeps .py files at its root
+    ("notes.txt", None), ("https://x.io/scripts/run.py", None), ("-scripts/run.py", None),
+    ("", None), ("scripts/*.py", None), ("$OUT/run.py", None), ("~/scripts/run.py", None),
+    ("/etc/passwd", None), ("../other/run.py", None), (".", None), ("${SKILL_DIR}", None),
+    ("scripts/../../x.py", None),
+])
+def test_which_word_names_a_file_of_the_skill(skill, word, expected):
+    from aeval.doctest import own_file
+
+    (skill / "tool.py").write_text("print(1)\n")
+    (skill / "lib").mkdir()
+    assert own_file(word, skill, ("segmentation",)) == expected
+
+
+def test_a_bare_script_name_is_the_skills_only_when_it_keeps_such_files_at_its_root(skill):
+    from aeval.doctest import own_file
+
+    assert own_file("tool2.py", skill) is None
+    assert own_file("tool2.sh", skill) is None
+    (skill / "setup.sh").write_text("echo\n")
+    assert own_file("tool2.sh", skill) == "tool2.sh" and own_file("tool2.py", skill) is None

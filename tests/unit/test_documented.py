@@ -284,3 +284,63 @@ def test_the_signature_reads_action_and_flags():
     assert signatures("python3 $SKILL_DIR/README.md", FILES | {"README.md"}) == []
     assert signatures("python3 ${SKILL_DIR}/scripts/run.py go", FILES) == [
         Signature("scripts/run.py", "go", frozenset())]
+
+
+@pytest.mark.parametrize(("command", "found"), [
+    (f"bash -O extglob -c 'python3 {RUN} segment_train --data f'", True),
+    (f"bash +o posix -ec 'python3 {RUN} segment_train --data f'", True),
+    (f"bash -x -c 'python3 {RUN} segment_train --data f'", True),
+    ("bash -c", False),  # no code given
+    (f"bash --rcfile x -- {RUN} segment_train", False),
+    (f"bash -c \"sh -c 'bash -c \\\"python3 {RUN} segment_train --data f\\\"'\"", True),
+])
+def test_the_shells_options_before_its_code(command, found):
+    assert bool([s for s in signatures(command, FILES) if matches(s, DOCS)]) is found, command
+
+
+def test_every_documented_command_of_a_call_is_read():
+    sigs = signatures(f"python3 {RUN} segment_train --data f; bash -c 'python3 {RUN} "
+                      f"segment_evaluate --data f'; python3 {RUN} segment_inference -", FILES)
+    assert [(s.action, s.flags) for s in sigs] == [
+        ("segment_train", frozenset({"--data"})), ("segment_evaluate", frozenset({"--data"})),
+        ("segment_inference", frozenset())]  # a lone `-` (stdin) is no flag
+    (sig,) = signatures(f"python3 {RUN} segment_train --data=a=b", FILES)
+    assert sig.flags == {"--data"}
+
+
+def test_a_linked_folder_inside_the_skill_is_not_walked(tmp_path):
+    from aeval.documented import skill_files
+
+    (tmp_path / "skill" / "scripts").mkdir(parents=True)
+    (tmp_path / "skill" / "scripts" / "run.py").write_text("x")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.py").write_text("x")
+    (tmp_path / "skill" / "linked").symlink_to(tmp_path / "elsewhere")
+    assert skill_files(tmp_path / "skill") == {"scripts/run.py"}
+
+
+def test_unlabelled_and_terminal_fences_and_two_word_spans_are_documented():
+    from aeval.documented import documented_commands
+
+    md = ("# x\n\n```\nscripts/a.sh go\n```\n\n```terminal\n$ scripts/b.sh go\n```\n\n"
+          "Run `b.sh x`.\n")
+    assert documented_commands(md, []) == ["scripts/a.sh go", "scripts/b.sh go", "b.sh x"]
+
+
+def test_failures_are_read_past_refused_calls_and_results_without_a_call():
+    refused = _refused(10, "bash", f"python3 {RUN} segment_train --data f", "unknown_tool",
+                       "no such tool")
+    orphan = [EVENT_ADAPTER.validate_python({
+        "seq": 20, "t": 0, "kind": "tool_result", "call_id": "nobody", "tool": "bash",
+        "ok": False, "exit_code": 1, "output": "x"})]
+    long_command = f"python3 {RUN} segment_train --data " + "d" * 400
+    failing = _events((long_command, 1))
+    failing[1].output = "line\n" * 200
+    (f,) = failed_documented_calls([*refused, *orphan, *failing], DOCS, FILES)
+    assert f.seq == 1 and f.command == long_command[:300] and len(f.excerpt) == 400
+    errors = agent_errors([*refused, *_events((f"python3 .agents/skills/segmentation/{TRAIN}",
+                                               2))], FILES, (".opencode/skills/segmentation",))
+    assert errors[11].startswith("refused by the runtime")
+    assert errors[1] == ("names .agents/skills/segmentation/scripts/run.py, not in this "
+                         "runtime's skill copy (.opencode/skills/segmentation/): the agent's "
+                         "path, the skill never ran")

@@ -234,3 +234,41 @@ def test_the_logging_filter_passes_every_record_and_formats_its_arguments_once()
         finally:
             logger.removeHandler(handler)
         assert out.getvalue() == "rate 50% of 3\nliteral 100%\n"
+
+
+def test_a_short_secret_does_not_stop_the_others():
+    r = Redactor({"A_PIN": "abc", "B_TOKEN": "realsecret"})
+    assert r.text("abc realsecret") == "abc [REDACTED:B_TOKEN]"
+
+
+def test_occurrences_one_character_apart_are_both_redacted():
+    assert Redactor({"PIN": "7777"}).text("pin 77777 end") == "pin [REDACTED:PIN] end"
+
+
+def test_a_secret_ending_exactly_at_the_cut_is_kept_redacted():
+    r = Redactor({"T": CANARY})
+    text = "start " + CANARY + " end"
+    assert r.head(text, 6 + len(CANARY)) == "start [REDACTED:T]"
+    assert r.tail(text, len(CANARY) + 4) == "[REDACTED:T] end"
+    assert r.tail(text.encode(), len(CANARY) + 4) == b"[REDACTED:T] end"
+
+
+def test_url_forms_differ_on_slashes_and_spaces():
+    secret = "my pass/word 42"
+    r = Redactor({"P": secret})
+    for form in ("my%20pass%2Fword%2042", "my+pass%2Fword+42", "my%20pass/word%2042"):
+        assert r.text(f"u={form}&x") == "u=[REDACTED:P]&x", form
+
+
+def test_json_without_ascii_escapes_is_redacted():
+    r = Redactor({"P": ODD})
+    form = json.dumps(ODD, ensure_ascii=False)
+    assert r.text(form) == '"[REDACTED:P]"'
+
+
+def test_wrapped_hex_in_raw_bytes_is_redacted():
+    r = Redactor({"HF_TOKEN": CANARY})
+    hexed = CANARY.encode().hex()
+    wrapped = (hexed[:30] + "\n" + hexed[30:]).encode()
+    out = r.bytes(b"dump:\n" + wrapped + b"\n")
+    assert out == b"dump:\n[REDACTED:HF_TOKEN]\n"

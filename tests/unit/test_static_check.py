@@ -296,3 +296,24 @@ def test_findings_stop_at_fifty(tmp_path):
     skill = build(tmp_path, {**FILES, "SKILL.md": SKILL_MD + f"\n```bash\n{block}```\n"})
     found = findings(skill)
     assert len(found) == 50 and found[-1] == _missing(96, "runs", "scripts/m49.py")
+
+
+def test_each_finding_has_its_kind_file_line_and_link(tmp_path):
+    files = {**FILES, "scripts/nosh.py": "print(1)\n", "scripts/crlf.py": "#!/bin/sh\r\necho\r\n",
+             "references/extra.md": "# Extra\n\nRun `scripts/fields.py ls f` and "
+                                    "`scripts/fill.py --values v --zap f`, see [x](gone.md).\n"}
+    files["SKILL.md"] = SKILL_MD + (
+        "\n```bash\npython3 scripts/gone.py\nscripts/nosh.py\nscripts/crlf.py\n"
+        "python3 scripts/fields.py lst f.pdf\n```\n\nMore in [extra](references/extra.md).\n")
+    skill = build(tmp_path, files, EXECUTABLE | {"scripts/nosh.py", "scripts/crlf.py"})
+    got = [(f.file, f.line, f.via, f.kind, f.path) for f in static_check(load_skill(skill))]
+    assert got == [
+        ("SKILL.md", 47, None, "missing", "scripts/gone.py"),
+        ("SKILL.md", 48, None, "not_executable", "scripts/nosh.py"),
+        ("SKILL.md", 49, None, "not_executable", "scripts/crlf.py"),
+        ("SKILL.md", 50, None, "rejected", "scripts/fields.py"),
+        ("references/extra.md", 3, 53, "not_executable", "scripts/fields.py"),
+        ("references/extra.md", 3, 53, "rejected", "scripts/fields.py"),  # `ls` is not `list`
+        ("references/extra.md", 3, 53, "rejected", "scripts/fill.py"),
+        ("references/extra.md", 3, 53, "missing", "references/gone.md"),
+    ]
