@@ -27,8 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.errors import AevalError
-from aeval.forge import FileDiff
+from aeval.forge import FileDiff, ForgeError
 from aeval.redact import Redactor
 from aeval.text import escape_controls
 
@@ -40,17 +39,8 @@ CHECK_NAME = "aeval"
 MAX_ANNOTATIONS = 50  # per request, GitHub's limit
 
 
-class GitHubError(AevalError):
+class GitHubError(ForgeError):
     """A GitHub call failed after PyGithub's own retries, or cannot be made at all."""
-
-    def __init__(self, message: str, status_code: int | None = None):
-        self.status_code = status_code
-        super().__init__(message)
-
-    @property
-    def transient(self) -> bool:
-        """Worth another try later: no answer, 429, or a server error."""
-        return self.status_code is None or self.status_code == 429 or self.status_code >= 500
 
 
 class GitHubConfigError(GitHubError):

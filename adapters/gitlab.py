@@ -29,8 +29,7 @@ import gitlab
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.errors import AevalError
-from aeval.forge import FileDiff
+from aeval.forge import FileDiff, ForgeError
 from aeval.redact import Redactor
 from aeval.text import escape_controls
 
@@ -47,17 +46,8 @@ def disarm_quick_actions(body: str) -> str:
     return _QUICK_ACTION_LINE.sub(" /", escape_controls(body.replace("\r", "")))
 
 
-class GitLabError(AevalError):
+class GitLabError(ForgeError):
     """A GitLab call failed after python-gitlab's own retries, or cannot be made at all."""
-
-    def __init__(self, message: str, status_code: int | None = None):
-        self.status_code = status_code
-        super().__init__(message)
-
-    @property
-    def transient(self) -> bool:
-        """Worth another try later: no answer, 429, or a server error."""
-        return self.status_code is None or self.status_code == 429 or self.status_code >= 500
 
 
 class GitLabConfigError(GitLabError):

@@ -6,6 +6,21 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.errors import AevalError
+
+
+class ForgeError(AevalError):
+    """A forge call failed after its client library's own retries, or cannot be made at all."""
+
+    def __init__(self, message: str, status_code: int | None = None):
+        self.status_code = status_code
+        super().__init__(message)
+
+    @property
+    def transient(self) -> bool:
+        """Worth another try later: no answer, 429, or a server error."""
+        return self.status_code is None or self.status_code == 429 or self.status_code >= 500
+
 
 class FileDiff(BaseModel):
     """One file of a merge / pull request diff."""
