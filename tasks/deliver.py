@@ -61,6 +61,7 @@ from aeval.tasks.deliver_run import (
     REPORT_URL_ENV,
     FileLines,
     LocatedSuggestion,
+    Placed,
     RunBundle,
     SkillReport,
     diff_index,
@@ -91,15 +92,10 @@ class DeliveryAction(_M):
     reason: str = ""
 
 
-class DeliveryPlan(_M):
+class DeliveryPlan(Placed):
     """The writes that bring the MR in line with the run, and how suggestions were placed."""
 
     actions: list[DeliveryAction] = Field(default_factory=list)
-    unchanged: list[str] = Field(default_factory=list, description="Markers already current.")
-    inline: list[str] = Field(default_factory=list, description="Fingerprints posted inline.")
-    fallback: list[str] = Field(default_factory=list, description="Fingerprints in fallback.")
-    skipped: list[str] = Field(default_factory=list, description="Suggestions not posted, why.")
-    notices: list[str] = Field(default_factory=list)
 
 
 class DeliveryResult(DeliveryPlan):

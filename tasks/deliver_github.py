@@ -47,6 +47,7 @@ from aeval.tasks.deliver_run import (
     REPORT_URL_ENV,
     FileLines,
     LocatedSuggestion,
+    Placed,
     RunBundle,
     diff_index,
     diff_lines,
@@ -92,17 +93,12 @@ class CheckPlan(_M):
     annotations: list[Annotation] = Field(default_factory=list)
 
 
-class GitHubPlan(_M):
+class GitHubPlan(Placed):
     """The writes that bring the pull request in line with the run."""
 
     head_sha: str
     actions: list[GitHubAction] = Field(default_factory=list)
     check: CheckPlan | None = None
-    unchanged: list[str] = Field(default_factory=list, description="Markers already current.")
-    inline: list[str] = Field(default_factory=list, description="Fingerprints posted inline.")
-    fallback: list[str] = Field(default_factory=list, description="Fingerprints in fallback.")
-    skipped: list[str] = Field(default_factory=list, description="Suggestions not posted, why.")
-    notices: list[str] = Field(default_factory=list)
 
 
 class GitHubResult(GitHubPlan):

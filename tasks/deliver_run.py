@@ -44,6 +44,16 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Placed(_M):
+    """How a plan placed the run's notes and suggestions, in either forge's plan."""
+
+    unchanged: list[str] = Field(default_factory=list, description="Markers already current.")
+    inline: list[str] = Field(default_factory=list, description="Fingerprints posted inline.")
+    fallback: list[str] = Field(default_factory=list, description="Fingerprints in fallback.")
+    skipped: list[str] = Field(default_factory=list, description="Suggestions not posted, why.")
+    notices: list[str] = Field(default_factory=list)
+
+
 def skill_marker(name: str, folder: str) -> str:
     """The hidden first line of a skill's summary note: one per skill *folder*, so two skills
     of one name (in two folders) get two notes."""
