@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from aeval.adapters.sandbox import bwrap_problem
 
 from aeval.local_server import SERVE_MODULE, ServerRecord, is_server_process, read_record
 from tests.integration.test_services_unreachable import assert_refused, health_skill
@@ -216,9 +217,9 @@ def test_an_idle_server_stops_and_the_next_invocation_starts_one(tmp_path, home)
     assert the_record(home).pid != first.pid
 
 
+@pytest.mark.skipif(bwrap_problem() is not None,
+                    reason=f"the sandbox hides the Prefect home; bubblewrap: {bwrap_problem()}")
 def test_a_step_can_neither_read_the_record_nor_use_the_reused_server(tmp_path, home):
-    if not shutil.which("bwrap"):
-        pytest.skip("needs bubblewrap (the sandbox hides the Prefect home)")
     mark = uuid.uuid4().hex
     skill = health_skill(tmp_path, mark, home / "aeval-server" / "server.json")
     proc = subprocess.run([AEVAL, "run", str(skill), "--runtime", "literal", "--no-grader",
