@@ -242,7 +242,12 @@ def start_early() -> EmbeddedServer | None:
     global _server
     if _server is not None:
         return _server
-    if "prefect" in sys.modules or os.environ.get("PREFECT_API_URL"):
+    imported = "prefect" in sys.modules
+    if imported and _warm_check is not None:
+        _warm_check()  # a warm child: raises unless Prefect was imported with these settings
+    elif imported:
+        return None
+    if os.environ.get("PREFECT_API_URL"):
         return None
     server = reused_server() or EmbeddedServer()
     if isinstance(server, EmbeddedServer):
@@ -251,7 +256,25 @@ def start_early() -> EmbeddedServer | None:
     os.environ[CLIENT_AUTH_VAR] = server.auth_string
     os.environ[MARK_VAR] = server.api_url
     _server = server
+    if imported and (server.api_url, server.auth_string) != _warm_server:
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()  # Prefect was imported with another server
     return server
+
+
+_warm_check = None
+_warm_server: tuple[str, str] | None = None
+
+
+def warm_child(check, server: tuple[str, str] | None) -> None:
+    """Called in a child of the warm process (`aeval.deployments.warm`), where Prefect is
+    already imported: `start_early` then calls ``check`` (which raises when this invocation's
+    settings differ from those Prefect was imported with) and applies the server it finds or
+    starts to Prefect's settings, unless it is ``server`` (URL, auth string), the one the warm
+    process imported Prefect with."""
+    global _warm_check, _warm_server
+    _warm_check, _warm_server = check, server
 
 
 def reused_server():

@@ -42,10 +42,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MODE_VAR = "AEVAL_SERVER"
-"""``reuse`` (default, except under CI) or ``embedded`` (one server per invocation)."""
-IDLE_VAR = "AEVAL_SERVER_IDLE_S"
-DEFAULT_IDLE_S = 600.0
+from aeval.server_home import (  # noqa: F401 (this module's names too)
+    DEFAULT_IDLE_S,
+    IDLE_VAR,
+    MODE_VAR,
+    idle_seconds,
+    mode,
+    state_dir,
+)
+
 SERVE_MODULE = "aeval.deployments.prefect_server"
 """What the reused server runs (``python -m``): uvicorn with Prefect's app and a watchdog."""
 RECORD = "server.json"
@@ -69,28 +74,6 @@ class ServerRecord(BaseModel):
     @property
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api"
-
-
-def mode(environ: dict[str, str] | None = None) -> str:
-    """``reuse`` or ``embedded``: AEVAL_SERVER when set, else embedded under CI (a job's
-    container ends with it: nothing to reuse) and reuse elsewhere."""
-    environ = os.environ if environ is None else environ
-    value = (environ.get(MODE_VAR) or "").strip().lower()
-    if value in ("reuse", "embedded"):
-        return value
-    return "embedded" if environ.get("CI") else "reuse"
-
-
-def idle_seconds() -> float:
-    try:
-        return max(1.0, float(os.environ.get(IDLE_VAR) or DEFAULT_IDLE_S))
-    except ValueError:
-        return DEFAULT_IDLE_S
-
-
-def state_dir() -> Path:
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
-    return home / "aeval-server"
 
 
 def read_record(folder: Path) -> ServerRecord | None:

@@ -289,10 +289,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The `aeval` program: ``main()``, then exit without the interpreter's final garbage
+    """The `aeval` program: ``main()`` (in the warm process when one serves this invocation),
+    then exit without the interpreter's final garbage
     collection over everything Prefect, litellm and pydantic built (3-6 s on its own):
     the objects are frozen once the output is flushed."""
-    code = main()
+    from aeval.deployments import warm
+
+    argv = sys.argv[1:]
+    servable = warm.servable(argv)
+    code = warm.delegate(argv) if servable else None  # the warm process ran it
+    if code is None:
+        code = main(argv)
+        if servable:
+            warm.start_later()
     import gc
 
     gc.freeze()

@@ -106,7 +106,7 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.pop("CI", None)
     env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               AEVAL_SERVER="reuse", OPENAI_API_KEY=CANARY, **extra)
+               AEVAL_SERVER="reuse", AEVAL_WARM="0", OPENAI_API_KEY=CANARY, **extra)
     return env
 
 

@@ -1,0 +1,543 @@
+"""A warm `aeval run`: a process with Prefect, the flows, litellm and pandas already imported
+forks a child per invocation, so a warm run starts working at once instead of importing for
+~2 s of CPU (the largest part of a warm one-skill run once the server is reused, issue 21).
+
+How it goes (outside CI, with the reused local server: `aeval.server_home.mode` ``reuse``):
+
+- ``aeval run ...`` first tries this PREFECT_HOME's warm process: the socket
+  ``<PREFECT_HOME>/aeval-server/warm.sock`` (folder 0700, hidden from every sandbox with the
+  rest of the Prefect home; the warm process also checks the peer is this user). It sends its
+  command line, working folder, umask and environment, and passes its stdin, stdout and
+  stderr (SCM_RIGHTS); the warm process forks a child that takes them over and runs
+  ``aeval.deployments.cli.main`` there, as the invocation would have. The invocation forwards
+  Ctrl-C and SIGTERM/SIGHUP/SIGQUIT to the child's process group and exits with the child's
+  exit code; if the invocation is killed (-9), so is the child's process group, as the
+  invocation's own would have been (the sandboxed commands die with their parent).
+- Nothing answers, or the answer is "not this one": the invocation runs in-process, as
+  before, and afterwards starts a warm process for the next one (detached, scrubbed
+  environment: no model keys or tokens ever reach it; they travel with each invocation to its
+  child only). The warm process never runs a skill itself and starts no thread.
+- "Not this one": the child finds, where Prefect's settings are applied (`aeval.embedded`),
+  that this invocation's Prefect, litellm, Python or locale variables differ from those the
+  warm process imported with (``-v``, another ``PREFECT_*``), or the working folder configures
+  Prefect (``.env``, ``prefect.toml``, ``pyproject.toml``'s ``[tool.prefect]``), or
+  ``PREFECT_API_URL`` is set (a server of the user's); the warm process itself refuses when
+  aeval's source or the installed packages changed since it started (and exits: the next run
+  starts a fresh one). Nothing is printed before that decision, so an invocation that runs
+  in-process after all prints everything once.
+- It stops after the idle period of the reused server (``AEVAL_SERVER_IDLE_S``), or when its
+  folder is gone. ``AEVAL_WARM=0`` turns it off (in-process every time, no warm process).
+
+Only ``aeval run`` is served warm. The warm process's log: ``aeval-server/warm.log`` (one line
+per invocation it served or refused, no environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from aeval.server_home import idle_seconds, mode, state_dir
+
+WARM_VAR = "AEVAL_WARM"
+"""``0``: no warm process (every invocation imports for itself)."""
+SOCKET = "warm.sock"
+LOCK = "warm.lock"
+"""Held (flock) by the warm process for its whole life, from its first import on: the lock
+an invocation tries before it starts another one."""
+LOG = "warm.log"
+SERVED = frozenset({"run"})
+"""The commands served warm."""
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+PRELOAD = (
+    "aeval.deployments.commands_eval", "aeval.deployments.console", "aeval.flows.evaluate",
+    "aeval.flows.runners", "aeval.tasks.sandboxing", "aeval.adapters.llm", "litellm", "pandas",
+    "rich.console", "rich.table", "prefect.flow_engine", "prefect.task_engine",
+    "prefect.utilities.visualization", "fastapi.encoders", "aeval.deployments.cli",
+    "aeval.model_keys", "aeval.adapters.literal", "aeval.adapters.builtin",
+    "aeval.adapters.claude_code", "aeval.adapters.codex", "aeval.adapters.opencode",
+    "anyio._backends._asyncio", "anyio.streams.memory", "anyio.streams.stapled",
+    "anyio.streams.tls", "rich._emoji_codes", "encodings.unicode_escape",
+)
+"""What the run path imports; the warm process imports it once (litellm after
+`aeval.adapters.llm`, which sets its offline options; fastapi's encoders: Prefect imports
+them to send a flow's parameters, 0.3 s of CPU). A child logs what it imported after all."""
+IMPORT_PREFIXES = ("PREFECT_", "LITELLM_", "PYTHON", "LC_")
+IMPORT_NAMES = frozenset({"LANG", "DO_NOT_TRACK", "MALLOC_ARENA_MAX"})
+PREFECT_CONFIG_FILES = (".env", "prefect.toml", "pyproject.toml")
+_HEADER = struct.Struct("!I")
+
+
+class NotServed(BaseException):
+    """Raised in a warm child before it prints anything: this invocation is to run
+    in-process (a BaseException: the command line's last line of defence lets it through)."""
+
+
+def import_key(environ: dict[str, str]) -> dict[str, str]:
+    """The variables that shape what an import did (Prefect's settings and logging are read
+    at import, litellm's options, Python's own, the locale)."""
+    return {k: v for k, v in environ.items()
+            if k.startswith(IMPORT_PREFIXES) or k in IMPORT_NAMES}
+
+
+def prefect_configured_here(cwd: Path) -> str | None:
+    """The file in ``cwd`` that Prefect would read its settings from, if any."""
+    for name in PREFECT_CONFIG_FILES:
+        path = cwd / name
+        try:
+            if name == "prefect.toml":
+                if path.exists():
+                    return name
+                continue
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if (name == ".env" and "PREFECT_" in text) or \
+                (name == "pyproject.toml" and "tool.prefect" in text):
+            return name
+    return None
+
+
+# --- the invocation's side -------------------------------------------------------------
+
+
+def delegate(argv: list[str]) -> int | None:
+    """Run this invocation in the warm process (call when `servable`); its exit code, or
+    None: run in-process."""
+    folder = state_dir()
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(2.0)
+        conn.connect(str(folder / SOCKET))
+    except OSError:
+        return None
+    with conn:
+        try:
+            return _served(conn, argv)
+        except OSError:
+            return None
+
+
+_environ_at_start: dict[str, str] | None = None
+
+
+def servable(argv: list[str]) -> bool:
+    """This invocation may run in a warm process (decide before it changes its own
+    environment)."""
+    global _environ_at_start
+    _environ_at_start = dict(os.environ)
+    if os.environ.get(WARM_VAR, "1").strip() == "0" or mode() != "reuse":
+        return False
+    if not argv or argv[0] not in SERVED or os.environ.get("PREFECT_API_URL"):
+        return False
+    try:
+        if prefect_configured_here(Path.cwd()):
+            return False
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _served(conn: socket.socket, argv: list[str]) -> int | None:
+    header = json.dumps({"argv0": sys.argv[0], "argv": argv, "cwd": os.getcwd(),
+                         "umask": _umask(), "env": dict(os.environ)}).encode()
+    socket.send_fds(conn, [_HEADER.pack(len(header))], [0, 1, 2])
+    conn.sendall(header)
+    conn.settimeout(None)
+    reader = conn.makefile("rb")
+    first = _message(reader)
+    if "pid" not in first:
+        return None  # refused: stale, or not served here
+    child = int(first["pid"])
+    previous = {}
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child, signum)
+
+    for sig in FORWARDED:
+        previous[sig] = signal.signal(sig, forward)
+    try:
+        while True:
+            msg = _message(reader)
+            if "fallback" in msg:
+                return None
+            if "exit" in msg:
+                return int(msg["exit"])
+            if "signal" in msg:
+                return 128 + int(msg["signal"])
+            if not msg:
+                print("aeval: the warm process stopped before this run ended "
+                      f"(its log: {state_dir() / LOG}); rerun it, or set {WARM_VAR}=0",
+                      file=sys.stderr)
+                return 3
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _message(reader) -> dict:
+    line = reader.readline()
+    if not line:
+        return {}
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return {}
+    return msg if isinstance(msg, dict) else {}
+
+
+def _umask() -> int:
+    current = os.umask(0o22)
+    os.umask(current)
+    return current
+
+
+def start_later() -> None:
+    """After an in-process run that was `servable`: start this PREFECT_HOME's warm process
+    for the next one, unless one is running or starting (its lock is held)."""
+    folder = state_dir()
+    try:
+        if not folder.is_dir():
+            return
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # one is running or starting
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    from aeval.hardening import scrubbed_environ
+
+    env = scrubbed_environ(_environ_at_start)  # as this invocation started, without secrets
+    for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):
+        env.pop(name, None)
+    log = os.open(folder / LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        subprocess.Popen([sys.executable, "-m", __name__, "--state-dir", str(folder),
+                          "--idle-s", str(idle_seconds())],
+                         env=env, cwd=folder, stdin=subprocess.DEVNULL, stdout=log,
+                         stderr=log, start_new_session=True)
+    except OSError:
+        pass
+    finally:
+        os.close(log)
+
+
+# --- the warm process ------------------------------------------------------------------
+
+
+class _Warm:
+    """What the warm process imported with, for its children to compare against."""
+
+    def __init__(self, before: dict[str, str], server: tuple[str, str] | None) -> None:
+        self.server = server
+        """The reused server Prefect was imported with (URL, auth string), if any."""
+        self.key = import_key(dict(os.environ))
+        for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):
+            self.key.pop(name, None)
+        self.defaults = {k: v for k, v in os.environ.items() if before.get(k) != v}
+        """Variables the imports set (litellm's offline options): a child sets them too."""
+        self.fingerprint = source_fingerprint()
+
+    def check(self) -> None:
+        """In a child, where Prefect's settings are applied: raise NotServed when this
+        invocation's variables differ from those the imports saw."""
+        key = import_key(dict(os.environ))
+        for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):
+            key.pop(name, None)
+        if key != self.key:
+            raise NotServed("import-time variables differ")
+
+
+def source_fingerprint() -> tuple:
+    """What a change to aeval's code or the installed packages changes: every source file's
+    size and mtime under aeval's folders, and the site-packages folders' mtimes (an install,
+    upgrade or removal adds or removes entries there)."""
+    import aeval
+
+    entries = []
+    for root in sorted({str(Path(p).resolve()) for p in _source_roots(aeval)}):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__pycache__")))
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    with contextlib.suppress(OSError):
+                        st = os.stat(os.path.join(dirpath, name))
+                        entries.append((dirpath, name, st.st_size, st.st_mtime_ns))
+    import site
+
+    for folder in sorted(set(site.getsitepackages()) | {site.getusersitepackages()}):
+        with contextlib.suppress(OSError):
+            entries.append((folder, os.stat(folder).st_mtime_ns))
+    return (sys.executable, tuple(entries))
+
+
+def _source_roots(package) -> list[str]:
+    roots = list(package.__path__)
+    for sub in ("adapters", "tasks", "flows", "deployments"):
+        with contextlib.suppress(ImportError, AttributeError):
+            roots.extend(__import__(f"aeval.{sub}", fromlist=["_"]).__path__)
+    return roots
+
+
+def _known_server(folder: Path) -> tuple[str, str] | None:
+    """The reused server running now, set as this process's Prefect API before Prefect is
+    imported: a child that finds the same one has nothing of Prefect's settings to redo."""
+    from aeval import embedded, local_server
+
+    record = local_server.read_record(folder)
+    if record is None or not local_server.is_server_process(record):
+        return None
+    os.environ["PREFECT_API_URL"] = record.api_url
+    os.environ[embedded.CLIENT_AUTH_VAR] = record.auth_string
+    return record.api_url, record.auth_string
+
+
+def _log(folder: Path, line: str) -> None:
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} warm[{os.getpid()}] {line}", flush=True)
+
+
+def serve(folder: Path, idle_s: float) -> int:
+    """The warm process: import, then fork a child per invocation until idle."""
+    lock = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # another one is running or starting
+    from aeval.deployments.console import prefect_env
+
+    from aeval.hardening import harden_process, limit_malloc_arenas
+
+    limit_malloc_arenas()
+    harden_process()  # invocations' environments pass through here
+    prefect_env(False)
+    server = _known_server(folder)
+    before = dict(os.environ)
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    import threading
+
+    if threading.active_count() != 1:
+        _log(folder, f"not serving: an import started a thread ({threading.enumerate()})")
+        return 1
+    from aeval import embedded
+
+    warm = _Warm(before, server)
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what was imported stays shared with the children, unwritten
+    path = folder / SOCKET
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a dead warm process's (we hold the lock: no live one has it)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old)
+    listener.listen(16)
+    ident = os.stat(folder).st_ino, os.stat(path).st_ino
+    _log(folder, f"serving on {path}")
+    children: dict[int, socket.socket | None] = {}  # None: its invocation went away
+    last = time.monotonic()
+    try:
+        while True:
+            for pid in list(children):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    _report(children.pop(pid), status)
+                    last = time.monotonic()
+            if not children and time.monotonic() - last > idle_s:
+                _log(folder, "idle: stopping")
+                return 0
+            try:
+                if (os.stat(folder).st_ino, os.stat(path).st_ino) != ident:
+                    return 0
+            except OSError:
+                return 0  # the folder (a test's PREFECT_HOME) or the socket is gone
+            conns = [c for c in children.values() if c is not None]
+            ready, _, _ = select.select([listener, *conns], [], [], 0.2)
+            for conn in ready:
+                if conn is listener:
+                    if not _accept(listener, folder, warm, embedded, children):
+                        return 0
+                    last = time.monotonic()
+                    continue
+                pid = next(p for p, c in children.items() if c is conn)
+                try:
+                    gone = conn.recv(1) == b""
+                except OSError:
+                    gone = True
+                if gone:  # the invocation was killed (-9): so is its child, as it would
+                    with contextlib.suppress(ProcessLookupError, PermissionError):  # have been
+                        os.killpg(pid, signal.SIGKILL)
+                    _log(folder, f"child {pid}: its invocation went away")
+                    conn.close()
+                    children[pid] = None
+    finally:
+        with contextlib.suppress(OSError):
+            if (os.stat(folder).st_ino, os.stat(path).st_ino) == ident:
+                path.unlink()
+        listener.close()
+
+
+def _report(conn: socket.socket | None, status: int) -> None:
+    """Tell the invocation how its child ended: ``exit`` code, or the ``signal`` it died of."""
+    if conn is None:
+        return
+    msg = {"exit": os.waitstatus_to_exitcode(status)}
+    if os.WIFSIGNALED(status):
+        msg = {"signal": os.WTERMSIG(status)}
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(msg).encode() + b"\n")
+    conn.close()
+
+
+def _accept(listener, folder: Path, warm: _Warm, embedded, children) -> bool:
+    """Take one invocation; False when this warm process is to stop (stale)."""
+    conn, _ = listener.accept()
+    fds: list[int] = []
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", creds)
+        if uid != os.getuid():
+            _log(folder, f"refused uid {uid}")
+            conn.close()
+            return True
+        conn.settimeout(5.0)
+        data, fds, _flags, _addr = socket.recv_fds(conn, _HEADER.size, 3)
+        if len(data) != _HEADER.size or len(fds) != 3:
+            raise ValueError("bad header")
+        (size,) = _HEADER.unpack(data)
+        body = b""
+        while len(body) < size:
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                raise ValueError("short header")
+            body += chunk
+        header = json.loads(body)
+        if source_fingerprint() != warm.fingerprint:
+            _log(folder, "refused: aeval's code or the installed packages changed; stopping")
+            conn.sendall(b'{"stale": true}\n')
+            conn.close()
+            return False
+    except (OSError, ValueError) as exc:
+        _log(folder, f"refused a connection: {exc}")
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+        return True
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        listener.close()
+        for other in children.values():
+            if other is not None:
+                other.close()
+        _child(conn, fds, header, warm, embedded)
+    for fd in fds:
+        os.close(fd)
+    children[pid] = conn
+    _log(folder, f"child {pid}: aeval {' '.join(header['argv'][:1])}")
+    return True
+
+
+def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embedded) -> None:
+    """Take over the invocation's stdio, folder, umask and environment, run the command line
+    as the invocation would have, and exit with its code (never returns)."""
+    code = 4
+    try:
+        os.setsid()  # its own process group: the invocation's signals go to all of it
+        for sig in FORWARDED:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        conn.settimeout(None)
+        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(header["cwd"])
+        os.umask(int(header["umask"]))
+        os.environ.clear()
+        os.environ.update(header["env"])
+        for name, value in warm.defaults.items():  # what the imports set, as they would have
+            os.environ.setdefault(name, value)
+        sys.argv = [header["argv0"], *header["argv"]]
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                stream.reconfigure(line_buffering=stream.isatty())
+        embedded.warm_child(warm.check, warm.server)
+        modules = set(sys.modules)
+        from aeval.deployments.cli import main
+
+        try:
+            code = main(header["argv"])
+        except NotServed:
+            with contextlib.suppress(OSError):
+                conn.sendall(b'{"fallback": true}\n')
+            os._exit(0)
+        late = sorted(set(sys.modules) - modules)
+        if late:
+            _log_child(header, f"{len(late)} module(s) imported after the fork: "
+                       f"{', '.join(late[:40])}{' ...' if len(late) > 40 else ''}")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    _exit_child(code)
+
+
+def _log_child(header: dict, line: str) -> None:
+    """A line in the warm log from a child (whose stdout is the invocation's)."""
+    from aeval.server_home import state_dir
+
+    with contextlib.suppress(OSError), open(state_dir() / LOG, "a") as fh:
+        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} child[{os.getpid()}] {line}\n")
+
+
+def _exit_child(code: int) -> None:
+    """Exit as the command line does (`aeval.deployments.cli.run`): the exit handlers run
+    (Prefect's flush its logs and events), the final garbage collection does not."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--state-dir", type=Path, required=True)
+    ap.add_argument("--idle-s", type=float, default=None)
+    args = ap.parse_args(argv)
+    return serve(args.state_dir, args.idle_s or idle_seconds())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""The warm process (`aeval.deployments.warm`): after one `aeval run` outside CI, later ones are
+forked from a process that has Prefect, the flows, litellm and pandas imported. What a user
+must not notice, except that it is faster: the same output and exit code as an in-process
+run, Ctrl-C and a killed invocation behave as before, a `-v` run or a folder that configures
+Prefect runs in-process, aeval's code changing is never served stale, secrets never reach the
+warm process, and nothing is left running once its PREFECT_HOME is gone or it is idle.
+
+Every run is a real `aeval` process on a PREFECT_HOME of the test's own (outside /tmp, as
+~/.prefect is), with the reused server and the warm process as a user gets them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from aeval.local_server import SERVE_MODULE
+from tests.integration.test_reused_server import digest_skill
+from tests.procs import alive
+
+pytestmark = pytest.mark.integration
+
+CANARY = "sk-warm-canary-7730"
+AEVAL = os.path.join(os.path.dirname(sys.executable), "aeval")
+WARM_MODULE = "aeval.deployments.warm"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "marketplace"
+STATUS = re.compile(r"^\d\d:\d\d:\d\d (\S+ \[\w[\w-]*\]: [A-Z]+.*)$", re.M)
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PREFECT_API") and k not in ("AEVAL_WARM", "AEVAL_SERVER")}
+    env.pop("CI", None)
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               AEVAL_SERVER="reuse", OPENAI_API_KEY=CANARY, **extra)
+    return env
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path | None = None,
+        timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([AEVAL, "run", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def warm_log(home: Path) -> str:
+    with contextlib.suppress(OSError):
+        return (home / "aeval-server" / "warm.log").read_text()
+    return ""
+
+
+def served(home: Path) -> list[int]:
+    """Pids of the children the warm process forked, in order."""
+    return [int(p) for p in re.findall(r"child (\d+): aeval run", warm_log(home))]
+
+
+def warm_pids(home: Path) -> list[int]:
+    return sorted(set(alive(WARM_MODULE)) & set(alive(str(home / "aeval-server"))))
+
+
+def wait_warm(home: Path, timeout: float = 240) -> int:
+    """Wait until a warm process serves ``home``; its pid."""
+    deadline = time.monotonic() + timeout
+    count = warm_log(home).count("serving on")
+    while time.monotonic() < deadline:
+        if (home / "aeval-server" / "warm.sock").exists() and warm_pids(home):
+            return warm_pids(home)[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no warm process after {timeout:.0f} s (log: {warm_log(home)!r}, "
+                         f"{count} earlier)")
+
+
+def gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def statuses(out: str) -> list[str]:
+    return sorted(STATUS.findall(out))
+
+
+def new_home() -> Path:
+    path = Path(__file__).parent / f".prefect-home-{uuid.uuid4().hex[:12]}"
+    path.mkdir()
+    return path
+
+
+def stop_all(path: Path) -> None:
+    for pid in warm_pids(path) + sorted(set(alive(SERVE_MODULE)) & set(alive(str(path)))):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """A PREFECT_HOME whose first run (in-process) left a reused server and a warm process."""
+    path = new_home()
+    first = run([str(EXAMPLES / "skills" / "csv-stats"), "--out",
+                 str(tmp_path_factory.mktemp("first"))], env_for(path))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert served(path) == [], "the very first run cannot have been served warm"
+    wait_warm(path)
+    yield path
+    stop_all(path)
+
+
+def test_a_warm_run_prints_and_exits_as_an_in_process_run(home, tmp_path):
+    """The example marketplace (four documented failures: exit 1), warm and then with
+    AEVAL_WARM=0: the same case statuses, the same exit code; the warm one was served."""
+    before = len(served(home))
+    warm = run([str(EXAMPLES), "--out", str(tmp_path / "warm")], env_for(home))
+    assert len(served(home)) == before + 1, warm_log(home)
+    cold = run([str(EXAMPLES), "--out", str(tmp_path / "cold")], env_for(home, AEVAL_WARM="0"))
+    assert len(served(home)) == before + 1, "AEVAL_WARM=0 must run in-process"
+    assert warm.returncode == cold.returncode == 1, warm.stdout + warm.stderr
+    assert statuses(warm.stdout) == statuses(cold.stdout) != []
+    assert warm.stdout.count("starting Prefect") == 1
+    assert "exit 1:" in warm.stdout and "exit 1:" in cold.stdout
+    assert (tmp_path / "warm" / "runs").is_dir()
+
+
+def test_a_usage_error_is_the_same_one_line_and_exit_2(home, tmp_path):
+    warm = run([str(tmp_path / "no-such-skills")], env_for(home))
+    assert warm.returncode == 2
+    assert warm.stderr.strip() == f"{tmp_path / 'no-such-skills'}: no such file or folder"
+
+
+def test_a_verbose_run_runs_in_process_and_prints_everything_once(home, tmp_path):
+    """-v leaves Prefect's console logging on, which the warm process imported with it off:
+    the child gives the run back before printing anything."""
+    before = len(served(home))
+    out = run([str(EXAMPLES / "skills" / "csv-stats"), "-v", "--out", str(tmp_path)],
+              env_for(home))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert len(served(home)) == before + 1  # it was offered, and handed back
+    assert out.stdout.count("starting Prefect") == 1
+    assert out.stdout.count("1 skill(s), 3 case run(s)") == 1
+    assert len(statuses(out.stdout)) == 3
+
+
+def test_a_folder_that_configures_prefect_is_not_served(home, tmp_path):
+    """Prefect reads prefect.toml from the working folder: its settings would differ."""
+    (tmp_path / "prefect.toml").write_text('[logging]\nlevel = "INFO"\n')
+    before = len(served(home))
+    out = run([str(EXAMPLES / "skills" / "csv-stats"), "--out", str(tmp_path / "o")],
+              env_for(home), cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert len(served(home)) == before
+
+
+def test_two_warm_runs_at_once_each_get_their_own_verdicts(home, tmp_path):
+    before = len(served(home))
+    procs = [subprocess.Popen([AEVAL, "run", str(EXAMPLES / "skills" / name), "--out",
+                               str(tmp_path / name)], env=env_for(home),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in ("csv-stats", "hello-docs")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert len(served(home)) == before + 2
+    assert "csv-stats/stats [literal]: PASS" in outs[0][0]
+    assert "hello-docs/" in outs[1][0] and "csv-stats/" not in outs[1][0]
+
+
+def test_secrets_travel_with_the_invocation_never_to_the_warm_process(home, tmp_path):
+    out = run([str(EXAMPLES / "skills" / "csv-stats"), "--out", str(tmp_path)],
+              env_for(home))
+    assert out.returncode == 0
+    for pid in warm_pids(home):
+        assert CANARY.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    assert CANARY not in warm_log(home)
+    assert CANARY not in out.stdout + out.stderr
+
+
+FOLLOW = "--follow-s 61"
+
+
+def slow_run(home: Path, tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    """A warm run whose case follows a log for 61 s; it and its child's pid once the case's
+    command runs."""
+    skill = digest_skill(tmp_path / "m", follow_s=61, cases=1)
+    before = len(served(home))
+    proc = subprocess.Popen([AEVAL, "run", str(skill), "--out", str(tmp_path / "o")],
+                            env=env_for(home), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if len(served(home)) > before and alive(FOLLOW):
+            return proc, served(home)[before]
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"the slow case never started: {warm_log(home)}")
+
+
+def test_ctrl_c_interrupts_the_warm_run_as_it_would_the_in_process_one(home, tmp_path):
+    proc, child = slow_run(home, tmp_path)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "aeval: interrupted" in err
+    assert gone(child, 30)
+
+
+def test_a_killed_invocation_takes_its_warm_run_with_it(home, tmp_path):
+    proc, child = slow_run(home, tmp_path)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert gone(child, 60), "the warm child outlived its killed invocation"
+    deadline = time.monotonic() + 60
+    while alive(FOLLOW) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(FOLLOW), "the case's command outlived the killed invocation"
+
+
+def test_changed_code_is_never_served_stale(home, tmp_path):
+    """An install or removal in site-packages (as `pip install -U`) makes the warm process
+    refuse and stop; the run goes on in-process and a fresh warm process follows."""
+    import site
+
+    old = wait_warm(home)
+    marker = Path(site.getsitepackages()[0]) / f"aeval-warm-test-{uuid.uuid4().hex[:8]}"
+    marker.mkdir()
+    marker.rmdir()
+    before = len(served(home))
+    out = run([str(EXAMPLES / "skills" / "csv-stats"), "--out", str(tmp_path)], env_for(home))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert len(served(home)) == before
+    assert "changed; stopping" in warm_log(home)
+    assert gone(old, 30)
+    assert wait_warm(home) != old
+
+
+def test_an_idle_warm_process_stops_and_one_whose_home_is_gone_too(tmp_path):
+    path = new_home()
+    try:
+        first = run([str(EXAMPLES / "skills" / "csv-stats"), "--out", str(tmp_path)],
+                    env_for(path, AEVAL_SERVER_IDLE_S="4"))
+        assert first.returncode == 0
+        pid = wait_warm(path)
+        assert gone(pid, 60), "the warm process did not stop when idle"
+        assert "idle: stopping" in warm_log(path)
+        assert not (path / "aeval-server" / "warm.sock").exists()
+
+        run([str(EXAMPLES / "skills" / "csv-stats"), "--out", str(tmp_path)], env_for(path))
+        pid = wait_warm(path)
+        shutil.rmtree(path / "aeval-server")
+        assert gone(pid, 30), "the warm process outlived its PREFECT_HOME"
+    finally:
+        stop_all(path)
