@@ -243,8 +243,8 @@ def start_early() -> EmbeddedServer | None:
     if _server is not None:
         return _server
     imported = "prefect" in sys.modules
-    if imported and _warm_check is not None:
-        _warm_check()  # a warm child: raises unless Prefect was imported with these settings
+    if imported and _warm is not None:
+        _warm.check()  # a warm child: raises unless Prefect was imported with these settings
     elif imported:
         return None
     if os.environ.get("PREFECT_API_URL"):
@@ -256,25 +256,22 @@ def start_early() -> EmbeddedServer | None:
     os.environ[CLIENT_AUTH_VAR] = server.auth_string
     os.environ[MARK_VAR] = server.api_url
     _server = server
-    if imported and (server.api_url, server.auth_string) != _warm_server:
-        from prefect.context import refresh_global_settings_context
-
-        refresh_global_settings_context()  # Prefect was imported with another server
+    if imported and _warm is not None:
+        _warm.apply(server.api_url, server.auth_string)  # to Prefect's imported settings
     return server
 
 
-_warm_check = None
-_warm_server: tuple[str, str] | None = None
+_warm = None
 
 
-def warm_child(check, server: tuple[str, str] | None) -> None:
+def warm_child(warm) -> None:
     """Called in a child of the warm process (`aeval.deployments.warm`), where Prefect is
-    already imported: `start_early` then calls ``check`` (which raises when this invocation's
-    settings differ from those Prefect was imported with) and applies the server it finds or
-    starts to Prefect's settings, unless it is ``server`` (URL, auth string), the one the warm
-    process imported Prefect with."""
-    global _warm_check, _warm_server
-    _warm_check, _warm_server = check, server
+    already imported: `start_early` then calls ``warm.check()`` (which raises when this
+    invocation's settings differ from those Prefect was imported with) and, once it has found
+    or started the server, ``warm.apply(api_url, auth_string)`` (Prefect's settings are
+    rebuilt unless that is the server they were imported with)."""
+    global _warm
+    _warm = warm
 
 
 def reused_server():

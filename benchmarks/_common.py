@@ -39,10 +39,50 @@ def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def warm_pid(prefect_home: Path) -> int | None:
+    """The warm process (`aeval.deployments.warm`) serving ``prefect_home``, if one runs."""
+    try:
+        pid = int((prefect_home / "aeval-server" / "warm.lock").read_text())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"aeval.deployments.warm" in cmdline else None
+
+
+def wait_warm(prefect_home: Path, timeout: float = 300) -> int:
+    """Wait until a warm process serves ``prefect_home`` (after a first in-process run)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid = warm_pid(prefect_home)
+        if pid and (prefect_home / "aeval-server" / "warm.sock").exists():
+            return pid
+        time.sleep(0.2)
+    raise SystemExit(f"no warm process on {prefect_home} after {timeout:.0f} s")
+
+
+def proc_cpu(pid: int | None, reaped: bool = False) -> float:
+    """CPU seconds (user + sys) ``pid`` has used, plus its reaped children's with ``reaped``
+    (a warm child's CPU lands in the warm process's once it is reaped); 0 when gone."""
+    if not pid:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def stop_reused_server(prefect_home: Path) -> None:
-    """Stop the reused local server a ``reuse`` run left on ``prefect_home`` (if any)."""
+    """Stop the reused local server a ``reuse`` run left on ``prefect_home`` (if any), and
+    its warm process (which stops once its socket is gone)."""
     import json
     import signal
+
+    (prefect_home / "aeval-server" / "warm.sock").unlink(missing_ok=True)
 
     try:
         pid = json.loads((prefect_home / "aeval-server" / "server.json").read_text())["pid"]
@@ -67,10 +107,13 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def tree_rss(root: int) -> tuple[int, dict[str, int]]:
+def tree_rss(root: int, warm: int | None = None) -> tuple[int, dict[str, int]]:
     """Resident bytes of ``root`` and all its descendants right now (0 once it is gone),
-    and the bytes per command name (``comm``), to tell which processes hold the memory."""
-    tree, total, todo = _children(), 0, [root]
+    and the bytes per command name (``comm``), to tell which processes hold the memory.
+    With ``warm`` (a warm process's pid), its children count too (the warm run's process
+    and what it started), not the warm process itself."""
+    tree = _children()
+    total, todo = 0, [root, *(tree.get(warm, ()) if warm else ())]
     by_name: dict[str, int] = {}
     while todo:
         pid = todo.pop()
@@ -103,9 +146,10 @@ class Timed:
 
 
 def run_timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None,
-              sample_s: float = 0.25, timeout: float = 3600) -> Timed:
-    """Run ``cmd`` to completion; sample the RSS of its process tree every ``sample_s``.
-    Output goes to temporary files (a pipe that fills would stall the measured process)."""
+              sample_s: float = 0.25, timeout: float = 3600, warm: int | None = None) -> Timed:
+    """Run ``cmd`` to completion; sample the RSS of its process tree every ``sample_s``
+    (with the warm process's children: ``warm``, its pid). Output goes to temporary files
+    (a pipe that fills would stall the measured process)."""
     out_f = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{os.getpid()}-{time.time_ns()}"
     with open(f"{out_f}.out", "w+") as out, open(f"{out_f}.err", "w+") as err:
         start = time.monotonic()
@@ -118,7 +162,7 @@ def run_timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None,
         def sample() -> None:
             nonlocal peak, peak_by
             while not stop.is_set():
-                total, by_name = tree_rss(proc.pid)
+                total, by_name = tree_rss(proc.pid, warm)
                 if total > peak:
                     peak, peak_by = total, by_name
                 stop.wait(sample_s)

@@ -48,6 +48,7 @@ from _common import (  # noqa: E402
     newest_mtime,
     run_timed,
     stop_reused_server,
+    wait_warm,
 )
 from _workload import ledger_csv, script, skill_files, write_marketplace  # noqa: E402
 from _workload import prompt as case_prompt  # noqa: E402
@@ -129,13 +130,16 @@ def run_aeval(args, tmp: Path, prefect_home: Path, ideal: float) -> dict:
     exe = aeval_exe()
     env = clean_env(prefect_home, OPENAI_API_KEY="sk-scripted",
                     AEVAL_MODEL_CONCURRENCY=str(args.model_concurrency),
-                    AEVAL_SERVER=args.server)
+                    AEVAL_SERVER="embedded" if args.server == "embedded" else "reuse",
+                    AEVAL_WARM="1" if args.server == "warm" else "0")
     if not args.cold:  # migrate the database and warm the disk cache: a literal run
         warm = run_timed([str(exe), "run", str(mp / "ledger-00"), "--runtime", "literal",
                           "--out", str(tmp / "warm-out"), "-q"], env)
         if warm.returncode != 0:
             raise SystemExit(f"warm-up aeval run failed ({warm.returncode}): "
                              f"{warm.stderr[-2000:]}")
+    warm_process = wait_warm(prefect_home) if args.server == "warm" and not args.cold \
+        else None
     scripts = [script(i, args.requests, args.delay, "aeval") for i in range(args.skills)]
     out = tmp / "aeval-out"
     with ScriptedModelServer(scripts, default=Turn(text="OK")) as srv:
@@ -146,7 +150,7 @@ def run_aeval(args, tmp: Path, prefect_home: Path, ideal: float) -> dict:
         if args.profile:  # sample every thread's stack (see profile_threads.py)
             cmd = [sys.executable, str(HERE / "profile_threads.py"), "--", *cmd]
         try:
-            timed = run_timed(cmd, env)
+            timed = run_timed(cmd, env, warm=warm_process)
         finally:
             stop_reused_server(prefect_home)
         row = figures("aeval", timed, srv, out, ideal, args.delay)
@@ -220,10 +224,12 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=None,
                     help="case chains / samples at once (default: --skills)")
     ap.add_argument("--harness", choices=["both", "aeval", "inspect"], default="both")
-    ap.add_argument("--server", choices=["reuse", "embedded"], default="reuse",
-                    help="aeval's Prefect server: the local one reused across invocations "
-                         "(started by the warm-up run; the default outside CI) or one "
-                         "embedded server per invocation (CI's)")
+    ap.add_argument("--server", choices=["warm", "reuse", "embedded"], default="warm",
+                    help="aeval's Prefect server and process: the local server reused across "
+                         "invocations and the warm process both started by the warm-up run "
+                         "(warm: the default outside CI); the reused server with aeval "
+                         "importing for itself (reuse: AEVAL_WARM=0); one embedded server per "
+                         "invocation (embedded: CI's)")
     ap.add_argument("--cold", action="store_true",
                     help="aeval on a fresh PREFECT_HOME (default: warmed by a literal run)")
     ap.add_argument("--profile", type=Path, metavar="FILE",

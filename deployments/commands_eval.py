@@ -60,11 +60,18 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
     was published (the Prefect API lost or refused its flow run), the manifest aeval's own
     publish step wrote (``run.json`` in the store, which no sandbox sees). The exit code is
     that gate's, never a Prefect state's. A run that never got published raises as before."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
     from aeval.artifacts import RunManifest
     from aeval.store import read_model
 
     try:
-        return call()
+        # No flow-run heartbeats from the command line: Prefect's heartbeat thread sleeps in
+        # whole seconds and the flow's end joins it (0.5 s at the end of every run on average,
+        # up to 1 s). The run's own process watches it, a killed run is `aeval run --resume`d;
+        # the served deployments (deployments/serve.py) keep Prefect's heartbeats.
+        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            return call()
     except Exception as exc:
         try:
             published = read_model(run_dir / "run.json", RunManifest)

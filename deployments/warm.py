@@ -28,8 +28,8 @@ How it goes (outside CI, with the reused local server: `aeval.server_home.mode` 
 - It stops after the idle period of the reused server (``AEVAL_SERVER_IDLE_S``), or when its
   folder is gone. ``AEVAL_WARM=0`` turns it off (in-process every time, no warm process).
 
-Only ``aeval run`` is served warm. The warm process's log: ``aeval-server/warm.log`` (one line
-per invocation it served or refused, no environment).
+Only ``aeval run`` and ``aeval sweep`` are served warm. The warm process's log:
+``aeval-server/warm.log`` (a line per invocation it served or refused, never an environment).
 """
 
 from __future__ import annotations
@@ -54,10 +54,11 @@ WARM_VAR = "AEVAL_WARM"
 SOCKET = "warm.sock"
 LOCK = "warm.lock"
 """Held (flock) by the warm process for its whole life, from its first import on: the lock
-an invocation tries before it starts another one."""
+an invocation tries before it starts another one. It holds the warm process's pid."""
 LOG = "warm.log"
-SERVED = frozenset({"run"})
-"""The commands served warm."""
+SERVED = frozenset({"run", "sweep"})
+"""The commands served warm (both apply Prefect's settings in `aeval.embedded.start_early`
+before they print anything but a usage error)."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PRELOAD = (
     "aeval.deployments.commands_eval", "aeval.deployments.console", "aeval.flows.evaluate",
@@ -265,6 +266,14 @@ class _Warm:
         if key != self.key:
             raise NotServed("import-time variables differ")
 
+    def apply(self, api_url: str, auth_string: str) -> None:
+        """In a child, once the server is known: Prefect's settings were read at import,
+        with `server`; rebuild them when this run's server is another one."""
+        if (api_url, auth_string) != self.server:
+            from prefect.context import refresh_global_settings_context
+
+            refresh_global_settings_context()
+
 
 def source_fingerprint() -> tuple:
     """What a change to aeval's code or the installed packages changes: every source file's
@@ -321,6 +330,8 @@ def serve(folder: Path, idle_s: float) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # another one is running or starting
+    os.ftruncate(lock, 0)
+    os.write(lock, str(os.getpid()).encode())  # who holds it (benchmarks/ read it)
     from aeval.deployments.console import prefect_env
 
     from aeval.hardening import harden_process, limit_malloc_arenas
@@ -485,7 +496,7 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(AttributeError, OSError, ValueError):
                 stream.reconfigure(line_buffering=stream.isatty())
-        embedded.warm_child(warm.check, warm.server)
+        embedded.warm_child(warm)
         modules = set(sys.modules)
         from aeval.deployments.cli import main
 
@@ -500,12 +511,12 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
             _log_child(header, f"{len(late)} module(s) imported after the fork: "
                        f"{', '.join(late[:40])}{' ...' if len(late) > 40 else ''}")
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     except BaseException:
         import traceback
 
         traceback.print_exc()
-    _exit_child(code)
+    _exit_child(code, conn)
 
 
 def _log_child(header: dict, line: str) -> None:
@@ -516,15 +527,21 @@ def _log_child(header: dict, line: str) -> None:
         fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} child[{os.getpid()}] {line}\n")
 
 
-def _exit_child(code: int) -> None:
+def _exit_child(code: int, conn: socket.socket | None = None) -> None:
     """Exit as the command line does (`aeval.deployments.cli.run`): the exit handlers run
-    (Prefect's flush its logs and events), the final garbage collection does not."""
+    (Prefect's flush its logs and events), the final garbage collection does not; then tell
+    the invocation the exit code (the warm process reports it only for a child that died of
+    a signal, and only as fast as it polls)."""
     import atexit
 
     try:
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
+        if conn is not None:
+            conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+    except BaseException:
+        pass
     finally:
         os._exit(code)
 
