@@ -72,9 +72,14 @@ SERVER_ENV = {
     # ~0.4 s of CPU per boot)
     "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
     "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
+    # nor automations: no UI to make them, and only aeval holds the auth string; the triggers
+    # service matched every event of a run against none (~8 % of a reused server's CPU in a
+    # warm one-skill run). A Prefect server of your own (PREFECT_API_URL) keeps them.
+    "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
 }
 """What aeval's own Prefect servers (embedded or reused) run with: the API and the services of
-an ephemeral server (flow and task runs, events), no UI, no block registration."""
+an ephemeral server (flow and task runs, events), no UI, no block registration, no
+automations."""
 
 
 class EmbeddedServerError(RuntimeError):

@@ -175,10 +175,10 @@ def _served(conn: socket.socket, argv: list[str]) -> int | None:
             msg = _message(reader)
             if "fallback" in msg:
                 return None
-            if "exit" in msg:
-                return int(msg["exit"])
-            if "signal" in msg:
-                return 128 + int(msg["signal"])
+            if "exit" in msg or "signal" in msg:
+                with contextlib.suppress(OSError):
+                    conn.sendall(b"x")  # received: the warm process lets the child end
+                return int(msg["exit"]) if "exit" in msg else 128 + int(msg["signal"])
             if not msg:
                 print("aeval: the warm process stopped before this run ended "
                       f"(its log: {state_dir() / LOG}); rerun it, or set {WARM_VAR}=0",
@@ -399,7 +399,10 @@ def serve(folder: Path, idle_s: float) -> int:
                     gone = conn.recv(1) == b""
                 except OSError:
                     gone = True
-                if gone:  # the invocation was killed (-9): so is its child, as it would
+                if not gone:  # the invocation has its exit code: nothing more to send
+                    conn.close()
+                    children[pid] = None
+                else:  # the invocation was killed (-9): so is its child, as it would
                     with contextlib.suppress(ProcessLookupError, PermissionError):  # have been
                         os.killpg(pid, signal.SIGKILL)
                     _log(folder, f"child {pid}: its invocation went away")

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from aeval.adapters.sandbox import bwrap_problem
 
 from aeval.local_server import SERVE_MODULE
 from tests.integration.test_reused_server import digest_skill
@@ -133,6 +134,9 @@ def test_a_warm_run_prints_and_exits_as_an_in_process_run(home, tmp_path):
     assert statuses(warm.stdout) == statuses(cold.stdout) != []
     assert warm.stdout.count("starting Prefect") == 1
     assert "exit 1:" in warm.stdout and "exit 1:" in cold.stdout
+    child = served(home)[-1]
+    assert f"child {child}: its invocation went away" not in warm_log(home), \
+        "a child whose invocation ended normally was treated as hung up on"
     assert (tmp_path / "warm" / "runs").is_dir()
 
 
@@ -263,3 +267,45 @@ def test_an_idle_warm_process_stops_and_one_whose_home_is_gone_too(tmp_path):
         assert gone(pid, 30), "the warm process outlived its PREFECT_HOME"
     finally:
         stop_all(path)
+
+
+PROBE = '''\
+#!/usr/bin/env python3
+"""Check that a local service socket answers: connect and print what happened."""
+import socket
+import sys
+
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1])
+    print("WARM-PROBE connected")
+except OSError as exc:
+    print(f"WARM-PROBE refused {type(exc).__name__}")
+'''
+
+
+@pytest.mark.skipif(bool(bwrap_problem()), reason="bubblewrap cannot run here")
+def test_a_step_cannot_reach_the_warm_process(home, tmp_path):
+    """The socket lives with the reused server's record in the Prefect home, which every
+    sandbox has hidden: a step that knows its path finds nothing there."""
+    import json
+
+    sock = home / "aeval-server" / "warm.sock"
+    skill = tmp_path / "skills" / "socket-check"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: socket-check\ndescription: Check that a local service socket answers.\n"
+        "---\n\n# socket-check\n\nRun `python3 scripts/probe.py SOCKET`.\n")
+    (skill / "scripts" / "probe.py").write_text(PROBE)
+    (skill / "eval.config").write_text(json.dumps({"evals": [{
+        "id": "probe", "prompt": "Check the warm socket.", "expected_outcome": "It is checked.",
+        "steps": [f"python3 $SKILL_DIR/scripts/probe.py {sock}"],
+        "assertions": [{"type": "transcript_contains", "text": "WARM-PROBE",
+                        "source": "tool_output"}]}]}))
+    before = len(served(home))
+    out = run([str(skill), "--sandbox", "require", "--out", str(tmp_path / "o")],
+              env_for(home))
+    assert len(served(home)) == before + 1, out.stdout + out.stderr
+    events = "\n".join(p.read_text() for p in (tmp_path / "o").rglob("events.jsonl"))
+    assert "WARM-PROBE refused FileNotFoundError" in events, events[-2000:]
+    assert "WARM-PROBE connected" not in events
