@@ -150,9 +150,9 @@ def test_an_unusable_interpreter_line(tmp_path, first_line, problem):
     skill = build(tmp_path)
     body = FILL_PY.split("\n", 1)[1].encode()
     (skill / "scripts" / "fill.py").write_bytes(first_line + body)
-    (found,) = findings(skill)
-    assert found.startswith("SKILL.md line 27: runs scripts/fill.py directly, but ")
-    assert problem in found
+    (found,) = static_check(load_skill(skill))
+    assert str(found).startswith("SKILL.md line 27: runs scripts/fill.py directly, but ")
+    assert problem in str(found) and found.kind == "not_executable"
 
 
 def test_a_missing_reference_link_and_one_a_level_down(tmp_path):
@@ -343,8 +343,8 @@ READING = [
      "\nSee [pypdf](https://pypdf.readthedocs.io) and [the layout guide](references/layout.md).\n",
      {}, [_missing(46, "links to", "references/layout.md")]),
     ("a link to the skill's own folder or above it is not a reference",
-     "\nThis [skill](./), [its parent](..) and [its siblings](../) are not the skill's files.\n",
-     {}, []),
+     "\nThis [skill](./), [its parent](..), [its siblings](../) and [the shared notes]"
+     "(../../shared/notes.md) are not the skill's files.\n", {}, []),
     ("a target in angle brackets may hold spaces, a title is not part of it",
      "\nRead [the guide](<references/field guide.md>), [fields](references/fields.md "
      "\"Field reference\") and [the old notes](references/old-notes.md 'Before v2').\n",
@@ -388,6 +388,8 @@ READING = [
      {}, []),
     ("the word that makes a path may open the line",
      "\nSave the answers as `references/answers.json`.\n", {}, []),
+    ("a path deeper in one of the skill's folders, named in prose, is the skill's",
+     "\nThe v2 calls are in `references/api/v2.md`.\n", {}, [_names(46, "references/api/v2.md")]),
     ("a path in a folder the skill does not have, named in prose, is the reader's",
      "\nKeep your own forms in `templates/form.pdf`.\n", {}, []),
     ("a path in a markdown example block is not named by the skill",
@@ -555,10 +557,12 @@ def test_a_relative_interpreter_that_is_not_utf_8_is_shown(tmp_path):
 
 def test_a_skill_whose_folder_is_gone_is_checked_without_raising(tmp_path):
     """Loaded, then removed before the check: every file it names is missing, nothing raises."""
-    skill_dir = build(tmp_path, {"SKILL.md": SKILL_MD.split("## Setup")[0]})
+    skill_dir = build(tmp_path, {"SKILL.md": SKILL_MD.split("## Setup")[0]
+                                 + "Then run `python3 scripts/fields.py list form.pdf`.\n"})
     skill = load_skill(skill_dir)
     (skill_dir / "SKILL.md").unlink()
     skill_dir.rmdir()
     assert [str(f) for f in static_check(skill)] == [
         "SKILL.md line 7: links to references/fields.md, which the skill does not have",
-        "SKILL.md line 8: links to FORMS.md, which the skill does not have"]
+        "SKILL.md line 8: links to FORMS.md, which the skill does not have",
+        "SKILL.md line 10: runs scripts/fields.py, which the skill does not have"]
