@@ -40,6 +40,7 @@ from aeval.shellparse import commands, effects, norm, related
 from aeval.skill import SKILL_FILE, Skill
 
 MAX_REFERENCE_BYTES = 2_000_000
+MAX_SCRIPT_BYTES = 1_000_000  # a larger script is not read for its interface
 MAX_FINDINGS = 50
 _METAVAR = re.compile(r"^(?:[A-Z][A-Z0-9_-]*|command|action|subcommand|cmd|args?|options?)$")
 
@@ -67,7 +68,6 @@ class StaticFinding(BaseModel):
 
 class _Checker:
     def __init__(self, skill: Skill):
-        self.skill = skill
         self.root = Path(skill.path)
         self.names = tuple(dict.fromkeys((skill.name, self.root.name)))
         self.findings: list[StaticFinding] = []
@@ -89,12 +89,8 @@ class _Checker:
                                            problem=problem))
 
     # ---- the filesystem of the skill ------------------------------------------------------
-    def exists(self, rel: str, base: str = "") -> bool:
-        for b in dict.fromkeys((base, "")):
-            p = self.root / b / rel
-            if os.path.lexists(p):
-                return True
-        return False
+    def exists(self, rel: str) -> bool:
+        return os.path.lexists(self.root / rel)
 
     def near_miss(self, rel: str) -> str:
         """A hint when only the case of a name differs (macOS authors, Linux agents)."""
@@ -122,20 +118,20 @@ class _Checker:
         for s in spans:
             if " " in s.text.strip():
                 produced |= effects(s.text).writes
-        base = str(PurePosixPath(file).parent) if file != SKILL_FILE else ""
+        base = str(PurePosixPath(file).parent)  # where the document's links resolve from
         for ln, code in shell:
             self.commands_of(code, ln, file, via, produced)
         lines = dict(prose)
         for s in spans:
             text_ = s.text.strip()
-            if placeholder(text_) or "\n" in text_:
+            if placeholder(text_):
                 continue
             if " " in text_:
                 self.commands_of(text_, s.line, file, via, produced, inline=True)
-            elif via is None and not _made_or_example(lines.get(s.line, ""), s.text):
+            elif via is None and not _made_or_example(lines[s.line], s.text):
                 # a path named in prose: in SKILL.md only (a reference file's prose is read
                 # by the agent on demand and names the reader's files as often as the skill's)
-                self.reference(text_, s.line, file, via, produced, base=base)
+                self.reference(text_, s.line, file, None, produced)
         linked = []
         for link in markdown.links(prose):
             rel = self.link_target(link.text, base)
@@ -151,32 +147,31 @@ class _Checker:
 
     def link_target(self, target: str, base: str) -> str | None:
         t = target.strip()
-        if not t or t.startswith(("#", "mailto:", "tel:", "data:")) or re.match(
-                r"^[A-Za-z][A-Za-z0-9+.-]*:", t) or placeholder(t):
-            return None
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", t) or placeholder(t):
+            return None  # a URL (https:, mailto:, tel:, data:, ...) or a placeholder
         t = unquote(t.split("#", 1)[0].split("?", 1)[0])
         if not t or t.startswith(("/", "~")):
-            return None
+            return None  # an anchor of this document, an absolute or a home path
         rel = norm(posixpath.normpath(posixpath.join(base, t)))
-        if rel == "." or rel.startswith("../") or rel == "..":
+        if rel.split("/", 1)[0] == "..":
             return None  # above the skill: not the skill's to have
         return rel
 
     def reference(self, word: str, line: int, file: str, via: int | None,
-                  produced: set[str], base: str, executed: bool = False) -> str | None:
-        """Check one path word; return its skill-relative path when it names one."""
+                  produced: set[str], executed: bool = False) -> str | None:
+        """Check one path word (from the skill's root); return its skill-relative path when it
+        names one that is there."""
         if placeholder(word) or _METAVAR.match(word):
             return None
         rel = own_file(word, self.root, self.names)
         if rel is None or rel == SKILL_FILE:
             return rel
-        parts = PurePosixPath(rel).parts
-        in_own_folder = len(parts) > 1 and parts[0] in self.top
+        in_own_folder = "/" in rel and rel.split("/", 1)[0] in self.top
         if not (executed or in_own_folder):
             return None
         if any(related(rel, p) for p in produced):
             return None
-        if not self.exists(rel, base):
+        if not self.exists(rel):
             what = "runs" if executed else "names"
             self.add(file, line, via, "missing", rel,
                      f"{what} {rel}, which the skill does not have{self.near_miss(rel)}")
@@ -187,30 +182,26 @@ class _Checker:
                     produced: set[str], inline: bool = False) -> None:
         if placeholder(code) and inline:
             return
-        cwd_moved = False
         for cmd in commands(code):
             at = line + (cmd.line + (0 if inline else 1))
-            if cwd_moved:
-                break  # after a `cd` the block's relative paths are someone else's
             argv = cmd.target_argv()
             if argv and PurePosixPath(argv[0]).name in ("cd", "pushd") and not cmd.subshell:
-                target = argv[1] if len(argv) > 1 else "~"
-                cwd_moved = not re.match(r"^\"?\$\{?SKILL_DIR\}?\"?/?$", target)
+                if len(argv) < 2 or not re.match(r"^\"?\$\{?SKILL_DIR\}?\"?/?$", argv[1]):
+                    return  # after a `cd` elsewhere (home, for a bare one) the block's
+                    # relative paths are someone else's
                 continue
             script, args = cmd.script()
-            ran = None
-            if script is not None and not placeholder(script):
-                ran = self.reference(script, at, file, via, produced, base="", executed=True)
+            runs = script is not None and not placeholder(script)
+            ran = self.reference(script, at, file, via, produced, executed=True) if runs else None
             for w in [*argv[1:], *cmd.reads]:
                 if w == script:
                     continue
                 value = w.split("=", 1)[1] if w.startswith("--") and "=" in w else w
                 if "/" in value:
-                    self.reference(value, at, file, via, produced, base="")
-            if ran is None or not self.exists(ran) or placeholder(script or ""):
+                    self.reference(value, at, file, via, produced)
+            if ran is None:  # not the skill's, a placeholder, missing or made by the docs
                 continue
-            direct = bool(argv) and argv[0] == script
-            if direct:
+            if argv[0] == script:  # run directly, not given to an interpreter
                 self.startable(ran, at, file, via)
             self.interface(ran, args, at, file, via)
 
@@ -253,18 +244,17 @@ class _Checker:
         if iface is None:
             return
         words = [a for a in args if not placeholder(a)]
-        if words and not words[0].startswith("-") and re.fullmatch(
-                r"[A-Za-z][\w:-]{0,63}", words[0]) and not _METAVAR.match(words[0]) \
-                and iface.rejects_action(words[0]):
+        if words and re.fullmatch(r"[A-Za-z][\w:-]{0,63}", words[0]) \
+                and not _METAVAR.match(words[0]) and iface.rejects_action(words[0]):
             known = ", ".join(sorted(iface.actions or ()))
             self.add(file, line, via, "rejected", rel,
                      f"documents `{words[0]}` for {rel}, which does not accept it "
                      f"(it accepts: {known})")
         for a in words:
-            if not a.startswith("-") or a == "--":
-                continue
             if a == "--":
-                break
+                return  # the words after it are operands, whatever they look like
+            if not a.startswith("-"):
+                continue
             flag = a.split("=", 1)[0]
             if iface.rejects_option(flag):
                 self.add(file, line, via, "rejected", rel,
@@ -280,8 +270,8 @@ _MADE = re.compile(r"(?:\b(?:save|saved|saves|create|creates|created|write|write
 def _made_or_example(line: str, span: str) -> bool:
     """Whether the prose just before a path says it is made (``save it as `x` ``) or only an
     example of a name (``e.g. `references/aws.md` ``)."""
-    at = line.find(f"`{span}`")
-    return at >= 0 and bool(_MADE.search(line[max(0, at - 60):at]))
+    before, found, _ = line.partition(f"`{span}`")
+    return bool(found and _MADE.search(before))
 
 
 _PROMPT = re.compile(r"^\s*\$ (.*)$")
@@ -305,7 +295,7 @@ def _console_commands(code: str) -> str | None:
 
 def _read(path: Path) -> Interface | None:
     try:
-        if path.stat().st_size > 1_000_000:
+        if path.stat().st_size > MAX_SCRIPT_BYTES:
             return None
         source = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -321,11 +311,10 @@ def static_check(skill: Skill) -> list[StaticFinding]:
         linked = checker.document(skill.body, SKILL_FILE, skill.body_offset, None)
     except RecursionError:
         return checker.findings
-    done: set[str] = set()
+    first: dict[str, int] = {}  # each reference file once, with the first line linking it
     for via, rel in linked:
-        if rel in done:
-            continue
-        done.add(rel)
+        first.setdefault(rel, via)
+    for rel, via in first.items():
         path = checker.root / rel
         try:
             if path.stat().st_size > MAX_REFERENCE_BYTES:
@@ -337,5 +326,5 @@ def static_check(skill: Skill) -> list[StaticFinding]:
             checker.document(text, rel, 0, via)
         except RecursionError:
             continue
-    order = {SKILL_FILE: 0, **{rel: i + 1 for i, (_, rel) in enumerate(linked)}}
-    return sorted(checker.findings, key=lambda f: (order.get(f.file, len(order)), f.line))
+    files = [SKILL_FILE, *first]
+    return sorted(checker.findings, key=lambda f: (files.index(f.file), f.line))

@@ -13,7 +13,7 @@ from textwrap import dedent
 import pytest
 
 from aeval.skill import load_skill
-from aeval.static_check import static_check
+from aeval.static_check import MAX_REFERENCE_BYTES, MAX_SCRIPT_BYTES, static_check
 
 SKILL_MD = dedent("""\
     ---
@@ -150,9 +150,9 @@ def test_an_unusable_interpreter_line(tmp_path, first_line, problem):
     skill = build(tmp_path)
     body = FILL_PY.split("\n", 1)[1].encode()
     (skill / "scripts" / "fill.py").write_bytes(first_line + body)
-    (found,) = findings(skill)
-    assert found.startswith("SKILL.md line 27: runs scripts/fill.py directly, but ")
-    assert problem in found
+    (found,) = static_check(load_skill(skill))
+    assert str(found).startswith("SKILL.md line 27: runs scripts/fill.py directly, but ")
+    assert problem in str(found) and found.kind == "not_executable"
 
 
 def test_a_missing_reference_link_and_one_a_level_down(tmp_path):
@@ -317,3 +317,252 @@ def test_each_finding_has_its_kind_file_line_and_link(tmp_path):
         ("references/extra.md", 3, 53, "rejected", "scripts/fill.py"),
         ("references/extra.md", 3, 53, "missing", "references/gone.md"),
     ]
+
+
+def _names(line, path, file="SKILL.md"):
+    return _missing(line, "names", path, file)
+
+
+FIELDS_AND_EXPORT_PY = FIELDS_PY.replace('ls.add_argument("--json", action="store_true")\n',
+                                         'ls.add_argument("--json", action="store_true")\n'
+                                         'sub.add_parser("export")\n')
+# How SKILL.md's links, inline code spans and blocks are read: (rule, what is appended to
+# SKILL.md (its line 45 on), files added to or replacing the skill's, the findings)
+READING = [
+    # ---- links ------------------------------------------------------------------------------
+    ("a link's anchor starts at its first #",
+     "\nThe [C# notes](references/languages.md#c#) cover .NET forms.\n",
+     {"references/languages.md": "# Languages\n\n## C#\n"}, []),
+    ("a link's query starts at its first ?",
+     "\nPrint [the blank form](assets/blank.pdf?download=1&next=/forms?page=2).\n",
+     {"assets/blank.pdf": "%PDF-1.7\n"}, []),
+    ("a URL whose scheme is in capitals is not the skill's",
+     "\n[Mail the team](MAILTO:forms@example.com) or read [the spec](HTTPS://example.com/a.md).\n",
+     {}, []),
+    ("a link after a URL on the same line is still checked",
+     "\nSee [pypdf](https://pypdf.readthedocs.io) and [the layout guide](references/layout.md).\n",
+     {}, [_missing(46, "links to", "references/layout.md")]),
+    ("a link to the skill's own folder or above it is not a reference",
+     "\nThis [skill](./), [its parent](..), [its siblings](../) and [the shared notes]"
+     "(../../shared/notes.md) are not the skill's files.\n", {}, []),
+    ("a target in angle brackets may hold spaces, a title is not part of it",
+     "\nRead [the guide](<references/field guide.md>), [fields](references/fields.md "
+     "\"Field reference\") and [the old notes](references/old-notes.md 'Before v2').\n",
+     {}, [_missing(46, "links to", "references/field guide.md"),
+          _missing(46, "links to", "references/old-notes.md")]),
+    ("a percent-encoded target names the file with its spaces",
+     "\nRead [the guide](references/field%20guide.md).\n",
+     {"references/field guide.md": "# Field guide\n"}, []),
+    ("a missing file in a missing folder gets no case hint",
+     "\nValidate against [the schema](references/schemas/form.json).\n",
+     {}, [_missing(46, "links to", "references/schemas/form.json")]),
+    ("a reference file's links resolve from its own folder",
+     "\nMore in [extra](references/extra.md).\n",
+     {"references/extra.md": "# Extra\n\nSee [the fields](fields.md) and [gone](gone.md).\n"},
+     [f"{EXTRA}: links to references/gone.md, which the skill does not have"]),
+    ("SKILL.md linking to itself is not read a second time",
+     "\nBack to [the top](SKILL.md#pdf-forms); then run `python3 scripts/gone.py --all`.\n",
+     {}, [_missing(46, "runs", "scripts/gone.py")]),
+    ("a linked script is not read as a markdown document",
+     "\nThe checker is [check.sh](scripts/check.sh).\n",
+     {"scripts/check.sh": "#!/bin/sh\n# like `scripts/old_check.sh --strict`, but faster\n"
+                          "exec pdfinfo \"$1\"\n"}, []),
+    ("a .markdown file is a reference document too",
+     "\nTerms are in [the glossary](references/glossary.markdown).\n",
+     {"references/glossary.markdown": "# Glossary\n\nList them: `python3 scripts/terms.py -a`.\n"},
+     ["references/glossary.markdown line 3 (linked from SKILL.md line 46): runs "
+      "scripts/terms.py, which the skill does not have"]),
+    ("a reference file linked twice is read once, and the ones after it still are",
+     "\nAgain: [the fields](references/fields.md), then [extra](references/extra.md).\n",
+     {"references/extra.md": "# Extra\n\nRun `python3 scripts/x_missing.py --go`.\n"},
+     [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]),
+    # ---- inline code spans ----------------------------------------------------------------
+    ("what an inline command writes is not missing",
+     "\nDump them with `python3 scripts/fields.py list form.pdf > references/form-fields.txt`"
+     " and read `references/form-fields.txt`.\n", {}, []),
+    ("a placeholder span is passed over, the spans after it are still checked",
+     "\nPass `<form.pdf>`, then read `references/gone.md`.\n",
+     {}, [_names(46, "references/gone.md")]),
+    ("a path saved once on a line and named again there is made, not missing",
+     "\nSave the values as `references/values.json` and pass `references/values.json` on.\n",
+     {}, []),
+    ("the word that makes a path may open the line",
+     "\nSave the answers as `references/answers.json`.\n", {}, []),
+    ("a path deeper in one of the skill's folders, named in prose, is the skill's",
+     "\nThe v2 calls are in `references/api/v2.md`.\n", {}, [_names(46, "references/api/v2.md")]),
+    ("a path in a folder the skill does not have, named in prose, is the reader's",
+     "\nKeep your own forms in `templates/form.pdf`.\n", {}, []),
+    ("a path in a markdown example block is not named by the skill",
+     "\n```markdown\nSee `references/gone.md` and [x](references/gone.md).\n```\n", {}, []),
+    # ---- blocks -------------------------------------------------------------------------------
+    ("a file an earlier block writes is not missing in a later one",
+     "\n```bash\npython3 scripts/fields.py list form.pdf --json > references/form-fields.json\n"
+     "```\n\n```bash\ncat references/form-fields.json\n```\n", {}, []),
+    ("a terminal session's commands count",
+     "\n```terminal\n$ python3 scripts/missing.py --all\n```\n",
+     {}, [_missing(47, "runs", "scripts/missing.py")]),
+    ("an unlabelled fence with prompts is a session",
+     "\n```\n$ python3 scripts/missing.py --all\n```\n",
+     {}, [_missing(47, "runs", "scripts/missing.py")]),
+    ("an unlabelled fence without a prompt is output or a listing",
+     "\n```\nreferences/\n  fields.md\nscripts/report.py   (added by the setup step)\n```\n",
+     {}, []),
+    ("a console fence without a prompt is output",
+     "\n```console\npython3 scripts/missing.py\n```\n", {}, []),
+    ("a bash block written as a session: its prompts are removed, its output is not read",
+     "\n```bash\n$ python3 scripts/gone.py --all\nWrote references/summary.txt\n```\n",
+     {}, [_missing(47, "runs", "scripts/gone.py")]),
+    ("a session's prompts are found on any line",
+     "\n```bash\n# fill the form\n$ scripts/fill.py --values v.json --zap form.pdf\n```\n",
+     {}, ["SKILL.md line 48: documents the option --zap for scripts/fill.py, which does not "
+          "accept it"]),
+    ("each command of a console session is read on its own line",
+     "\n```console\n$ python3 scripts/fields.py list form.pdf\n3 fields\n$ scripts/gone.py\n```\n",
+     {}, [_missing(49, "runs", "scripts/gone.py")]),
+    ("a your_... name is a placeholder",
+     "\n```bash\npython3 scripts/fill.py --values references/your_values.json form.pdf\n```\n",
+     {}, []),
+    ("a path through the skill's installed folder is the skill's",
+     "\n```bash\npython3 ~/.claude/skills/pdf-forms/scripts/gone.py --all\n```\n",
+     {}, [_missing(47, "runs", "scripts/gone.py")]),
+    ("the first argument of a script run directly is read too",
+     "\n```bash\nscripts/fill.py references/blank.pdf --values values.json\n```\n",
+     {}, [_names(47, "references/blank.pdf")]),
+    ("an option's value is everything after its first =",
+     "\n```bash\npython3 scripts/fill.py form.pdf --values=references/defaults=v2.json\n```\n",
+     {}, [_names(47, "references/defaults=v2.json")]),
+    ("an inline command of a reference file names the SKILL.md line that links it",
+     "\nMore in [extra](references/extra.md).\n",
+     {"references/extra.md": "# Extra\n\nOr `python3 scripts/fields.py list references/a.pdf`.\n"},
+     [f"{EXTRA}: names references/a.pdf, which the skill does not have"]),
+    ("the same missing file twice on one line is one finding",
+     "\n```bash\npython3 scripts/gone.py a.pdf && python3 scripts/gone.py b.pdf\n```\n",
+     {}, [_missing(47, "runs", "scripts/gone.py")]),
+    # ---- the script's interface and interpreter line ------------------------------------------
+    ("after -- the words are operands, not options",
+     "\n```bash\nscripts/fill.py --values v.json -- -draft-form.pdf\n```\n", {}, []),
+    ("an option's name ends at its first =",
+     "\n```bash\nscripts/fill.py --values=name=Ada.json form.pdf\n```\n", {}, []),
+    ("a subcommand in capitals is checked, and every accepted one is listed",
+     "\n```bash\npython3 scripts/fields.py List form.pdf\n```\n",
+     {"scripts/fields.py": FIELDS_AND_EXPORT_PY},
+     ["SKILL.md line 47: documents `List` for scripts/fields.py, which does not accept it "
+      "(it accepts: export, list)"]),
+    ("a .bash script or one without a suffix needs no interpreter line",
+     "\n```bash\nscripts/setup.bash\nbin/tool --help\n```\n",
+     {"scripts/setup.bash": "echo setup\n", "bin/tool": "echo tool\n"}, []),
+    ("a reference file's unusable interpreter lines name the SKILL.md line that links it",
+     "\nMore in [extra](references/extra.md).\n",
+     {"references/extra.md": "# Extra\n\nRun `scripts/crlf.py go` or `scripts/rel.py go`.\n",
+      "scripts/crlf.py": "#!/usr/bin/env python3\r\nprint(1)\r\n",
+      "scripts/rel.py": "#!python3\nprint(1)\n"},
+     [f"{EXTRA}: runs scripts/crlf.py directly, but its interpreter line ends with a carriage "
+      "return (CRLF line endings)",
+      f"{EXTRA}: runs scripts/rel.py directly, but its interpreter line names a relative "
+      "program 'python3'"]),
+]
+
+
+@pytest.mark.parametrize(("snippet", "files", "expected"),
+                         [pytest.param(*r[1:], id=r[0]) for r in READING])
+def test_how_links_spans_and_blocks_are_read(tmp_path, snippet, files, expected):
+    assert len(SKILL_MD.splitlines()) == 44
+    files = {**FILES, "SKILL.md": SKILL_MD + snippet, **files}
+    skill = build(tmp_path, files, EXECUTABLE | (files.keys() & {
+        "scripts/setup.bash", "bin/tool", "scripts/crlf.py", "scripts/rel.py"}))
+    assert findings(skill) == expected
+
+
+def test_a_world_writable_script_without_execute_bits_is_not_executable(tmp_path):
+    """Unzipped with umask 0: rw for everyone, x for no one."""
+    skill = build(tmp_path)
+    os.chmod(skill / "scripts" / "fill.py", 0o666)
+    assert findings(skill) == [
+        "SKILL.md line 27: runs scripts/fill.py directly, but it is not executable (mode 666; "
+        "git update-index --chmod=+x scripts/fill.py)"]
+
+
+def test_the_interpreter_line_is_read_as_the_kernel_reads_it(tmp_path):
+    """Linux reads the first 256 bytes for `#!`: a carriage return past them is never seen."""
+    skill = build(tmp_path)
+    head = b"#!/usr/bin/env -S uv run --script"
+    head += b" --with pypdf" * ((256 - len(head)) // 13)
+    head += b" " * (256 - len(head))
+    (skill / "scripts" / "fill.py").write_bytes(head + b"\r\n" + FILL_PY.split("\n", 1)[1].encode())
+    assert findings(skill) == []
+
+
+def _padded(source: str, size: int) -> str:
+    return source + "#" * (size - len(source.encode()) - 1) + "\n"
+
+
+@pytest.mark.parametrize(("size", "expected"), [
+    (MAX_SCRIPT_BYTES, ["SKILL.md line 27: documents the option --flatten for scripts/fill.py, "
+                        "which does not accept it"]),
+    (MAX_SCRIPT_BYTES + 1, []),
+], ids=["at the limit: read", "past it: not read"])
+def test_a_script_is_read_for_its_interface_up_to_a_size(tmp_path, size, expected):
+    source = FILL_PY.replace('p.add_argument("--flatten", action="store_true")\n', "")
+    skill = build(tmp_path, {**FILES, "scripts/fill.py": _padded(source, size)})
+    assert findings(skill) == expected
+
+
+@pytest.mark.parametrize(("size", "expected"), [
+    (MAX_REFERENCE_BYTES, [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]),
+    (MAX_REFERENCE_BYTES + 1, []),
+], ids=["at the limit: read", "past it: passed over"])
+def test_a_reference_file_is_read_up_to_a_size(tmp_path, size, expected):
+    files = {**FILES, "SKILL.md": SKILL_MD + "\nMore in [extra](references/extra.md).\n",
+             "references/extra.md": _padded("# Extra\n\nRun `python3 scripts/x_missing.py a`.\n",
+                                            size)}
+    assert findings(build(tmp_path, files)) == expected
+
+
+def test_an_unreadable_reference_file_is_passed_over_and_the_next_is_read(tmp_path):
+    """A reference file too big to read, and one symlinked to a file that is not there."""
+    files = {**FILES, "SKILL.md": SKILL_MD + (
+        "\nSee [the big one](references/big.md), [the shared one](references/shared.md) and "
+        "[extra](references/extra.md).\n"),
+        "references/big.md": _padded("# Big\n", MAX_REFERENCE_BYTES + 1),
+        "references/extra.md": "# Extra\n\nRun `python3 scripts/x_missing.py a`.\n"}
+    skill = build(tmp_path, files)
+    (skill / "references" / "shared.md").symlink_to(tmp_path / "elsewhere" / "shared.md")
+    assert findings(skill) == [
+        f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]
+
+
+def test_files_in_latin_1_are_still_read(tmp_path):
+    """A script and a reference file saved by an old editor: their bytes that are not UTF-8
+    do not hide what they say."""
+    skill = build(tmp_path, {**FILES, "SKILL.md": SKILL_MD + "\nMore in [extra](references/"
+                                                            "extra.md).\n"})
+    (skill / "scripts" / "fill.py").write_bytes(
+        FILL_PY.replace('p.add_argument("--flatten", action="store_true")\n', "").replace(
+            "import argparse", "import argparse  # Autor: J\xfcrgen").encode("latin-1"))
+    (skill / "references" / "extra.md").write_bytes(
+        "# Extra (\xfcbersetzt)\n\nRun `python3 scripts/x_missing.py a`.\n".encode("latin-1"))
+    assert findings(skill) == [
+        "SKILL.md line 27: documents the option --flatten for scripts/fill.py, which does not "
+        "accept it",
+        f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]
+
+
+def test_a_relative_interpreter_that_is_not_utf_8_is_shown(tmp_path):
+    skill = build(tmp_path)
+    (skill / "scripts" / "fill.py").write_bytes(b"#!pyth\xf6n\n" + FILL_PY.encode())
+    assert findings(skill) == [
+        "SKILL.md line 27: runs scripts/fill.py directly, but its interpreter line names a "
+        "relative program 'pyth\ufffdn'"]
+
+
+def test_a_skill_whose_folder_is_gone_is_checked_without_raising(tmp_path):
+    """Loaded, then removed before the check: every file it names is missing, nothing raises."""
+    skill_dir = build(tmp_path, {"SKILL.md": SKILL_MD.split("## Setup")[0]
+                                 + "Then run `python3 scripts/fields.py list form.pdf`.\n"})
+    skill = load_skill(skill_dir)
+    (skill_dir / "SKILL.md").unlink()
+    skill_dir.rmdir()
+    assert [str(f) for f in static_check(skill)] == [
+        "SKILL.md line 7: links to references/fields.md, which the skill does not have",
+        "SKILL.md line 8: links to FORMS.md, which the skill does not have",
+        "SKILL.md line 10: runs scripts/fields.py, which the skill does not have"]
