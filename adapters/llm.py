@@ -35,7 +35,8 @@ from aeval.settings import Settings
 # litellm fetches a model price list from the network at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 TRANSIENT_STATUS = frozenset({408, 409, 429})
-_slots = threading.BoundedSemaphore(Settings().model_concurrency)
+_slots: threading.BoundedSemaphore | None = None
+_slots_lock = threading.Lock()
 MODEL_LIMIT_VAR = "AEVAL_MODEL_LIMIT"
 """Names a Prefect global concurrency limit that bounds model calls instead of the in-process
 semaphore: set where the calls of one run happen in several processes (Dask workers;
@@ -46,8 +47,12 @@ semaphore: set where the calls of one run happen in several processes (Dask work
 def model_slot() -> Iterator[None]:
     """One of the AEVAL_MODEL_CONCURRENCY model calls in flight: from this process's
     semaphore, or from the Prefect global concurrency limit named by AEVAL_MODEL_LIMIT."""
+    global _slots
     name = os.environ.get(MODEL_LIMIT_VAR)
     if not name:
+        with _slots_lock:  # made at the first call, not at import: a warm process's child
+            if _slots is None:  # (aeval.deployments.warm) has its settings only by then
+                _slots = threading.BoundedSemaphore(Settings().model_concurrency)
         with _slots:
             yield
         return
