@@ -278,6 +278,29 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
                       raw=resp.model_dump() if hasattr(resp, "model_dump") else {})
 
 
+def warm_up() -> None:
+    """Pay litellm's first-call cost now: the first completion of a process imports the
+    provider's SDK and builds pydantic schemas (~0.5-1.3 s of CPU under the import lock, which
+    every case's first model call waited on). One call to a loopback port that is bound but
+    not listening: refused at once, nothing is sent anywhere, nothing is kept but what a
+    real call would have built. Never raises."""
+    import socket
+
+    import litellm
+
+    litellm.suppress_debug_info = True
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: a connection is refused
+        base = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        with contextlib.suppress(Exception):
+            litellm.completion(
+                model="openai/warm-up", messages=[{"role": "user", "content": "-"}],
+                api_base=base, api_key="warm-up", timeout=2, num_retries=0, max_retries=0,
+                tools=[{"type": "function", "function": {
+                    "name": "bash", "description": "-",
+                    "parameters": {"type": "object", "properties": {}}}}])
+
+
 @dataclass
 class JsonAnswer:
     """A validated structured answer, or why there is none."""

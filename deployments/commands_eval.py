@@ -29,8 +29,9 @@ def prefetch_model_client(model: bool = True) -> None:
     def load() -> None:
         try:
             if model:
-                import aeval.adapters.llm  # noqa: F401 (sets litellm's offline options first)
-                import litellm  # noqa: F401
+                from aeval.adapters.llm import warm_up  # sets litellm's offline options
+
+                warm_up()  # and pays its first call's imports before the cases need them
             import pandas  # noqa: F401
         except Exception:  # the call that needs it will say what is wrong
             pass

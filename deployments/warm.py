@@ -345,6 +345,9 @@ def serve(folder: Path, idle_s: float) -> int:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    from aeval.adapters.llm import warm_up
+
+    warm_up()  # litellm's first call: its lazy imports and schemas, shared with every child
     import threading
 
     if threading.active_count() != 1:
