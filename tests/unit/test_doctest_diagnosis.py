@@ -224,3 +224,199 @@ def test_an_input_the_reader_supplies_is_found_in_every_argument_form(skill):
         assert _own(skill, code, 1, said) == (
             "defect", f"the skill's scripts/fill.py exited 1 with the documented arguments "
                       f"`{shown}`: {said}"), code
+
+
+def test_a_pipeline_tries_the_command_bash_named_before_the_rest_of_it(skill):
+    code = "python scripts/check.py form.pdf | python scripts/fill.py fill --mode turbo"
+    d = diagnosed(skill, code, "python scripts/fill.py fill --mode turbo")
+    assert (d.kind, d.reason, d.file, d.own, d.at) == (
+        "defect", REJECTED, "scripts/fill.py", "rejected", 0)
+
+
+def test_a_module_of_the_skill_its_script_cannot_import_is_a_defect_not_a_need(skill):
+    (skill / "scripts" / "report.py").write_text("import forms\n\nprint(forms.FIELDS)\n")
+    d = diagnosed(skill, "python scripts/report.py")
+    assert (d.kind, d.reason, d.file) == (
+        "defect", "ModuleNotFoundError: No module named 'forms' raised in the skill's "
+                  "scripts/report.py:1", "scripts/report.py")
+
+
+def test_a_traceback_that_names_the_skill_file_relative_to_the_skill_counts(skill):
+    output = ('Traceback (most recent call last):\n  File "scripts/fill.py", line 12, in '
+              '<module>\nValueError: no form fields\n')
+    d = diagnose("python scripts/fill.py list", 1, output, skill)
+    assert (d.kind, d.reason) == (
+        "defect", "ValueError: no form fields raised in the skill's scripts/fill.py:12")
+
+
+def test_only_the_last_200_characters_of_a_rejection_are_quoted(skill):
+    said = "fill.py: " + "field name too long " * 20
+    d = diagnose_own("scripts/fill.py", ["fill"], False, 1, said, skill, effects("x"),
+                     frozenset())
+    assert d.reason == ("the skill's scripts/fill.py exited 1 with the documented arguments "
+                        f"`fill`: {said.strip()[:200]}")
+
+
+@pytest.mark.parametrize("args, output, named", [
+    (["list", "--where=status=open"], "fill.py: unknown option --where", "--where"),
+    (["fill", "-q"], "error: unknown option -q", "-q"),
+    (["fill", "--mode", "turbo"], "usage: fill.py fill\nfill: --mode is not supported", "fill"),
+    (["Export", "form.pdf"], "unknown command Export", "Export"),
+])
+def test_a_rejection_names_the_documented_action_or_flag_it_mentions(skill, args, output,
+                                                                     named):
+    d = diagnose_own("scripts/fill.py", args, False, 2, output, skill, effects("x"),
+                     frozenset())
+    assert (d.kind, d.reason, d.own) == (
+        "defect", f"the skill's scripts/fill.py rejects the documented {named!r}: "
+                  f"{output.splitlines()[-1]}", "rejected")
+
+
+@pytest.mark.parametrize("args, output", [
+    # the skill says no to the reader's file, not to a word of its documented interface
+    (["fill", "form.pdf"], "error: cannot read form.pdf: not a valid PDF"),
+    (["fill", "-"], "error: invalid input - expected a PDF on stdin"),
+])
+def test_a_rejection_of_an_input_names_the_whole_documented_call(skill, args, output):
+    d = diagnose_own("scripts/fill.py", args, False, 2, output, skill, effects("x"),
+                     frozenset())
+    assert d.reason == ("the skill's scripts/fill.py exited 2 with the documented arguments "
+                        f"`{' '.join(args)}`: {output}")
+
+
+# ---- the skill's own files ----------------------------------------------------------------
+
+
+def _direct(skill: Path, name: str, exit_code: int, output: str,
+            declared: frozenset[str] = frozenset()):
+    d = diagnose_own(f"scripts/{name}", [], True, exit_code, output, skill,
+                     effects(f"./scripts/{name}"), declared)
+    return None if d is None else (d.kind, d.reason, d.tool)
+
+
+@pytest.mark.parametrize("name", ["setup.sh", "setup.bash", "setup"])
+def test_a_shell_script_run_directly_needs_no_interpreter_line(skill, name):
+    (skill / "scripts" / name).write_text("set -e\nmkdir out\n")
+    (skill / "scripts" / name).chmod(0o755)
+    said = "mkdir: cannot create directory 'out': File exists"
+    assert _direct(skill, name, 1, said) == (
+        "defect", f"the skill's scripts/{name} exited 1 with the documented arguments ``: "
+                  f"{said}", None)
+
+
+@pytest.mark.parametrize("first, program", [
+    (b"#!venv/bin/python3 -u", "'venv/bin/python3'"),
+    (b"#!.venv/b\xefn/python3", "'.venv/b\ufffdn/python3'"),  # not UTF-8: still shown
+])
+def test_a_relative_interpreter_is_named_on_its_own(skill, first, program):
+    (skill / "scripts" / "tool.py").write_bytes(first + b"\nprint(1)\n")
+    (skill / "scripts" / "tool.py").chmod(0o755)
+    assert _direct(skill, "tool.py", 126, "bad interpreter") == (
+        "defect", "SKILL.md runs scripts/tool.py directly, but its interpreter line names a "
+                  f"relative program {program}", None)
+
+
+def test_an_interpreter_line_without_a_program_is_not_a_missing_tool(skill):
+    (skill / "scripts" / "tool.py").write_text("#!/usr/bin/env\nprint(1)\n")
+    (skill / "scripts" / "tool.py").chmod(0o755)
+    assert _direct(skill, "tool.py", 127, "/usr/bin/env: 'print(1)': No such file")[0] != (
+        "missing_tool")
+
+
+def test_a_declared_interpreter_missing_on_the_host_names_the_tool(skill):
+    (skill / "scripts" / "tool.js").write_text("#!/usr/bin/env node-aeval-absent\n")
+    (skill / "scripts" / "tool.js").chmod(0o755)
+    assert _direct(skill, "tool.js", 127, "env: 'node-aeval-absent': No such file",
+                   frozenset({"node-aeval-absent"})) == (
+        "inconclusive", "declared host tool node-aeval-absent is missing", "node-aeval-absent")
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o644])
+def test_a_file_run_directly_is_executable_only_with_an_execute_bit(skill, mode):
+    (skill / "scripts" / "fill.py").chmod(mode)
+    assert _direct(skill, "fill.py", 126, "Permission denied") == (
+        "defect", f"SKILL.md runs scripts/fill.py directly, but it is not executable "
+                  f"(mode {mode:o})", None)
+    (skill / "scripts" / "fill.py").chmod(0o701)  # executable by others only: it starts
+    assert _direct(skill, "fill.py", 1, "fill.py: no form")[1].startswith("the skill's")
+
+
+def test_a_link_run_directly_is_as_executable_as_its_target(skill):
+    (skill / "scripts" / "fill.py").chmod(0o644)
+    (skill / "scripts" / "fill").symlink_to("fill.py")
+    assert _direct(skill, "fill", 126, "Permission denied") == (
+        "defect", "SKILL.md runs scripts/fill directly, but it is not executable (mode 644)",
+        None)
+
+
+@pytest.mark.parametrize("word, expected", [
+    # a URL or a flag that passes through a folder named after the skill is no file of it
+    ("https://raw.githubusercontent.com/acme/skills/main/pdf-forms/scripts/fill.py", None),
+    ("--template=.claude/skills/pdf-forms/templates/letter.md", None),
+    ("scripts/$FORM.py", None),
+    # named through $SKILL_DIR: the skill's, wherever it points
+    ("$SKILL_DIR/bin/setup", "bin/setup"),
+    ("${CLAUDE_SKILL_DIR}/bin/setup", "bin/setup"),
+    # through a folder named after the skill, a file right under it too
+    (".claude/skills/pdf-forms/fill.py", "fill.py"),
+    ("scripts/lib/fields.py", "scripts/lib/fields.py"),
+    ("scripts/export_XLSX.py", "scripts/export_XLSX.py"),
+    ("forms.json", "forms.json"),  # a file the skill has
+])
+def test_which_word_names_a_file_of_the_skill(skill, word, expected):
+    from aeval.doctest import own_file
+
+    (skill / "forms.json").write_text("{}\n")
+    assert own_file(word, skill, ("pdf-forms",)) == expected
+
+
+def test_a_link_in_the_skill_folder_is_not_a_folder_or_file_the_skill_keeps(skill, tmp_path):
+    from aeval.doctest import own_file
+
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "util.rb").write_text("puts 1\n")
+    (skill / "shared").symlink_to(tmp_path / "shared")
+    (skill / "util.rb").symlink_to(tmp_path / "shared" / "util.rb")
+    assert own_file("shared/new.rb", skill) is None
+    assert own_file("helper.rb", skill) is None
+
+
+# ---- plans ----------------------------------------------------------------------------------
+
+
+def test_skipped_blocks_keep_their_line_code_and_whole_reason():
+    from aeval.doctest import plan_blocks
+
+    console = "$ python scripts/fill.py list\n3 form fields"
+    indented = "  # the same, for a folder of forms:\n  # python scripts/fill.py list forms/"
+    plans = plan_blocks([(7, console), (12, "pip install pypdf"), (20, indented)])
+    assert [(p.line, p.code, p.action, p.reason) for p in plans] == [
+        (7, console, "skip", "a console session ('$ ' prompts mixed with output)"),
+        (12, "pip install pypdf", "skip",
+         "installs host software (declare it in the case's setup)"),
+        (20, indented, "skip", "no command (comments only)"),
+    ]
+
+
+def test_a_block_after_blank_lines_keeps_the_line_of_its_first_command():
+    from aeval import markdown
+    from aeval.doctest import doc_blocks
+
+    md = ("# Forms\n\nList the fields:\n\n"
+          "```bash\n\n\npython3 scripts/fill.py list\necho done\n```\n")
+    fences, _ = markdown.parse(md)
+    (block,) = doc_blocks(fences, ["python3 scripts/fill.py list\necho done"])
+    assert block.line == 8
+
+
+def test_a_clean_block_that_moved_the_shell_does_not_excuse_an_own_file_defect():
+    from aeval.doctest import BlockOutcome, Diagnosis, discounted, plan_blocks
+
+    earlier, later = plan_blocks([(3, "cd forms && export FORMS_DIR=$PWD"),
+                                  (9, "python scripts/fill.py fill --mode turbo")])
+    d = Diagnosis("defect", REJECTED, file="scripts/fill.py", own="rejected")
+    ok = BlockOutcome(3, "ok")
+    assert discounted(later, d, [(earlier, ok)], frozenset({"scripts/fill.py"})) is None
+    failed = BlockOutcome(3, "inconclusive")
+    assert discounted(later, d, [(earlier, failed)], frozenset({"scripts/fill.py"})) == (
+        "may depend on line 3 (inconclusive: it exports $FORMS_DIR)")
