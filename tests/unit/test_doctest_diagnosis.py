@@ -420,3 +420,12 @@ def test_a_clean_block_that_moved_the_shell_does_not_excuse_an_own_file_defect()
     failed = BlockOutcome(3, "inconclusive")
     assert discounted(later, d, [(earlier, failed)], frozenset({"scripts/fill.py"})) == (
         "may depend on line 3 (inconclusive: it exports $FORMS_DIR)")
+
+
+def test_a_skill_script_run_from_a_sourced_file_is_blamed_without_a_line(skill):
+    """bash names the command inside the sourced file: the block holds no such line."""
+    (skill / "scripts" / "env.sh").write_text("python scripts/fill.py fill --mode turbo\n")
+    d = diagnosed(skill, "mkdir -p out\nsource scripts/env.sh",
+                  "python scripts/fill.py fill --mode turbo")
+    assert (d.kind, d.reason, d.file, d.own, d.at) == (
+        "defect", REJECTED, "scripts/fill.py", "rejected", None)
