@@ -210,6 +210,8 @@ def test_an_input_the_reader_supplies_is_found_in_every_argument_form(skill):
         ("python scripts/fill.py fill --input=my_forms/tax.pdf", "my_forms/tax.pdf"),
         ("python scripts/fill.py fill --input my_forms/tax.pdf", "my_forms/tax.pdf"),
         ("python scripts/fill.py fill form.pdf my_forms/tax.pdf", "my_forms/tax.pdf"),
+        ("python scripts/fill.py fill --input=forms/year=2024/tax.pdf",
+         "forms/year=2024/tax.pdf"),
     ]:
         assert _own(skill, code, 1, said) == (
             "inconclusive", "scripts/fill.py exited 1; it needs an input the reader "
@@ -296,11 +298,11 @@ def _direct(skill: Path, name: str, exit_code: int, output: str,
 
 @pytest.mark.parametrize("name", ["setup.sh", "setup.bash", "setup"])
 def test_a_shell_script_run_directly_needs_no_interpreter_line(skill, name):
-    (skill / "scripts" / name).write_text("set -e\nmkdir out\n")
+    (skill / "scripts" / name).write_text("set -e\nls forms\n")
     (skill / "scripts" / name).chmod(0o755)
-    said = "mkdir: cannot create directory 'out': File exists"
-    assert _direct(skill, name, 1, said) == (
-        "defect", f"the skill's scripts/{name} exited 1 with the documented arguments ``: "
+    said = "ls: cannot access 'forms': No such file or directory"
+    assert _direct(skill, name, 2, said) == (
+        "defect", f"the skill's scripts/{name} exited 2 with the documented arguments ``: "
                   f"{said}", None)
 
 
@@ -429,3 +431,10 @@ def test_a_skill_script_run_from_a_sourced_file_is_blamed_without_a_line(skill):
                   "python scripts/fill.py fill --mode turbo")
     assert (d.kind, d.reason, d.file, d.own, d.at) == (
         "defect", REJECTED, "scripts/fill.py", "rejected", None)
+
+
+def test_an_interpreter_line_that_is_not_utf8_is_still_read(skill):
+    (skill / "scripts" / "tool.py").write_bytes(b"#!/opt/caf\xe9/bin/python3\nprint(1)\n")
+    (skill / "scripts" / "tool.py").chmod(0o755)
+    said = "tool.py: /opt/caf\ufffd/bin/python3: bad interpreter"
+    assert _direct(skill, "tool.py", 126, said) == ("missing_tool", "needs python3", "python3")
