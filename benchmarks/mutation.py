@@ -58,6 +58,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "verdict": ("aeval/verdict.py", ["tests/unit/test_verdict.py", "tests/unit/test_judge.py"]),
     # the diagnosis is pinned by real blocks run by the literal runtime (seconds, no model)
     "doctest": ("aeval/doctest.py", ["tests/unit/test_doctest.py",
+                                     "tests/unit/test_doctest_diagnosis.py",
                                      "tests/integration/test_doc_tests.py",
                                      "tests/integration/test_doc_test_taint.py"]),
     "documented": ("aeval/documented.py", ["tests/unit/test_documented.py"]),
