@@ -481,6 +481,13 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
     names (paths through them point into the skill).
     """
     block = effects(code)
+    for m in _REDIRECT_FAILED.finditer(output):
+        target = norm(m.group("path"))
+        if target in block.writes:  # the shell could not open it: the command never ran
+            folder = PurePosixPath(target).parent
+            return Diagnosis("inconclusive", f"the block writes {target}, and the folder "
+                                             f"{folder}/ it writes into is not here (the "
+                                             "reader's workspace has it)")
     if failed is not None:
         suspects = commands(failed)
         group = [c for c in commands(code) if c.piped and any(
@@ -536,6 +543,12 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
     if exit_code == 127:
         return Diagnosis("missing_tool", "needs a command that is not installed (exit 127)")
     return Diagnosis("inconclusive", f"exited {exit_code}; not in the skill's own code")
+
+
+_REDIRECT_FAILED = re.compile(
+    r"^(?:\S*/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?:cannot create )?(?P<path>[^:\n]+): "
+    r"(?:No such file or directory|Directory nonexistent)$", re.M)
+"""The shell's own message when a redirection cannot open its file (bash, dash)."""
 
 
 def _bare_command(exc_line: str) -> str | None:

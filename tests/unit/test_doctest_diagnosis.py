@@ -438,3 +438,40 @@ def test_an_interpreter_line_that_is_not_utf8_is_still_read(skill):
     (skill / "scripts" / "tool.py").chmod(0o755)
     said = "tool.py: /opt/caf\ufffd/bin/python3: bad interpreter"
     assert _direct(skill, "tool.py", 126, said) == ("missing_tool", "needs python3", "python3")
+
+
+@pytest.mark.parametrize("code, failed", [
+    # bash: the redirect of the skill's own script into a folder the reader's workspace has
+    ("python scripts/fill.py fill --values v.json > outputs/fields.txt",
+     "python scripts/fill.py fill --values v.json > outputs/fields.txt"),
+    # bash named no command: the block's only skill script would stand for it
+    ("python scripts/check.py > outputs/check.txt", None),
+    # appending, after a first command that worked
+    ("python scripts/check.py\npython scripts/check.py >> reports/all.txt", None),
+])
+def test_a_redirect_into_a_missing_folder_is_the_workspace_not_the_skill(skill, code, failed):
+    """The shell could not open the file the block redirects into: the documented command
+    never ran, so nothing of the skill failed; the folder is the reader's to have."""
+    d = diagnosed(skill, code, failed)
+    assert d.kind == "inconclusive", d
+    assert d.file is None
+    assert "the block writes" in d.reason and "it writes into is not here" in d.reason
+
+
+def test_dash_says_it_its_own_way(skill):
+    """``sh: 1: cannot create outputs/check.txt: Directory nonexistent`` (Debian's sh)."""
+    code = "python3 scripts/check.py > outputs/check.txt"
+    r = subprocess.run(["sh", "-e", "-c", code], cwd=skill, capture_output=True, text=True)
+    assert r.returncode != 0 and "Directory nonexistent" in r.stderr, r.stderr
+    d = diagnose(code, r.returncode, r.stdout + r.stderr, skill)
+    assert d.kind == "inconclusive" and "outputs/ it writes into is not here" in d.reason, d
+
+
+def test_a_script_that_fails_after_the_block_redirected_fine_is_still_the_skill(skill):
+    """The rule is about the shell's own message for the block's redirect target: a skill
+    script that fails on its own, with its output redirected into an existing folder, is
+    still the skill's defect."""
+    (skill / "outputs").mkdir()
+    d = diagnosed(skill, "python scripts/fill.py fill --mode turbo > outputs/fields.txt",
+                  "python scripts/fill.py fill --mode turbo > outputs/fields.txt")
+    assert d.kind == "defect", d
