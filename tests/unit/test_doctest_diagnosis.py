@@ -9,13 +9,13 @@ command bash's ERR trap names, or None when bash named none.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from aeval.doctest import diagnose, diagnose_own
 from aeval.shellparse import effects
+from tests.unit.test_doctest import run_block
 
 FILL = """\
 import argparse
@@ -64,14 +64,6 @@ def skill(tmp_path) -> Path:
     (d / "forms.py").write_text("FIELDS = ['name', 'date']\n")
     (d / "form.pdf").write_text("%PDF-1.4\n")
     return d
-
-
-def run_block(code: str, cwd: Path) -> tuple[int, str]:
-    bindir = str(Path(sys.executable).parent)
-    r = subprocess.run(["bash", "-o", "pipefail", "-e", "-c", code], cwd=cwd,
-                       capture_output=True, text=True,
-                       env={"PATH": f"{bindir}:/usr/bin:/bin", "LANG": "C.UTF-8"})
-    return r.returncode, r.stdout + r.stderr
 
 
 def diagnosed(skill: Path, code: str, failed: str | None = None,
