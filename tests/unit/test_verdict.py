@@ -192,3 +192,47 @@ def test_every_graded_assertion_failed_is_a_zero_rate():
     assert case_status([exp("A1", "deterministic", "failed")], 0.5) == (
         "fail", "0/1 first-attempt (0% vs threshold 50%); first failure A1: A1")
     assert case_status([exp("A1", "deterministic", "failed")], 0.0)[0] == "pass"
+
+
+# --- the terminal rate is shown only where a later attempt exists ------------------------
+
+def rated(runtime: str, first: float | None, terminal: float | None) -> CaseResult:
+    return CaseResult(case_id="c", runtime=runtime, status="pass", reason="r", dir="x",
+                      first_attempt_pass_rate=first, terminal_pass_rate=terminal)
+
+
+@pytest.mark.parametrize("runtime, first, terminal, shown", [
+    # an agent that made an assertion pass only after correcting something: both rates
+    ("builtin", 0.5, 1.0, 1.0),
+    ("claude-code", 2 / 3, 1.0, 1.0),
+    # an agent that corrected nothing: only its first attempt, no terminal rate to show
+    ("builtin", 1.0, 1.0, None),
+    ("codex", 0.5, 0.5, None),
+    # nothing graded on the final state
+    ("builtin", 0.5, None, None),
+    # literal runs the documented commands once: never a later attempt, whatever the rates
+    ("literal", 0.5, 1.0, None),
+    ("literal", 1.0, 1.0, None),
+])
+def test_the_terminal_rate_is_shown_only_after_a_later_attempt(runtime, first, terminal, shown):
+    from aeval.verdict import has_later_attempt, terminal_rate
+
+    c = rated(runtime, first, terminal)
+    assert terminal_rate(c) == shown
+    assert has_later_attempt(c) is (shown is not None)
+
+
+@pytest.mark.parametrize("runtime, passed, terminal, corrected", [
+    ("builtin", False, True, True),     # failed first, passed once corrected
+    ("builtin", True, True, False),     # passed at once: nothing was corrected
+    ("builtin", False, False, False),   # failed both times
+    ("builtin", False, None, False),    # the final state was not graded
+    ("literal", False, True, False),    # literal corrects nothing
+])
+def test_passed_after_correction(runtime, passed, terminal, corrected):
+    from aeval.verdict import passed_after_correction
+
+    e = Expectation(id="a", text="a", kind="deterministic",
+                    status="passed" if passed else "failed",
+                    passed=passed, terminal_passed=terminal, graded_by="check")
+    assert passed_after_correction(e, runtime) is corrected
