@@ -183,8 +183,11 @@ def aeval_prefect_job(server: dict[str, str], repo: Path, base: str, head: str, 
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def events_named(server: dict[str, str], name: str, timeout: float = 30) -> list[dict]:
-    """Events of this name the server stored (it writes them in the background)."""
+def events_named(server: dict[str, str], name: str, timeout: float = 30,
+                 count: int = 1) -> list[dict]:
+    """Events of this name the server stored, once there are ``count`` of them or the time is
+    up (the server persists events in the background, in batches: two runs that ended
+    together can have their events stored seconds apart)."""
     import httpx
 
     deadline = time.monotonic() + timeout
@@ -193,7 +196,7 @@ def events_named(server: dict[str, str], name: str, timeout: float = 30) -> list
                        json={"filter": {"event": {"name": [name]}}, "limit": 50})
         r.raise_for_status()
         found = r.json()["events"]
-        if found or time.monotonic() > deadline:
+        if len(found) >= count or time.monotonic() > deadline:
             return found
         time.sleep(1)
 
@@ -258,7 +261,7 @@ def test_mr_deployment_evaluates_each_mr_head_in_its_own_clone(server, mr_repo, 
             assert ("<failure" in junit) == (verdict == 1), junit
             assert (manifest.parent / "gl-code-quality.json").is_file()
 
-        finished = events_named(server, "aeval.run.finished")
+        finished = events_named(server, "aeval.run.finished", count=2)
         gates = {e["payload"]["run_id"]: e["payload"]["gate"]["exit_code"] for e in finished}
         assert sorted(gates.values()) == [0, 1], finished
         served_log = log.read_text(errors="replace")
