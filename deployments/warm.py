@@ -319,7 +319,8 @@ def _known_server(folder: Path) -> tuple[str, str] | None:
     return record.api_url, record.auth_string
 
 
-def _log(folder: Path, line: str) -> None:
+def _log(line: str) -> None:
+    """A line in the warm log (the warm process's stdout)."""
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} warm[{os.getpid()}] {line}", flush=True)
 
 
@@ -351,7 +352,7 @@ def serve(folder: Path, idle_s: float) -> int:
     import threading
 
     if threading.active_count() != 1:
-        _log(folder, f"not serving: an import started a thread ({threading.enumerate()})")
+        _log(f"not serving: an import started a thread ({threading.enumerate()})")
         return 1
     from aeval import embedded
 
@@ -371,7 +372,7 @@ def serve(folder: Path, idle_s: float) -> int:
         os.umask(old)
     listener.listen(16)
     ident = os.stat(folder).st_ino, os.stat(path).st_ino
-    _log(folder, f"serving on {path}")
+    _log(f"serving on {path}")
     children: dict[int, socket.socket | None] = {}  # None: its invocation went away
     last = time.monotonic()
     try:
@@ -382,7 +383,7 @@ def serve(folder: Path, idle_s: float) -> int:
                     _report(children.pop(pid), status)
                     last = time.monotonic()
             if not children and time.monotonic() - last > idle_s:
-                _log(folder, "idle: stopping")
+                _log("idle: stopping")
                 return 0
             try:
                 if (os.stat(folder).st_ino, os.stat(path).st_ino) != ident:
@@ -408,7 +409,7 @@ def serve(folder: Path, idle_s: float) -> int:
                 else:  # the invocation was killed (-9): so is its child, as it would
                     with contextlib.suppress(ProcessLookupError, PermissionError):  # have been
                         os.killpg(pid, signal.SIGKILL)
-                    _log(folder, f"child {pid}: its invocation went away")
+                    _log(f"child {pid}: its invocation went away")
                     conn.close()
                     children[pid] = None
     finally:
@@ -438,7 +439,7 @@ def _accept(listener, folder: Path, warm: _Warm, embedded, children) -> bool:
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         _pid, uid, _gid = struct.unpack("3i", creds)
         if uid != os.getuid():
-            _log(folder, f"refused uid {uid}")
+            _log(f"refused uid {uid}")
             conn.close()
             return True
         conn.settimeout(5.0)
@@ -454,12 +455,12 @@ def _accept(listener, folder: Path, warm: _Warm, embedded, children) -> bool:
             body += chunk
         header = json.loads(body)
         if source_fingerprint() != warm.fingerprint:
-            _log(folder, "refused: aeval's code or the installed packages changed; stopping")
+            _log("refused: aeval's code or the installed packages changed; stopping")
             conn.sendall(b'{"stale": true}\n')
             conn.close()
             return False
     except (OSError, ValueError) as exc:
-        _log(folder, f"refused a connection: {exc}")
+        _log(f"refused a connection: {exc}")
         conn.close()
         for fd in fds:
             os.close(fd)
@@ -474,7 +475,7 @@ def _accept(listener, folder: Path, warm: _Warm, embedded, children) -> bool:
     for fd in fds:
         os.close(fd)
     children[pid] = conn
-    _log(folder, f"child {pid}: aeval {' '.join(header['argv'][:1])}")
+    _log(f"child {pid}: aeval {' '.join(header['argv'][:1])}")
     return True
 
 
@@ -514,7 +515,7 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
             os._exit(0)
         late = sorted(set(sys.modules) - modules)
         if late:
-            _log_child(header, f"{len(late)} module(s) imported after the fork: "
+            _log_child(f"{len(late)} module(s) imported after the fork: "
                        f"{', '.join(late[:40])}{' ...' if len(late) > 40 else ''}")
     except SystemExit as exc:
         code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
@@ -525,7 +526,7 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
     _exit_child(code, conn)
 
 
-def _log_child(header: dict, line: str) -> None:
+def _log_child(line: str) -> None:
     """A line in the warm log from a child (whose stdout is the invocation's)."""
     from aeval.server_home import state_dir
 
