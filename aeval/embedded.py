@@ -4,7 +4,8 @@ Prefect starts its embedded ("ephemeral") server when a flow first needs the API
 foreground: the process waits ~4-5 s (warm PREFECT_HOME; ~11-14 s fresh) after it has
 already spent a second or more importing Prefect and aeval's flows. Both are CPU-bound and
 single-threaded, so on two cores they overlap: `start_early` spawns the same server process
-Prefect would (``uvicorn prefect.server.api.server:create_app``, no UI, ephemeral mode)
+Prefect would (uvicorn and Prefect's API app, no UI, ephemeral mode; the app wrapped by
+`aeval.deployments.server_app`, which answers a 503 with a short ``Retry-After``)
 *before* Prefect is imported, and points ``PREFECT_API_URL`` at it; `wait_ready` is called
 where the first flow starts, and returns at once when the server came up meanwhile.
 
@@ -191,7 +192,7 @@ class EmbeddedServer:
         linux = sys.platform.startswith("linux")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
-             "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+             "aeval.deployments.server_app:create_app", "--host", "127.0.0.1",
              "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
             env=env, stdin=subprocess.DEVNULL,
             # preexec_fn: called while aeval has a single thread (before Prefect starts any)

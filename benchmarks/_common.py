@@ -113,20 +113,29 @@ def tree_rss(root: int, warm: int | None = None) -> tuple[int, dict[str, int]]:
     With ``warm`` (a warm process's pid), its children count too (the warm run's process
     and what it started), not the warm process itself."""
     tree = _children()
-    total, todo = 0, [root, *(tree.get(warm, ()) if warm else ())]
+    total = 0
+    todo: list[tuple[int, bytes | None]] = [(root, None), *(
+        (pid, None) for pid in (tree.get(warm, ()) if warm else ()))]
     by_name: dict[str, int] = {}
     while todo:
-        pid = todo.pop()
+        pid, parent_cmdline = todo.pop()
         try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
             with open(f"/proc/{pid}/statm", "rb") as f:
                 rss = int(f.read().split()[1]) * PAGE
             with open(f"/proc/{pid}/comm") as f:
                 name = f.read().strip()
         except (OSError, IndexError, ValueError):
-            rss, name = 0, "?"
+            cmdline, rss, name = b"", 0, "?"
+        if parent_cmdline is not None and cmdline == parent_cmdline:
+            # a fork (or vfork) of its parent that has not exec'd yet: its resident pages
+            # are its parent's (vfork shares them outright), counting them again made a
+            # 20-chain run look like 3.5 GiB
+            rss = 0
         total += rss
         by_name[name] = by_name.get(name, 0) + rss
-        todo.extend(tree.get(pid, ()))
+        todo.extend((child, cmdline) for child in tree.get(pid, ()))
     return total, by_name
 
 

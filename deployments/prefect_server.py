@@ -1,6 +1,6 @@
 """The reused local Prefect server (see `aeval.local_server`): Prefect's API app under uvicorn,
-as Prefect's own embedded server runs it, plus a watchdog that stops it once no invocation
-has used it for the idle period.
+as Prefect's own embedded server runs it (wrapped by `aeval.deployments.server_app`), plus a
+watchdog that stops it once no invocation has used it for the idle period.
 
     python -m aeval.deployments.prefect_server --port N --state-dir DIR --idle-s S
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     import uvicorn
 
-    config = uvicorn.Config("prefect.server.api.server:create_app", factory=True,
+    config = uvicorn.Config("aeval.deployments.server_app:create_app", factory=True,
                             host="127.0.0.1", port=args.port, log_level="error",
                             lifespan="on")
     server = uvicorn.Server(config)

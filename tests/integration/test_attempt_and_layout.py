@@ -107,3 +107,30 @@ def test_file_names_that_are_not_utf8_are_reported_not_fatal(tmp_path):
     assert "\\xff.dat" in s1["evidence"]
     meta = load(run_dir / by[str(out_only.resolve())]["cases"][0]["dir"] / "eval_metadata.json")
     assert "\\xff\\xfe.txt" in [o["path"] for o in meta["outputs"]]
+
+
+def test_a_skill_is_concluded_while_another_skills_case_still_runs(tmp_path):
+    """Each skill's conclusion (suggestions, aggregates, coverage) is written as soon as its
+    own last case is done, not after the slowest case of the run: the quick skill's
+    benchmark.json exists before the slow skill's case has been graded, and the slow skill,
+    whose second case takes seconds, is concluded after that case, over both its cases."""
+    mp = tmp_path / "mp"
+    _skill(mp, "quick-notes", "quick-notes", "echo ok > notes.md\n")
+    slow = _skill(mp, "slow-notes", "slow-notes", "sleep 4; echo ok > notes.md\n")
+    config = json.loads((slow / "eval.config").read_text())
+    (slow / "tidy.sh").write_text("echo ok > notes.md\n")
+    config["evals"].append({**config["evals"][0], "id": "again",
+                            "steps": ["bash $SKILL_DIR/tidy.sh"]})
+    (slow / "eval.config").write_text(json.dumps(config))
+    assert main(["run", str(mp), "--runtime", "literal", "--concurrency", "3",
+                 "--out", str(tmp_path / "s"), "-q"]) == 0
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    layout = RunLayout(run_dir)
+    skills = {s["name"]: s for s in load(run_dir / "run.json")["skills"]}
+    quick_bench = layout.skill_dir(skills["quick-notes"]["key"], "literal") / "benchmark.json"
+    slow_bench = layout.skill_dir(skills["slow-notes"]["key"], "literal") / "benchmark.json"
+    slow_case = run_dir / next(c["dir"] for c in skills["slow-notes"]["cases"]
+                               if c["case_id"] == "write") / "grading.json"
+    assert quick_bench.stat().st_mtime < slow_case.stat().st_mtime
+    assert slow_bench.stat().st_mtime >= slow_case.stat().st_mtime
+    assert load(slow_bench)["runs"] == 2
