@@ -17,7 +17,9 @@ its message (``gate_state``). Callers that go on after a failed gate call it wit
 
 from __future__ import annotations
 
+import queue
 import shutil
+from collections.abc import Callable
 
 from aeval.tasks.case import case_tags, run_case
 from aeval.tasks.conclude import conclude_skill
@@ -26,13 +28,14 @@ from aeval.tasks.post import post_run
 from aeval.tasks.prepare import PreparedRun, prepare_run
 from aeval.tasks.publish import publish_run
 from prefect import flow, unmapped
-from prefect.futures import PrefectFuture, as_completed, wait
+from prefect.futures import PrefectFuture, wait
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.errors import GateFailed
 from aeval.hardening import harden_process
+from aeval.plan import CasePlan
 from aeval.requests import EvalRequest, ModelChoice
 from aeval.settings import Settings
 from aeval.store import write_model
@@ -93,14 +96,32 @@ def manifest_of(state: State) -> RunManifest:
     raise TypeError(f"the evaluate flow run ended {state.type.value} without a manifest")
 
 
-def conclude_as_done(run: PreparedRun, chains: list[PrefectFuture]) -> list[CaseResult]:
-    """Wait for the case chains, concluding each skill x runtime as soon as its last chain
-    is done (while the other skills' cases still run), then for every conclusion; the case
-    results in ``run.todo``'s order.
+def chain_window(chains: int) -> int:
+    """How many case chains to keep submitted: the flow's thread pool's size (aeval's
+    ``--concurrency``); every chain at once for a task runner that schedules them itself
+    (Dask), or when the pool's size cannot be read."""
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    workers = getattr(ctx.task_runner if ctx else None, "_max_workers", None)
+    if isinstance(workers, int) and 0 < workers < chains:
+        return workers
+    return max(1, chains)
+
+
+def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFuture],
+                     window: int) -> list[CaseResult]:
+    """Run the case chains, at most ``window`` submitted at a time (the next as one is
+    done), and conclude each skill x runtime as soon as its last chain is done, while the
+    other skills' cases still run; wait for every conclusion. The case results in
+    ``run.todo``'s order.
 
     Concluding all skills after the last case left their suggestions, aggregates and
-    coverage tables (~0.1 s of CPU each) between the last model response and the run's
-    report: 1 s of tail for 20 one-case skills (benchmarks/latency_workload.py)."""
+    coverage tables (~0.1-0.3 s of CPU each) between the last case and the run's report: 1 s
+    of tail for 20 one-case skills (benchmarks/latency_workload.py), 100 conclusions on 4
+    workers after a 1,000-case sweep. Submitting the chains a window at a time lets a
+    conclusion have the next free worker instead of waiting behind every case of the run in
+    the pool's queue (and keeps that many futures, not all of them, waiting)."""
     by_key: dict[str, CaseResult] = {c.dir: c for c in run.finished}
     groups = run.groups()
     missing = [{k for k in g.case_keys if k not in by_key} for g in groups]
@@ -118,12 +139,28 @@ def conclude_as_done(run: PreparedRun, chains: list[PrefectFuture]) -> list[Case
     for gi, keys in enumerate(missing):
         if not keys:  # every case reused from an earlier run
             conclude(gi)
-    index = {id(f): i for i, f in enumerate(chains)}
-    results: list[CaseResult | None] = [None] * len(chains)
-    for chain in as_completed(chains):
-        i = index[id(chain)]
+    done: queue.SimpleQueue[PrefectFuture] = queue.SimpleQueue()
+    index: dict[PrefectFuture, int] = {}
+    upcoming = iter(range(len(run.todo)))
+
+    def start_next() -> int:
+        i = next(upcoming, None)
+        if i is None:
+            return 0
+        chain = submit(run.todo[i])
+        index[chain] = i
+        chain.add_done_callback(done.put)
+        return 1
+
+    results: list[CaseResult | None] = [None] * len(run.todo)
+    running = sum(start_next() for _ in range(max(1, window)))
+    while running:
+        chain = done.get()
+        running -= 1
+        i = index.pop(chain)
         # a chain's task run is Failed for a failing case: its CaseResult is the state's data
         results[i] = by_key[run.todo[i].key] = chain.result(raise_on_failure=False)
+        running += start_next()
         for gi in groups_of.get(run.todo[i].key, ()):
             missing[gi].discard(run.todo[i].key)
             if not missing[gi]:
@@ -139,10 +176,14 @@ def evaluate(request: EvalRequest) -> State:
     roots), or exactly ``request.skill_roots``. Ends Failed when the gate is not 0."""
     harden_process()  # served and worker runs hold keys too, not only the CLI
     run = prepare_run(request)
-    chains = [run_case.with_options(tags=case_tags(plan)).submit(
-        plan, request.retries, request.retry_delay_s) for plan in run.todo]
+
+    def submit(plan: CasePlan) -> PrefectFuture:
+        return run_case.with_options(tags=case_tags(plan)).submit(
+            plan, request.retries, request.retry_delay_s)
+
     if request.base:  # a run of a change: the environment errors it introduced do not pass
         # (known only once every case has run: the conclusions wait for all of them)
+        chains = [submit(plan) for plan in run.todo]
         results = [chain.result(raise_on_failure=False) for chain in chains]
         results = mark_introduced_errors(run.todo, results, request.base, request.head)
         by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
@@ -152,7 +193,7 @@ def evaluate(request: EvalRequest) -> State:
                            [[by_key[k] for k in g.case_keys] for g in groups],
                            unmapped(run.request)).wait()
     else:
-        results = conclude_as_done(run, chains)
+        results = run_and_conclude(run, submit, chain_window(len(run.todo)))
     manifest = publish_run(run, results)
     if not request.keep_workspaces:
         shutil.rmtree(run.workspace_root, ignore_errors=True)

@@ -134,3 +134,20 @@ def test_a_skill_is_concluded_while_another_skills_case_still_runs(tmp_path):
     assert quick_bench.stat().st_mtime < slow_case.stat().st_mtime
     assert slow_bench.stat().st_mtime >= slow_case.stat().st_mtime
     assert load(slow_bench)["runs"] == 2
+
+
+def test_with_one_worker_a_skill_is_concluded_before_the_next_skills_cases(tmp_path):
+    """The chains are submitted a window (--concurrency) at a time: a finished skill's
+    conclusion gets the next free worker instead of waiting behind every case of the run."""
+    mp = tmp_path / "mp"
+    for name in ("alpha-notes", "beta-notes", "gamma-notes"):
+        _skill(mp, name, name, "echo ok > notes.md\n")
+    assert main(["run", str(mp), "--runtime", "literal", "--concurrency", "1",
+                 "--out", str(tmp_path / "s"), "-q"]) == 0
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    layout = RunLayout(run_dir)
+    skills = {s["name"]: s for s in load(run_dir / "run.json")["skills"]}
+    alpha_bench = layout.skill_dir(skills["alpha-notes"]["key"], "literal") / "benchmark.json"
+    (gamma_case,) = skills["gamma-notes"]["cases"]
+    assert alpha_bench.stat().st_mtime < (run_dir / gamma_case["dir"] / "grading.json"
+                                          ).stat().st_mtime
