@@ -151,3 +151,41 @@ def test_with_one_worker_a_skill_is_concluded_before_the_next_skills_cases(tmp_p
     (gamma_case,) = skills["gamma-notes"]["cases"]
     assert alpha_bench.stat().st_mtime < (run_dir / gamma_case["dir"] / "grading.json"
                                           ).stat().st_mtime
+
+
+def test_the_publish_step_attaches_a_table_per_skill_and_the_summary_to_its_task_run(
+        tmp_path):
+    """The per-skill tables and the run summary are the publish task run's, in the evaluate
+    flow run, one table per skill."""
+    import warnings
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterName,
+    )
+
+    mp = tmp_path / "mp"
+    names = [f"notes-{i:02d}" for i in range(12)]
+    for name in names:
+        _skill(mp, name, name, "echo ok > notes.md\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["run", str(mp), "--runtime", "literal", "--out", str(tmp_path / "s"),
+                     "-q"]) == 0
+    assert not [w for w in caught if "outside of a flow or task run" in str(w.message)]
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    with get_client(sync_client=True) as client:
+        (flow_run,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            name=FlowRunFilterName(any_=[f"evaluate {run_dir.name}"])))
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id])))
+    tables = {a.key: a for a in artifacts if (a.key or "").startswith("skill-")}
+    assert sorted(tables) == [f"skill-{n}" for n in names]
+    (summary,) = [a for a in artifacts if a.key == "run-summary"]
+    assert "Gate: exit 0" in summary.data
+    publish = {a.task_run_id for a in [*tables.values(), summary]}
+    assert len(publish) == 1 and None not in publish
+    assert all(t.type == "table" and "pass" in t.description for t in tables.values())
