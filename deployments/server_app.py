@@ -1,10 +1,11 @@
 """The ASGI app of aeval's own Prefect servers (the embedded one and the reused local one):
 Prefect's API app, with a ``Retry-After`` on every 503 it answers.
 
-Prefect's server answers 503 when SQLite refuses a write because another connection
-committed first (``SQLITE_BUSY_SNAPSHOT``: a transaction that read, then tried to write). That
-conflict is over as soon as it is reported, but Prefect's client waits ``2 ** attempt``
-seconds before it asks again unless the response says otherwise: 2 s for the first retry.
+Prefect's server answers 503 when SQLite reports the database busy: typically a transaction
+that read, then tried to write after another connection had committed
+(``SQLITE_BUSY_SNAPSHOT``, reported at once, whatever the busy timeout). That conflict is
+over as soon as it is reported, but Prefect's client waits ``2 ** attempt`` seconds before
+it asks again unless the response says otherwise: 2 s for the first retry.
 On a busy run it hit the one request every case chain waits for before it starts (the tag
 concurrency slot of ``runtime:<name>``, a read then a write): all 20 chains of the latency
 workload started 2 s late in about one run of three (benchmarks/README). With ``Retry-After``
