@@ -109,6 +109,20 @@ def test_file_names_that_are_not_utf8_are_reported_not_fatal(tmp_path):
     assert "\\xff\\xfe.txt" in [o["path"] for o in meta["outputs"]]
 
 
+def _literal_run(mp: Path, tmp_path: Path, concurrency: int):
+    """`aeval run --runtime literal` over ``mp`` (it must pass): the run folder, the path of
+    a skill's benchmark.json by name, and run.json's skills by name."""
+    assert main(["run", str(mp), "--runtime", "literal", "--concurrency", str(concurrency),
+                 "--out", str(tmp_path / "s"), "-q"]) == 0
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    skills = {s["name"]: s for s in load(run_dir / "run.json")["skills"]}
+
+    def bench(name: str) -> Path:
+        return RunLayout(run_dir).skill_dir(skills[name]["key"], "literal") / "benchmark.json"
+
+    return run_dir, bench, skills
+
+
 def test_a_skill_is_concluded_while_another_skills_case_still_runs(tmp_path):
     """Each skill's conclusion (suggestions, aggregates, coverage) is written as soon as its
     own last case is done, not after the slowest case of the run: the quick skill's
@@ -122,13 +136,8 @@ def test_a_skill_is_concluded_while_another_skills_case_still_runs(tmp_path):
     config["evals"].append({**config["evals"][0], "id": "again",
                             "steps": ["bash $SKILL_DIR/tidy.sh"]})
     (slow / "eval.config").write_text(json.dumps(config))
-    assert main(["run", str(mp), "--runtime", "literal", "--concurrency", "3",
-                 "--out", str(tmp_path / "s"), "-q"]) == 0
-    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
-    layout = RunLayout(run_dir)
-    skills = {s["name"]: s for s in load(run_dir / "run.json")["skills"]}
-    quick_bench = layout.skill_dir(skills["quick-notes"]["key"], "literal") / "benchmark.json"
-    slow_bench = layout.skill_dir(skills["slow-notes"]["key"], "literal") / "benchmark.json"
+    run_dir, bench, skills = _literal_run(mp, tmp_path, concurrency=3)
+    quick_bench, slow_bench = bench("quick-notes"), bench("slow-notes")
     slow_case = run_dir / next(c["dir"] for c in skills["slow-notes"]["cases"]
                                if c["case_id"] == "write") / "grading.json"
     assert quick_bench.stat().st_mtime < slow_case.stat().st_mtime
@@ -142,15 +151,10 @@ def test_with_one_worker_a_skill_is_concluded_before_the_next_skills_cases(tmp_p
     mp = tmp_path / "mp"
     for name in ("alpha-notes", "beta-notes", "gamma-notes"):
         _skill(mp, name, name, "echo ok > notes.md\n")
-    assert main(["run", str(mp), "--runtime", "literal", "--concurrency", "1",
-                 "--out", str(tmp_path / "s"), "-q"]) == 0
-    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
-    layout = RunLayout(run_dir)
-    skills = {s["name"]: s for s in load(run_dir / "run.json")["skills"]}
-    alpha_bench = layout.skill_dir(skills["alpha-notes"]["key"], "literal") / "benchmark.json"
+    run_dir, bench, skills = _literal_run(mp, tmp_path, concurrency=1)
     (gamma_case,) = skills["gamma-notes"]["cases"]
-    assert alpha_bench.stat().st_mtime < (run_dir / gamma_case["dir"] / "grading.json"
-                                          ).stat().st_mtime
+    assert bench("alpha-notes").stat().st_mtime < (
+        run_dir / gamma_case["dir"] / "grading.json").stat().st_mtime
 
 
 def test_the_publish_step_attaches_a_table_per_skill_and_the_summary_to_its_task_run(
