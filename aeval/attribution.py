@@ -27,6 +27,12 @@ a few milliseconds apart)."""
 LATE_S = 0.25
 """How long after a call's result a change may still be its own: the watch stamps what it
 sees when its thread gets to read the queue, which can lag behind on a busy machine."""
+WRITE_LAG_S = 1.0
+"""How long after a write tool's result a change to the file it names, stamped inside the
+next call's window, is still the write tool's: a scripted or fast agent starts its next call
+milliseconds after the edit, and on a loaded machine the watch's thread read the edit later
+than that (CI: an `edit_file` of SKILL.md given to the `bash` call after it). Only the tool
+named changes: Δ is found either way."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,12 @@ def _during(ch: FileChange, ws_path: str, spans: list[Window]) -> tuple[ToolCall
         # else the one that started last
         best = max(inside, key=lambda w: (w.call.tool in WRITE_TOOLS
                                           and _names(w.call, ws_path, ch.path), w.start))
+        if best.call.tool not in WRITE_TOOLS:
+            lagged = [w for w in spans if w.call.tool in WRITE_TOOLS
+                      and _names(w.call, ws_path, ch.path)
+                      and w.end <= best.start and w.end <= at <= w.end + WRITE_LAG_S]
+            if lagged:  # the write just before, read late by the watch
+                return lagged[-1].call, "direct"
         return best.call, "direct" if best.call.tool in WRITE_TOOLS else "during_call"
     near = [w for w in spans if w.start - EARLY_S <= at <= w.end + LATE_S]
     if near:  # just outside a window (two clocks, a watch that read late): the nearest

@@ -89,3 +89,20 @@ def test_a_change_inside_one_window_is_never_given_to_the_next_call_starting_jus
     assert c.event_seq == 13
     (late,) = attribute_changes([change(RUNNER, 8.065)], events, SKILL)  # between the two
     assert late.event_seq == 13  # nearer the sed's end than the next call's start
+
+
+def test_an_edit_read_late_by_the_watch_is_the_edit_not_the_call_that_followed():
+    """CI (2 busy cores): the agent's edit_file of SKILL.md ended, its next call (bash) began
+    22 ms later, and the watch's thread stamped the edit 0.4 s after it happened: inside the
+    bash call's window. The write tool naming the file just before is what made it."""
+    events = [call(5, 2.000, "edit_file", path=f"{SKILL}/SKILL.md"),
+              result(6, 2.010, 5, "edit_file", paths_written=[f"{SKILL}/SKILL.md"]),
+              call(8, 2.032, "bash", command=f"python3 {SKILL}/{RUNNER} segment_train"),
+              result(9, 4.000, 8, "bash")]
+    (c,) = attribute_changes([change("SKILL.md", 2.41)], events, SKILL)
+    assert (c.event_seq, c.tool, c.attribution) == (5, "edit_file", "direct")
+    # a change to the file the edit did not name, or long after it, stays the bash call's
+    (runner,) = attribute_changes([change(RUNNER, 2.41)], events, SKILL)
+    assert (runner.event_seq, runner.attribution) == (8, "during_call")
+    (later,) = attribute_changes([change("SKILL.md", 3.5)], events, SKILL)
+    assert (later.event_seq, later.attribution) == (8, "during_call")
