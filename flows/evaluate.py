@@ -1,7 +1,8 @@
 """The evaluate flow. It only composes:
 
-    prepare ──> case chain per skill x case x runtime x epoch (mapped; each chain runs
-                assertions -> execute -> grade as nested task runs)
+    prepare ──> case chain per skill x case x runtime x epoch (independent; submitted a
+                window, the thread pool's size, at a time; each runs assertions -> execute
+                -> grade)
             ──> on a run of a change: mark the environment errors it introduced
             ──> conclude per skill x runtime (suggest, regression, aggregate), each as soon
                 as its last case chain is done
