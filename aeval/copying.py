@@ -56,6 +56,8 @@ def resolve_inside(root_fd: int, rel: str) -> tuple[str | None, str, bool]:
     link only while it stays inside: (canonical relative path, "", missing) or (None, why it
     leaves, False). ``missing``: a component does not exist (the rest is taken lexically: a
     ``..`` there that climbs out still leaves)."""
+    if rel.startswith("/"):
+        return None, "an absolute path (never inside a copy of the skill)", False
     todo = [p for p in rel.split("/") if p and p != "."]
     done: list[str] = []
     stack = [os.dup(root_fd)]
@@ -165,7 +167,9 @@ def _file(run: _Run, src_dir: int, name: str, st: os.stat_result, dst_dir: int |
 def _link(run: _Run, src_dir: int, name: str, folder: str, dst_dir: int | None,
           dst_name: str, where: str) -> None:
     target = os.readlink(name, dir_fd=src_dir)
-    to, why, _ = resolve_inside(run.root_fd, f"{folder}/{target}" if folder else target)
+    # resolved from the link's own folder (an absolute target stays absolute)
+    to, why, _ = resolve_inside(run.root_fd, target if target.startswith("/") or not folder
+                                else f"{folder}/{target}")
     if to is None:
         run.refuse(where, f"is a symlink to {target}, {why}: not copied, and never "
                           "followed (a skill is copied alone)")

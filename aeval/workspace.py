@@ -399,7 +399,7 @@ def _copied(problems: list[tuple[str, str]], skill: Path, what: str) -> None:
     """Raise the problems of a copy (examine refuses the same skills before anything runs:
     here they mean the skill changed since)."""
     if problems:
-        raise ContractError([Problem(str(skill / rel), what, why) for rel, why in problems])
+        raise ContractError([Problem(str(skill), what, f"{rel!r} {why}") for rel, why in problems])
 
 
 def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
