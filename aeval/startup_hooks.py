@@ -31,11 +31,12 @@ import stat
 import sys
 from pathlib import Path
 
-from aeval.tree import HashBudget, describe, identity, open_folder
+from aeval.tree import HashBudget, NotBeneath, describe, identity, open_folder, read_path
 from aeval.workspace import FileChange
 
 HOOK_MODULES = ("sitecustomize", "usercustomize")
 MAX_LISTED = 100_000  # entries of one site folder looked at
+MAX_SHOWN = 4000  # bytes of a hook's text shown in Δ
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _VERSION = re.compile(r"python\d+\.\d+t?")
 
@@ -80,6 +81,8 @@ def hook_state(home: Path, trusted: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
         top = open_folder(Path(home), trusted)
+    except NotBeneath:  # HOME itself swapped for a symlink: its user site is elsewhere
+        return {"~": "symlink or file in the place of HOME"}
     except OSError:
         return out
     fds = [top]
@@ -130,11 +133,30 @@ _WHY = ("Python runs it at every start, before the skill's code: the skill did n
         "shipped")
 
 
+def _shown_text(home: Path, trusted: Path, key: str) -> str:
+    """The hook's text now, as a patch adding it (so Δ shows what it does); "" when it is
+    not a text file."""
+    data = read_path(Path(home) / key.removeprefix("~/"), trusted, MAX_SHOWN)
+    if not data or b"\0" in data:
+        return ""
+    text = data[:MAX_SHOWN].decode("utf-8", "replace")
+    cut = ["+... (cut)\n"] if len(data) > MAX_SHOWN else []
+    return "".join([f"--- /dev/null\n+++ {key}\n",
+                    *(f"+{line}\n" for line in text.splitlines()), *cut])
+
+
 def hook_changes(before: dict[str, str], after: dict[str, str],
-                 touches: list[tuple[str, str, float]], site: str) -> list[FileChange]:
+                 touches: list[tuple[str, str, float]], site: str,
+                 home: Path | None = None, trusted: Path | None = None) -> list[FileChange]:
     """Δ entries for the startup hooks: what differs between ``before`` and ``after``
     (`hook_state`), then what the watch on the user site ``site`` (``~/...``) saw change
-    (``touches``: entry name, what, seconds after the start), each path once."""
+    (``touches``: entry name, what, seconds after the start), each path once, timed by the
+    watch where it saw it. With ``home`` (and ``trusted``, the attempt root), a hook still
+    there shows its text."""
+    first: dict[str, float] = {}
+    for name, _, at in touches:
+        key = site if name == "." else f"{site}/{name.split('/', 1)[0]}"
+        first.setdefault(key, round(at, 3))
     out: dict[str, FileChange] = {}
     for key in sorted(set(before) | set(after)):
         if before.get(key) == after.get(key):
@@ -144,9 +166,11 @@ def hook_changes(before: dict[str, str], after: dict[str, str],
         kind = (after.get(key) or before[key]).split(" ", 1)[0]
         what = ("a startup hook of the attempt's Python user site" if is_hook(key.rsplit(
             "/", 1)[-1]) else "a folder of the attempt's Python user site, replaced")
+        diff = _shown_text(home, trusted, key) if home is not None and trusted is not None \
+            and key in after and kind == "file" else ""
         out[key] = FileChange(path=key, change=change, kind=kind if kind in (
-            "file", "dir", "symlink") else "other", detail=f"{what}, {change} while the "
-                                                           f"runtime ran: {_WHY}")
+            "file", "dir", "symlink") else "other", diff=diff, at_s=first.get(key),
+            detail=f"{what}, {change} while the runtime ran: {_WHY}")
     for name, what, at in touches:
         key = site if name == "." else f"{site}/{name.split('/', 1)[0]}"
         if key in out or (name != "." and not is_hook(name.split("/", 1)[0])):

@@ -214,7 +214,8 @@ class Attempt:
                  *hook_changes(self.hooks, hook_state(self.ws.home, self.ws.root),
                                [(t.path, t.what, t.at - t0) for t in hook_touches
                                 if t.what in CHANGES],
-                               shown(self.ws.home, user_site(self.ws.home)))]
+                               shown(self.ws.home, user_site(self.ws.home)), self.ws.home,
+                               self.ws.root)]
         changes, seen = list(delta), {c.path for c in delta}
         for c in extra:
             if c.path not in seen:
