@@ -15,7 +15,10 @@ folder no sandbox can write (bound read-only at its own path), and never touched
 Installs still land in the attempt: the environment's site-packages is read-only, so a plain
 ``pip install`` defaults to a user install (``PYTHONUSERBASE=$HOME/.local``, the attempt's
 private HOME) and ``--target`` / ``--prefix`` work as usual. ``PIP_USER=1`` is deliberately
-not set: pip refuses it together with ``--target`` or ``--prefix``.
+not set: pip refuses it together with ``--target`` or ``--prefix``. That user site is the
+attempt's, so the startup hooks Python runs from it (``usercustomize``, ``sitecustomize``,
+``.pth`` files) are part of Δ (`aeval.startup_hooks`): one the run writes is a change of the
+skill's execution.
 """
 
 from __future__ import annotations

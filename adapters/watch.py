@@ -78,10 +78,13 @@ class SkillWatch:
     """Watch ``root`` (recursively) from ``start()`` to ``stop()``; ``touched`` lists what
     changed (and what was used, once per path and kind), in the order seen."""
 
-    def __init__(self, root: Path, above: Path | None = None, limit: int | None = None):
+    def __init__(self, root: Path, above: Path | None = None, limit: int | None = None,
+                 recursive: bool = True):
         """``above``: the folder from which the path down to ``root`` is watched for moves;
-        ``limit``: folders watched at most (default `max_dirs`)."""
+        ``limit``: folders watched at most (default `max_dirs`); ``recursive=False``: only
+        ``root``'s own entries (a site folder's startup hooks, not every package in it)."""
         self.root = Path(root)
+        self.recursive = recursive
         self.above = Path(above) if above is not None else None
         self.limit = limit or max_dirs()
         self.touched: list[Touch] = []
@@ -161,6 +164,8 @@ class SkillWatch:
                     self.unwatched += sum(len(dirs) for _, dirs, _ in
                                           os.walk(rest, followlinks=False))
                 break
+            if not self.recursive:
+                break
             try:
                 with os.scandir(d) as it:
                     queue.extend(Path(e.path) for e in it
@@ -229,7 +234,7 @@ class SkillWatch:
             if ev.mask & F.MOVE_SELF:
                 continue  # a folder inside renamed: its parent's MOVED_FROM already says so
             path = base / ev.name if ev.name else base
-            if ev.mask & F.ISDIR and ev.mask & (F.CREATE | F.MOVED_TO):
+            if ev.mask & F.ISDIR and ev.mask & (F.CREATE | F.MOVED_TO) and self.recursive:
                 self._add(path)  # a new folder: watch it too
             use = ev.mask & (F.OPEN | F.ACCESS) and not ev.mask & (
                 F.MODIFY | F.ATTRIB | F.CREATE | F.DELETE | F.DELETE_SELF | F.MOVED_FROM

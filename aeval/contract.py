@@ -16,9 +16,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from aeval.copying import copy_entry
 from aeval.errors import ContractError, Problem, yaml_error_text
 from aeval.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
 from aeval.skill import Skill
+from aeval.workspace import IGNORED_NAMES
 
 CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.config.yml")
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -457,21 +459,31 @@ def find_contract(skill: Skill, marketplace: Path | None) -> tuple[Tier, Path | 
     return Tier.generic, None
 
 
-def load_contract(skill: Skill, marketplace: Path | None) -> LoadedContract:
-    """The three-tier fallback. Raises ContractError when the chosen file is broken."""
-    tier, path = find_contract(skill, marketplace)
-    if path is None:
-        return LoadedContract(tier=tier, source=None, config=generic_config(skill))
-    config = parse_config(path)
-    problems = []
-    for i, case in enumerate(config.evals):
+def copy_problems(skill: Skill, config_path: Path | None = None,
+                  config: EvalConfig | None = None) -> list[Problem]:
+    """What aeval would refuse to copy, found before anything runs (`aeval.copying`): in the
+    skill folder (a link out of it, a socket, too deep, too many entries) and in each case's
+    `files` (also a path that does not exist, or resolves through a link out)."""
+    problems = [Problem(str(skill.path), "", f"{rel!r} {why}")
+                for rel, why in copy_entry(skill.path, ".", skip_names=IGNORED_NAMES)]
+    for i, case in enumerate(config.evals if config is not None else []):
         for j, f in enumerate(case.files):
-            if not (skill.path / f).exists():
-                problems.append(Problem(str(path), f"evals[{i}].files[{j}]",
-                                        f"{f!r} does not exist in {skill.path}"))
+            problems += [Problem(str(config_path), f"evals[{i}].files[{j}]",
+                                 f"{f if rel == f.strip('/') else rel!r} {why}")
+                         for rel, why in copy_entry(skill.path, f, depth=len(
+                             PurePosixPath(f).parts))]
+    return problems
+
+
+def load_contract(skill: Skill, marketplace: Path | None) -> LoadedContract:
+    """The three-tier fallback. Raises ContractError when the chosen file is broken, or
+    when the skill or a case's `files` could not be copied whole (`copy_problems`)."""
+    tier, path = find_contract(skill, marketplace)
+    config = parse_config(path) if path is not None else generic_config(skill)
+    problems = copy_problems(skill, path, config if path is not None else None)
     if problems:
         raise ContractError(problems)
-    return LoadedContract(tier=tier, source=str(path), config=config)
+    return LoadedContract(tier=tier, source=str(path) if path else None, config=config)
 
 
 def find_marketplace(skill_dir: Path) -> Path | None:

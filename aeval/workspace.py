@@ -26,6 +26,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.copying import copy_entry
+from aeval.errors import ContractError, Problem
 from aeval.redact import Redactor
 from aeval.tree import (
     MAX_ENTRIES,
@@ -106,6 +108,20 @@ def path_changes(touches: list[tuple[str, str, float]]) -> list[FileChange]:
     it, renamed, moved or removed): one change, at the first."""
     seen = [(what, at) for path, what, at in touches if path == "."]
     return [_moved(seen[0][0], seen[0][1])] if seen else []
+
+
+def incomplete_walks(before: Tree, after: Tree) -> list[FileChange]:
+    """One change when a walk of the copy (after install, or after the run) stopped at a
+    bound (`aeval.tree.MAX_ENTRIES`, `MAX_DEPTH`) or could not open it: what it did not see,
+    Δ cannot vouch for, so the structural assertion must not pass. Files only described by
+    size past the hashing bound are not a cut: their identity still shows a write."""
+    cuts = [f"{when}: {c}" for when, t in (("after install", before), ("after the run", after))
+            for c in t.cut if not c.startswith("hashing:")]
+    if not cuts:
+        return []
+    return [FileChange(path=".", change="modified", kind="dir",
+                       detail="the walk of the skill copy could not finish (" + "; ".join(
+                           dict.fromkeys(cuts)) + "): Δ cannot vouch for what it did not see")]
 
 
 def rewritten_changes(before: Tree, after: Tree, wall_start: float) -> list[FileChange]:
@@ -283,7 +299,7 @@ def diff_skill(original: Path, copy: Path, before: dict[str, str],
         kind = "added" if rel not in before else "deleted" if rel not in after else "modified"
         diff, text_after = _git_lines(rel, old, new), None
         if "file" in (old[0], new[0]) and old[2] != new[2]:
-            old_text = _text(original / rel) if old[0] == "file" else ""
+            old_text = _text(original / rel, original) if old[0] == "file" else ""
             new_text = _text(copy / rel, trusted or copy) if new[0] == "file" else ""
             if old_text is not None and new_text is not None:
                 diff += "".join(difflib.unified_diff(
@@ -363,17 +379,13 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
     ws.mkdir(parents=True)
     home.mkdir()
     for rel in case_files:
-        src = skill_dir / rel
-        dst = ws / rel.rstrip("/")
-        if src.is_dir():
-            shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True)
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+        dest = ws / rel.rstrip("/")
+        _copied(copy_entry(skill_dir, rel, dest, attempt_root,
+                           depth=len(dest.relative_to(ws).parts)), skill_dir, f"files ({rel})")
     if install_skill:
         copy = ws / (skills_subdir or ".agents/skills") / skill_name
-        shutil.copytree(skill_dir, copy, symlinks=True,
-                        ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        _copied(copy_entry(skill_dir, ".", copy, attempt_root, skip_names=IGNORED_NAMES),
+                skill_dir, "")
     else:
         copy = ws / NO_SKILL_DIR
         copy.mkdir()
@@ -381,6 +393,13 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
     return Workspace(root=attempt_root, path=ws, home=home, skill_dir=copy,
                      original_skill=Path(skill_dir), skill_manifest=manifest(copy),
                      excluded=excluded)
+
+
+def _copied(problems: list[tuple[str, str]], skill: Path, what: str) -> None:
+    """Raise the problems of a copy (examine refuses the same skills before anything runs:
+    here they mean the skill changed since)."""
+    if problems:
+        raise ContractError([Problem(str(skill), what, f"{rel!r} {why}") for rel, why in problems])
 
 
 def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
@@ -391,7 +410,7 @@ def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
         dst = ws.skill_dir.parent / Path(src).name
         if dst == ws.skill_dir or dst.exists():
             continue
-        shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        _copied(copy_entry(Path(src), ".", dst, ws.root, skip_names=IGNORED_NAMES), Path(src), "")
         ws.excluded.append(dst)
         copies.append(dst)
     return copies

@@ -45,6 +45,7 @@ from aeval.prompts import load_prompt
 from aeval.redact import Redactor
 from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
 from aeval.sandbox import Sandbox
+from aeval.startup_hooks import hook_changes, hook_state, shown, user_site
 from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.tree import Tree
 from aeval.workspace import (
@@ -54,6 +55,7 @@ from aeval.workspace import (
     add_skills,
     collect_outputs,
     diff_skill,
+    incomplete_walks,
     path_changes,
     render_diff,
     restored_changes,
@@ -99,6 +101,8 @@ class Attempt:
         self.baseline_tree: Tree | None = None
         self.sandbox: Sandbox | None = None
         self.watch: SkillWatch | None = None
+        self.hooks: dict[str, str] = {}  # the startup hooks after install (startup_hooks)
+        self.hook_watch: SkillWatch | None = None
         self.clock_start: float | None = None
         self.wall_start: float | None = None  # time.time() at clock_start
         self.changes: list[FileChange] = []
@@ -125,8 +129,11 @@ class Attempt:
             self.baseline_tree = self.ws.tree()  # after setup and preflight
             self.baseline = self.baseline_tree.entries
             self.record.cut += [f"skill copy: {c}" for c in self.baseline_tree.cut]
+            self.hooks = hook_state(self.ws.home, self.ws.root)
             before = self.ws.snapshot()
             self.watch = SkillWatch(self.ws.skill_dir, above=self.ws.root).start()
+            self.hook_watch = SkillWatch(user_site(self.ws.home), above=self.ws.home,
+                                         recursive=False).start()
             try:
                 result = self._run(runtime, credentials)
             finally:
@@ -185,6 +192,7 @@ class Attempt:
             return []
         # stopped first: reading the copy for Δ would show as uses of every file
         touches = self.watch.stop() if self.watch is not None else []
+        hook_touches = self.hook_watch.stop() if self.hook_watch is not None else []
         if self.watch is not None:
             self.record.watched = self.watch.coverage  # type: ignore[assignment]
             if self.watch.unwatched:
@@ -198,10 +206,16 @@ class Attempt:
                            after.entries, trusted=self.ws.root)
         t0 = self.clock_start if self.clock_start is not None else 0.0
         timed = [(t.path, t.what, t.at - t0) for t in touches if t.what in CHANGES]
-        extra = [*path_changes(timed),
+        extra = [*incomplete_walks(self.baseline_tree, after),
+                 *path_changes(timed),
                  *restored_changes(self.baseline, after.entries, timed),  # opens are not edits
                  *rewritten_changes(self.baseline_tree, after, self.wall_start or 0.0),
-                 *self._written_by_tools()]
+                 *self._written_by_tools(),
+                 *hook_changes(self.hooks, hook_state(self.ws.home, self.ws.root),
+                               [(t.path, t.what, t.at - t0) for t in hook_touches
+                                if t.what in CHANGES],
+                               shown(self.ws.home, user_site(self.ws.home)), self.ws.home,
+                               self.ws.root)]
         changes, seen = list(delta), {c.path for c in delta}
         for c in extra:
             if c.path not in seen:

@@ -11,6 +11,7 @@ from aeval.plan import CasePlan
 from aeval.redact import Redactor
 from aeval.sandbox import Sandbox
 from aeval.shell import base_env, run_command
+from aeval.startup_hooks import user_site
 from aeval.store import atomic_write_text
 from aeval.workspace import Workspace, prepare_workspace
 
@@ -41,6 +42,9 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
     """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
                            plan.case.files, config_dirs, plan.install_skill)
+    # the Python user site, made while nothing of the attempt has run: its startup hooks
+    # are watched from the start of the run (`aeval.startup_hooks`)
+    user_site(ws.home).mkdir(parents=True, exist_ok=True)
     env = tool_env(plan, ws, credentials)
     redactor = Redactor(credentials)
     log: list[str] = []

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from pathlib import Path
 
+import pytest
+
+from aeval.contract import load_contract
+from aeval.copying import copy_entry
+from aeval.errors import ContractError
 from aeval.redact import Redactor
+from aeval.skill import load_skill
 from aeval.workspace import collect_outputs, diff_skill, manifest, prepare_workspace
 from tests.conftest import EXAMPLES
 
@@ -56,3 +64,91 @@ def test_outputs_over_cap_are_listed_not_copied(tmp_path):
     out = collect_outputs(ws, before, tmp_path / "c", max_file_bytes=1000)
     assert out[0].path == "big.bin" and out[0].copied is False and out[0].size == 2000
     assert not (tmp_path / "c" / "big.bin").exists()
+
+
+# ---- aeval's copies never follow a link out of the skill (issue 33) -----------------------
+
+def _skill(root: Path, name: str = "csv-stats") -> Path:
+    src = root / name
+    shutil.copytree(EXAMPLES / "skills" / "csv-stats", src)
+    return src
+
+
+def test_links_inside_the_skill_are_kept_as_links_and_a_linked_case_file_is_content(tmp_path):
+    src = _skill(tmp_path)
+    (src / "references").mkdir()
+    (src / "references" / "v2.md").write_text("# Columns (v2)\n\nname, population\n")
+    (src / "references" / "latest.md").symlink_to("v2.md")
+    (src / "references" / "gone.md").symlink_to("v3.md")  # dangling: resolves nowhere
+    (src / "data.csv").symlink_to("fixtures/data.csv")
+    ws = prepare_workspace(tmp_path / "a", src, "csv-stats", ".agents/skills",
+                           ["data.csv", "references/"])
+    latest = ws.skill_dir / "references" / "latest.md"
+    assert latest.is_symlink() and os.readlink(latest) == "v2.md"
+    assert os.readlink(ws.skill_dir / "references" / "gone.md") == "v3.md"
+    copied = ws.path / "data.csv"  # a case file is content: what the link resolves to
+    assert not copied.is_symlink()
+    assert copied.read_text() == (src / "fixtures" / "data.csv").read_text()
+    assert os.readlink(ws.path / "references" / "latest.md") == "v2.md"
+    assert ws.skill_manifest == manifest(src)  # the copy is the skill, link for link
+
+
+def test_the_install_refuses_what_examine_would_have(tmp_path):
+    # the skill changed after it was examined: the copy itself still refuses, naming it
+    secret = tmp_path / "prefect-home" / "auth.toml"
+    secret.parent.mkdir()
+    secret.write_text('api_key = "pnu_FAKE"\n')
+    src = _skill(tmp_path)
+    (src / "fixtures" / "auth.toml").symlink_to(secret)
+    with pytest.raises(ContractError, match=r"files \(fixtures/\): 'fixtures/auth.toml' is a "
+                                            r"symlink to /.*auth.toml, an absolute path"):
+        prepare_workspace(tmp_path / "a", src, "csv-stats", ".agents/skills", ["fixtures/"])
+    for f in (tmp_path / "a").rglob("*"):
+        assert not (f.is_file() and b"pnu_FAKE" in f.read_bytes()), f
+
+
+def test_a_relative_link_that_climbs_out_through_another_link_is_refused(tmp_path):
+    src = _skill(tmp_path)
+    (src / "lib").mkdir()
+    (src / "lib" / "up").symlink_to("..")  # inside: the skill folder itself
+    (src / "scripts" / "host").symlink_to("../lib/up/../hostname")  # lib/up/.. leaves
+    assert copy_entry(src, ".") == [(
+        "scripts/host", "is a symlink to ../lib/up/../hostname, which leads out of the skill "
+                        "folder: not copied, and never followed (a skill is copied alone)")]
+    with pytest.raises(ContractError, match="'scripts/host' is a symlink"):
+        prepare_workspace(tmp_path / "a", src, "csv-stats", ".agents/skills", [])
+
+
+def test_special_files_are_refused_by_name_and_never_opened(tmp_path):
+    src = _skill(tmp_path)
+    os.mkfifo(src / "fixtures" / "feed")  # opened for reading, a FIFO would hang the copy
+    with pytest.raises(ContractError) as exc:
+        prepare_workspace(tmp_path / "a", src, "csv-stats", ".agents/skills", ["fixtures/"])
+    assert str(exc.value) == (f"{src}:files (fixtures/): 'fixtures/feed' is a FIFO: only "
+                              "files, folders and links inside the skill folder are copied")
+
+
+def test_examine_names_the_contract_the_field_and_the_path(tmp_path):
+    src = _skill(tmp_path)
+    (src / "fixtures" / "run").symlink_to("/run")
+    (src / "eval.config").write_text(
+        '{"evals": [{"id": "stats", "prompt": "Column stats of fixtures/data.csv.", '
+        '"expected_outcome": "Stats printed.", "files": ["fixtures/data.csv", "fixtures/run"],'
+        ' "steps": ["python3 $SKILL_DIR/scripts/stats.py fixtures/data.csv"]}]}')
+    with pytest.raises(ContractError) as exc:
+        load_contract(load_skill(src), None)
+    assert [str(p) for p in exc.value.problems] == [
+        f"{src}: 'fixtures/run' is a symlink to /run, an absolute path (never inside a copy "
+        "of the skill): not copied, and never followed (a skill is copied alone)",
+        f"{src}/eval.config:evals[0].files[1]: 'fixtures/run' resolves through a symlink, an "
+        "absolute path (never inside a copy of the skill): not copied, and never followed"]
+
+
+def test_the_entry_bound_refuses_the_copy_instead_of_cutting_it(tmp_path):
+    src = _skill(tmp_path)
+    (src / "bulk").mkdir()
+    for i in range(30):
+        (src / "bulk" / f"part-{i:03}.csv").write_text("a\n")
+    (tmp_path / "a").mkdir()
+    problems = copy_entry(src, ".", tmp_path / "a" / "copy", tmp_path / "a", limit=20)
+    assert len(problems) == 1 and "has more than 20 entries" in problems[0][1], problems
