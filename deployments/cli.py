@@ -1,7 +1,7 @@
 """The `aeval` command line: the parser and `main`. The commands live in
 ``commands_eval.py`` (run, sweep, compare, regrade), ``commands_info.py`` (validate, schema,
-runtimes, show), ``commands_triggers.py`` (triggers) and ``post.py`` (post); what they print,
-in ``console.py``.
+runtimes, show), ``commands_init.py`` (init), ``commands_triggers.py`` (triggers) and
+``post.py`` (post); what they print, in ``console.py``.
 
 Exit codes of `run` (first match wins): `aeval.exit_codes`, the one table the gate, the
 ``--help`` epilog and the README share; 4 (aeval itself failed: one line, the traceback with
@@ -24,6 +24,7 @@ from aeval.deployments.cli_common import (
 )
 from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
 from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
+from aeval.deployments.commands_init import add_parser as add_init_parser
 from aeval.deployments.commands_triggers import cmd_triggers
 from aeval.deployments.console import QuietPipe, inert, prefect_env
 
@@ -248,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     add_verbose(sh)
     sh.set_defaults(func=cmd_show)
+
+    add_init_parser(sub)
     return p
 
 

@@ -14,6 +14,7 @@ from aeval.contract import (
     generic_config,
     load_contract,
 )
+from aeval.contract_draft import unfilled
 from aeval.errors import ContractError
 from aeval.plan import Examined
 from aeval.skill import load_skill
@@ -31,6 +32,9 @@ def _examine(root: Path, marketplace: Path | None) -> Examined:
         return Examined(root=root, skill=skill, warnings=skill.warnings,
                         problems=[str(p) for p in exc.problems])
     warnings = list(skill.warnings)
+    if loaded.source:  # what `aeval init` left for the author to write
+        warnings += [str(p) for p in unfilled(
+            loaded.config.model_dump(mode="json", exclude_defaults=True), loaded.source)]
     try:
         findings = static_check(skill)
     except Exception as exc:  # a bug of the check must not make the skill invalid

@@ -56,7 +56,8 @@ def clone(dest: Path) -> Path:
 
 def test_the_steps_are_what_the_readme_shows():
     steps = five_minute_path()
-    assert [kind for kind, *_ in steps] == ["bash", "file", "file", "file", "bash", "bash"]
+    assert [kind for kind, *_ in steps] == ["bash", "file", "file", "bash", "file", "bash",
+                                            "bash"]
     assert [p for kind, p, _ in steps if kind == "file"] == [
         "my-skills/word-count/SKILL.md", "my-skills/word-count/scripts/count.py",
         "my-skills/word-count/eval.config"]
@@ -77,7 +78,7 @@ def test_the_five_minute_path_runs_as_written(tmp_path):
         proc = subprocess.run(["bash", "-o", "pipefail", "-c", body], cwd=repo, env=env,
                               capture_output=True, text=True, timeout=1500)
         results.append(proc)
-    install, own, broken = results
+    install, init, own, broken = results
     out = install.stdout
     # 1: installs, runs the example, exits 1 on purpose: two skills broken, three pass
     assert install.returncode == 1, install.stdout[-3000:] + install.stderr[-3000:]
@@ -92,7 +93,11 @@ def test_the_five_minute_path_runs_as_written(tmp_path):
     report = repo / re.search(r"^report: +(\S+)$", out, re.M).group(1)  # in .aeval/
     assert report.is_file() and report.name == "report.html"
     assert report.parent.parent == repo / ".aeval" / "runs"
-    # 3: the copied skill passes, both its cases
+    # 3: aeval init writes a template from SKILL.md's block and runs it once
+    assert init.returncode == 0, init.stdout[-3000:] + init.stderr[-3000:]
+    assert "word-count: template, 1 case(s); first run: 1 pass" in init.stdout
+    assert "fill the TODO fields (aeval validate lists them)" in init.stdout
+    # the copied skill, with the contract that replaced the template, passes both its cases
     assert own.returncode == 0, own.stdout[-3000:] + own.stderr[-3000:]
     assert "word-count/count [literal]: PASS" in own.stdout
     assert "word-count/skill-md [literal]: PASS" in own.stdout
