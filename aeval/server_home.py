@@ -29,6 +29,12 @@ def idle_seconds() -> float:
         return DEFAULT_IDLE_S
 
 
+def prefect_home() -> Path:
+    """This invocation's PREFECT_HOME (Prefect's default ``~/.prefect`` when unset)."""
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
 def state_dir() -> Path:
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
-    return home / "aeval-server"
+    """The reused server's state folder (0700): its record with the auth string, its locks
+    and log, and the warm process's socket, token and log."""
+    return prefect_home() / "aeval-server"

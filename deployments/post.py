@@ -11,7 +11,8 @@ request.
 The forge is GitHub inside GitHub Actions (``GITHUB_ACTIONS=true``), else GitLab, unless
 ``--forge`` says. On GitHub: one comment per skill, one review with a suggestion comment per
 fix whose lines are in the diff, one fallback comment, an ``aeval`` check run with
-annotations, and the gate in ``$GITHUB_STEP_SUMMARY``; the token is ``AEVAL_GITHUB_TOKEN``.
+annotations (which never passes on a fork's pull request: its run folder came from the fork's
+own workflow), and the gate in ``$GITHUB_STEP_SUMMARY``; the token is ``AEVAL_GITHUB_TOKEN``.
 
 Writes ``gl-code-quality.json`` into the run folder, then posts one summary note per skill,
 an inline suggestion per fix whose lines are in the MR diff, and one fallback note for the

@@ -6,25 +6,36 @@ How it goes (outside CI, with the reused local server: `aeval.server_home.mode` 
 
 - ``aeval run ...`` first tries this PREFECT_HOME's warm process: the socket
   ``<PREFECT_HOME>/aeval-server/warm.sock`` (folder 0700, hidden from every sandbox with the
-  rest of the Prefect home; the warm process also checks the peer is this user). It sends its
-  command line, working folder, umask and environment, and passes its stdin, stdout and
-  stderr (SCM_RIGHTS); the warm process forks a child that takes them over and runs
-  ``aeval.deployments.cli.main`` there, as the invocation would have. The invocation forwards
-  Ctrl-C and SIGTERM/SIGHUP/SIGQUIT to the child's process group and exits with the child's
-  exit code; if the invocation is killed (-9), so is the child's process group, as the
-  invocation's own would have been (the sandboxed commands die with their parent).
+  rest of aeval's service state: `aeval.tasks.sandboxing.service_paths`). It sends its
+  command line, working folder, umask, environment and the warm process's token, and passes
+  its stdin, stdout and stderr (SCM_RIGHTS); the warm process forks a child that takes them
+  over and runs ``aeval.deployments.cli.main`` there, as the invocation would have. The
+  invocation forwards Ctrl-C and SIGTERM/SIGHUP/SIGQUIT to the child's process group and
+  exits with the child's exit code; if the invocation is killed (-9), so is the child's
+  process group, as the invocation's own would have been (the sandboxed commands die with
+  their parent).
+- Who is served (`_peer_refusal`, `refusal`): a peer of this user, in the warm process's
+  own PID namespace (``/proc/<peer>/ns/pid``: never a process inside a sandbox, which has a
+  namespace of its own), that sent the random token of ``warm.token`` (0600 in the 0700
+  folder: only this user's unsandboxed processes read it); and only a ``run`` or ``sweep``
+  command line aeval's own parser accepts, never one that turns the sandbox off
+  (``--sandbox none`` in any spelling argparse takes, or ``AEVAL_SANDBOX`` other than
+  ``auto`` or ``require`` in the environment it sent). Anything else is refused before any
+  fork: a real invocation then runs in-process, as it would without a warm process.
 - Nothing answers, or the answer is "not this one": the invocation runs in-process, as
   before, and afterwards starts a warm process for the next one (detached, scrubbed
   environment: no model keys or tokens ever reach it; they travel with each invocation to its
   child only). The warm process never runs a skill itself and starts no thread.
 - "Not this one": the child finds, where Prefect's settings are applied (`aeval.embedded`),
-  that this invocation's Prefect, litellm, Python or locale variables differ from those the
-  warm process imported with (``-v``, another ``PREFECT_*``), or the working folder configures
-  Prefect (``.env``, ``prefect.toml``, ``pyproject.toml``'s ``[tool.prefect]``), or
+  that this invocation's Prefect, litellm, Python, locale, HOME, proxy or CA variables differ
+  from those the warm process imported with (``-v``, another ``PREFECT_*``), or the working
+  folder configures Prefect (``.env``, ``prefect.toml``, ``pyproject.toml``'s
+  ``[tool.prefect]``), or
   ``PREFECT_API_URL`` is set (a server of the user's); the warm process itself refuses when
   aeval's source or the installed packages changed since it started (and exits: the next run
   starts a fresh one). Nothing is printed before that decision, so an invocation that runs
-  in-process after all prints everything once.
+  in-process after all prints everything once. A child forgets what the warm process cached
+  from its own environment (the temp folder, the time zone: `_as_this_environment`).
 - It stops after the idle period of the reused server (``AEVAL_SERVER_IDLE_S``), or when its
   folder is gone. ``AEVAL_WARM=0`` turns it off (in-process every time, no warm process).
 
@@ -36,14 +47,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hmac
+import io
 import json
 import os
+import secrets
 import select
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,6 +71,10 @@ LOCK = "warm.lock"
 """Held (flock) by the warm process for its whole life, from its first import on: the lock
 an invocation tries before it starts another one. It holds the warm process's pid."""
 LOG = "warm.log"
+TOKEN = "warm.token"
+"""A random token per warm process (0600, in the 0700 state folder every sandbox has hidden):
+an invocation sends it; a connection without it is refused."""
+TOKEN_CAP = 256
 SERVED = frozenset({"run", "sweep"})
 """The commands served warm (both apply Prefect's settings in `aeval.embedded.start_early`
 before they print anything but a usage error)."""
@@ -74,7 +93,15 @@ PRELOAD = (
 `aeval.adapters.llm`, which sets its offline options; fastapi's encoders: Prefect imports
 them to send a flow's parameters, 0.3 s of CPU). A child logs what it imported after all."""
 IMPORT_PREFIXES = ("PREFECT_", "LITELLM_", "PYTHON", "LC_")
-IMPORT_NAMES = frozenset({"LANG", "DO_NOT_TRACK", "MALLOC_ARENA_MAX"})
+IMPORT_NAMES = frozenset({
+    "LANG", "DO_NOT_TRACK", "MALLOC_ARENA_MAX", "HOME",  # Prefect's default home is read
+    # at import; the HTTP clients made at import took the proxies and CA bundle then
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+    "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE"})
+SANDBOX_VAR = "AEVAL_SANDBOX"
+SERVED_SANDBOX = frozenset({"auto", "require"})
+"""The sandbox modes a warm child may run with (``none`` runs in-process, never forked)."""
 PREFECT_CONFIG_FILES = (".env", "prefect.toml", "pyproject.toml")
 _HEADER = struct.Struct("!I")
 
@@ -141,6 +168,8 @@ def servable(argv: list[str]) -> bool:
         return False
     if not argv or argv[0] not in SERVED or os.environ.get("PREFECT_API_URL"):
         return False
+    if sandbox_off(argv, dict(os.environ)):
+        return False  # the warm process would refuse it: no round trip
     try:
         if prefect_configured_here(Path.cwd()):
             return False
@@ -151,9 +180,39 @@ def servable(argv: list[str]) -> bool:
     return True
 
 
+def read_token(folder: Path) -> str | None:
+    """The warm process's token (None: none there, or not readable)."""
+    try:
+        with open(folder / TOKEN, "rb") as fh:
+            return fh.read(TOKEN_CAP).decode("ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def sandbox_off(argv: list[str], environ: dict[str, str]) -> bool:
+    """A quick look (no parser): ``argv`` or ``environ`` may turn the sandbox off (any
+    ``--sa...`` prefix of ``--sandbox`` with a value other than auto or require, joined by
+    ``=`` or not; ``AEVAL_SANDBOX`` in any case with such a value)."""
+    for name, value in environ.items():
+        if name.upper() == SANDBOX_VAR and value not in SERVED_SANDBOX:
+            return True
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if len(flag) >= 4 and "--sandbox".startswith(flag):
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) else ""
+            if value not in SERVED_SANDBOX:
+                return True
+    return False
+
+
 def _served(conn: socket.socket, argv: list[str]) -> int | None:
+    token = read_token(state_dir())
+    if token is None:
+        return None  # no warm process's token: not one to hand this run to
     header = json.dumps({"argv0": sys.argv[0], "argv": argv, "cwd": os.getcwd(),
-                         "umask": _umask(), "env": dict(os.environ)}).encode()
+                         "umask": _umask(), "env": dict(os.environ),
+                         "token": token}).encode()
     socket.send_fds(conn, [_HEADER.pack(len(header))], [0, 1, 2])
     conn.sendall(header)
     conn.settimeout(None)
@@ -249,6 +308,8 @@ class _Warm:
 
     def __init__(self, before: dict[str, str], server: tuple[str, str] | None) -> None:
         self.server = server
+        self.token = ""
+        """What an invocation must send (`TOKEN`), set once the token file is written."""
         """The reused server Prefect was imported with (URL, auth string), if any."""
         self.key = import_key(dict(os.environ))
         for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):
@@ -319,6 +380,68 @@ def _known_server(folder: Path) -> tuple[str, str] | None:
     return record.api_url, record.auth_string
 
 
+def refusal(argv: object, environ: object) -> str | None:
+    """Why the warm process does not serve this command line (None: it does): it is not a
+    ``run`` or ``sweep`` command line aeval's own parser accepts, or it would run with the
+    sandbox off (``--sandbox none`` however spelled, ``AEVAL_SANDBOX`` not auto or
+    require). Such an invocation runs in-process, where what it asked for is its own."""
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        return "not a command line"
+    if not isinstance(environ, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in environ.items()):
+        return "not an environment"
+    if not argv or argv[0] not in SERVED:
+        return "not aeval run or aeval sweep"
+    for name, value in environ.items():
+        if name.upper() == SANDBOX_VAR and value not in SERVED_SANDBOX:
+            return f"{name} is not auto or require"
+    from aeval.deployments.cli import build_parser
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            args = build_parser().parse_args(argv)
+    except SystemExit:
+        return "not a command line aeval accepts"
+    if getattr(args, "command", None) not in SERVED:
+        return "not aeval run or aeval sweep"
+    if getattr(args, "sandbox", None) not in (None, *SERVED_SANDBOX):
+        return "--sandbox none"
+    return None
+
+
+def _pid_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _peer_refusal(conn: socket.socket) -> str | None:
+    """Why the process at the other end of ``conn`` is not served (None: it is): another
+    user, or a process in another PID namespace (inside a sandbox: bubblewrap gives every
+    sandbox its own; a peer the kernel cannot name here has pid 0)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        return f"uid {uid}"
+    own = _pid_namespace("self")
+    if pid <= 0 or own is None or _pid_namespace(pid) != own:
+        return "a peer in another PID namespace (a sandbox)"
+    return None
+
+
+def _write_token(folder: Path) -> str:
+    """A fresh token in ``folder/TOKEN`` (0600, replaced atomically)."""
+    token = secrets.token_urlsafe(32)
+    tmp = folder / f".{TOKEN}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token)
+    os.replace(tmp, folder / TOKEN)
+    return token
+
+
 def _log(line: str) -> None:
     """A line in the warm log (the warm process's stdout)."""
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} warm[{os.getpid()}] {line}", flush=True)
@@ -364,6 +487,7 @@ def serve(folder: Path, idle_s: float) -> int:
     path = folder / SOCKET
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a dead warm process's (we hold the lock: no live one has it)
+    warm.token = _write_token(folder)  # before the socket exists: an invocation finds both
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
@@ -416,6 +540,9 @@ def serve(folder: Path, idle_s: float) -> int:
         with contextlib.suppress(OSError):
             if (os.stat(folder).st_ino, os.stat(path).st_ino) == ident:
                 path.unlink()
+        with contextlib.suppress(OSError):
+            if read_token(folder) == warm.token:
+                (folder / TOKEN).unlink()
         listener.close()
 
 
@@ -436,10 +563,8 @@ def _accept(listener, folder: Path, warm: _Warm, embedded, children) -> bool:
     conn, _ = listener.accept()
     fds: list[int] = []
     try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", creds)
-        if uid != os.getuid():
-            _log(f"refused uid {uid}")
+        if why := _peer_refusal(conn):
+            _log(f"refused: {why}")
             conn.close()
             return True
         conn.settimeout(5.0)
@@ -454,6 +579,20 @@ def _accept(listener, folder: Path, warm: _Warm, embedded, children) -> bool:
                 raise ValueError("short header")
             body += chunk
         header = json.loads(body)
+        if not isinstance(header, dict) or not hmac.compare_digest(
+                str(header.get("token", "")).encode(), warm.token.encode()):
+            raise ValueError("no token, or not this warm process's")
+        if why := refusal(header.get("argv"), header.get("env")):
+            _log(f"refused: {why}")
+            with contextlib.suppress(OSError):
+                conn.sendall(json.dumps({"refused": why}).encode() + b"\n")
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            return True
+        if not isinstance(header.get("cwd"), str) or not isinstance(header.get("umask"), int) \
+                or not isinstance(header.get("argv0"), str):
+            raise ValueError("bad header fields")
         if source_fingerprint() != warm.fingerprint:
             _log("refused: aeval's code or the installed packages changed; stopping")
             conn.sendall(b'{"stale": true}\n')
@@ -499,6 +638,7 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
         os.environ.update(header["env"])
         for name, value in warm.defaults.items():  # what the imports set, as they would have
             os.environ.setdefault(name, value)
+        _as_this_environment()
         sys.argv = [header["argv0"], *header["argv"]]
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(AttributeError, OSError, ValueError):
@@ -524,6 +664,15 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
 
         traceback.print_exc()
     _exit_child(code, conn)
+
+
+def _as_this_environment() -> None:
+    """In a child, once the invocation's environment is in place: forget what was read from
+    the warm process's environment and cached (the temp folder, the time zone), so they
+    follow this invocation's ``TMPDIR`` and ``TZ`` as an in-process run's would. What cannot
+    be forgotten (settings read at import) is compared instead (`import_key`)."""
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    time.tzset()
 
 
 def _log_child(line: str) -> None:

@@ -9,7 +9,12 @@ The same plan as GitLab's (``tasks/deliver_plan.py``), in GitHub's terms:
   spans lines; only the comments that are new go into a rerun's review, and aeval's comments
   whose suggestion no longer applies are marked outdated (REST cannot resolve a thread);
 - a completed ``aeval`` check run on the head commit whose conclusion is the gate, with an
-  annotation on the lines of each suggestion (LV1 failure, LV2 notice);
+  annotation on the lines of each suggestion (LV1 failure, LV2 notice). Not on a fork's pull
+  request: GitHub runs a fork's ``pull_request`` workflow from the fork's own copy, so the
+  run folder (run.json's gate, every grading.json) is whatever that workflow uploaded, and
+  no file of it can make the check green. There a gate that would pass concludes
+  ``action_required`` (which no required status accepts), titled as the fork's own report;
+  a failing gate stays a failure;
 - the job summary (``$GITHUB_STEP_SUMMARY``) with the gate and a row per skill.
 
 Only posts whose first line is an aeval marker and whose author is the token's user (a bot,
@@ -65,6 +70,10 @@ from aeval.text import code_span, escape_controls, one_line
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 REVIEW_MARKER = "<!-- aeval:review -->"
 _CONCLUSION = {0: "success", 1: "failure", 2: "failure", 3: "neutral", 4: "failure"}
+_PASSING = frozenset({"success", "neutral", "skipped"})
+"""Conclusions GitHub counts as passing a required status check."""
+FORK_NOTE = ("reported by the fork's own workflow, not verified: a fork's pull request runs "
+             "its own copy of the workflow that made this run folder")
 
 GitHubActionKind = Literal["create_comment", "update_comment", "create_review_comment",
                            "update_review_comment", "create_check_run"]
@@ -158,8 +167,10 @@ def gate_summary(manifest: RunManifest) -> str:
     return "\n".join(out) + "\n"
 
 
-def check_plan(bundle: RunBundle) -> CheckPlan:
-    """The check run: conclusion from the gate, an annotation per suggestion on its lines."""
+def check_plan(bundle: RunBundle, fork: bool = False) -> CheckPlan:
+    """The check run: conclusion from the gate, an annotation per suggestion on its lines.
+    ``fork``: the pull request's head is another repository's, whose workflow made the run
+    folder; a conclusion that would pass a required status is ``action_required`` then."""
     g = bundle.manifest.gate
     code = g.exit_code if g else 4
     notes = []
@@ -175,15 +186,24 @@ def check_plan(bundle: RunBundle) -> CheckPlan:
                                     f"{s.grounded_text}\n\nReplace with:\n{sg.replacement}"
                                     )[:4000]))
     title = one_line(f"gate: exit {code}" + (f" ({g.reason})" if g and g.reason else ""))
-    return CheckPlan(conclusion=_CONCLUSION.get(code, "failure"), title=title[:255],
-                     summary=gate_summary(bundle.manifest)[:60000], annotations=notes)
+    conclusion = _CONCLUSION.get(code, "failure")
+    summary = gate_summary(bundle.manifest)
+    if fork:
+        title = one_line(f"a fork's report, not verified: {title}")
+        summary = f"**A fork's pull request:** {FORK_NOTE}.\n\n{summary}"
+        if conclusion in _PASSING:
+            conclusion = "action_required"
+    return CheckPlan(conclusion=conclusion, title=title[:255], summary=summary[:60000],
+                     annotations=notes)
 
 
 def plan_github(bundle: RunBundle, *, head_sha: str, files: list[FileDiff],
                 comments: list[RemoteComment], review_comments: list[RemoteComment],
                 checks: Sequence[RemoteCheck] = (), report_url: str | None = None,
-                force_fallback: Iterable[str] = (), me: str | None = None) -> GitHubPlan:
-    """Compare the run with the pull request's comments; the writes that reconcile them."""
+                force_fallback: Iterable[str] = (), me: str | None = None,
+                fork: bool = False) -> GitHubPlan:
+    """Compare the run with the pull request's comments; the writes that reconcile them
+    (``fork``: the head is another repository's: `check_plan`)."""
     plan = GitHubPlan(head_sha=head_sha)
     index = diff_index(files)
     placement = place_suggestions(bundle, lambda s: review_lines(s, index), force_fallback)
@@ -240,7 +260,7 @@ def plan_github(bundle: RunBundle, *, head_sha: str, files: list[FileDiff],
     if fb is not None:
         upsert(fb.marker, fb.body, fb.existing)
 
-    check = check_plan(bundle)
+    check = check_plan(bundle, fork)
     last = checks[0] if checks else None
     if last is not None and (last.conclusion, last.title, last.summary) == (
             check.conclusion, check.title, check.summary):
@@ -319,12 +339,14 @@ def deliver_github(pr: GitHubPR, bundle: RunBundle, *, report_url: str | None = 
     info = pr.pull()
     files = pr.files()
     me = pr.me()
+    # a head of another repository (or of one GitHub no longer names: a deleted fork)
+    fork = (info.head_repository or "").casefold() != pr.target.repository.casefold()
 
     def plan(forced: Iterable[str] = ()) -> GitHubPlan:
         return plan_github(bundle, head_sha=info.head_sha, files=files,
                            comments=pr.issue_comments(), review_comments=pr.review_comments(),
                            checks=pr.check_runs(info.head_sha), report_url=report_url,
-                           force_fallback=forced, me=me)
+                           force_fallback=forced, me=me, fork=fork)
 
     first = plan()
     if dry_run:

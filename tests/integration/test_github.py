@@ -439,3 +439,58 @@ def test_more_than_fifty_annotations_go_in_batches(github):
     assert [a["start_line"] for a in check["annotations"]] == list(range(1, 62))
     assert [(r.method, len(r.body["output"]["annotations"])) for r in github.writes()] == [
         ("POST", 50), ("PATCH", 11)]
+
+
+# ---- issue 33: a forged run folder cannot make a green check ------------------------------------
+
+
+def forge_green(run_dir: Path) -> None:
+    """What a fork's own `pull_request` workflow can upload: the real run folder with run.json
+    rewritten to a passing gate, and every grading.json with it."""
+    path = run_dir / "run.json"
+    data = json.loads(path.read_text())
+    data["gate"] = {**data["gate"], "exit_code": 0, "reason": "all cases passed"}
+    for skill in data["skills"]:
+        skill["status"] = "pass"
+        for case in skill["cases"]:
+            case.update(status="pass", failed=0, passed=case["total"])
+    path.write_text(json.dumps(data))
+    for grading in run_dir.rglob("grading.json"):
+        g = json.loads(grading.read_text())
+        g["status"] = "pass"
+        grading.write_text(json.dumps(g))
+
+
+@pytest.fixture
+def fork_github(github):
+    """The same pull request, its head in a fork."""
+    github.head_repo = "fork-owner/skills"
+    return github
+
+
+def test_a_forks_forged_green_run_makes_no_passing_check(fork_github, run_dir):
+    """A fork controls the workflow that uploads its run folder: a run.json that says pass
+    gets a check run no required status accepts, titled as the fork's own report."""
+    forge_green(run_dir)
+    assert post(fork_github, run_dir) == 0
+    (check,) = fork_github.check_runs
+    assert check["conclusion"] == "action_required"
+    assert check["output"]["title"].startswith("a fork's report, not verified: gate: exit 0")
+    assert "A fork's pull request:" in check["output"]["summary"]
+
+
+def test_a_forks_failing_run_still_fails_its_check(fork_github, run_dir):
+    assert post(fork_github, run_dir) == 0
+    (check,) = fork_github.check_runs
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"].startswith("a fork's report, not verified: gate: exit 1")
+
+
+def test_a_same_repository_pass_is_a_success(github, run_dir):
+    """A branch of the repository itself is pushed by someone who can write to it (and so to
+    its workflows anyway): its gate is the check's conclusion."""
+    forge_green(run_dir)
+    assert post(github, run_dir) == 0
+    (check,) = github.check_runs
+    assert (check["conclusion"], check["output"]["title"]) == ("success",
+                                                               "gate: exit 0 (all cases passed)")

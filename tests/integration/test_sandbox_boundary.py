@@ -126,3 +126,57 @@ def test_the_attempts_processes_share_one_memory_budget(host):
     assert r.ok, r.combined()
     held = r.stdout.count("held")
     assert held < 3 or "Killed" in r.combined(), r.combined()
+
+
+# ---- issue 33: aeval's service state is hidden wherever it is -----------------------------------
+
+
+@pytest.fixture
+def prefect_layout(monkeypatch):
+    """A Prefect home outside /tmp that also holds the attempt (PREFECT_HOME=~ style: it
+    cannot be hidden whole), a reused server's state folder in it, and a SQLite database and
+    a profiles file that the environment moved elsewhere."""
+    base = Path(tempfile.mkdtemp(prefix="aeval-test-svc-", dir="/var/tmp"))
+    try:
+        home = base / "home"
+        state = home / "aeval-server"
+        state.mkdir(parents=True, mode=0o700)
+        (state / "server.json").write_text('{"auth_string": "aeval-sekrit-auth-0001"}')
+        (state / "warm.token").write_text("warm-token-0001")
+        (home / "prefect.db").write_bytes(b"SQLite format 3\0")
+        (home / "notes.txt").write_text("the user's own file\n")
+        elsewhere = base / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "runs.db").write_bytes(b"SQLite format 3\0")
+        (elsewhere / "profiles.toml").write_text('[profiles.x]\nPREFECT_API_KEY = "pnu_x"\n')
+        monkeypatch.setenv("PREFECT_HOME", str(home))
+        monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL",
+                           f"sqlite+aiosqlite:///{elsewhere / 'runs.db'}")
+        monkeypatch.setenv("PREFECT_PROFILES_PATH", str(elsewhere / "profiles.toml"))
+        yield home, elsewhere
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_service_state_is_hidden_even_where_the_prefect_home_holds_the_attempt(
+        prefect_layout):
+    from aeval.tasks.sandboxing import service_paths
+
+    home, elsewhere = prefect_layout
+    ws = prepare_workspace(home / "work" / "attempt-1", EXAMPLES / "skills" / "csv-stats",
+                           "csv-stats", ".agents/skills", [])
+    sb = make_sandbox("require", SandboxPolicy(root=ws.root, hidden=service_paths([ws.root])))
+    try:
+        r = run_command(f"set +e; ls -A {home}; cat {home}/aeval-server/server.json "
+                        f"{home}/aeval-server/warm.token {home}/prefect.db "
+                        f"{elsewhere}/runs.db {elsewhere}/profiles.toml; cat {home}/notes.txt; "
+                        "echo written > out.txt; true", ws.path,
+                        base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}), 60, sandbox=sb)
+    finally:
+        sb.close()
+    assert r.ok, r.combined()
+    for secret in ("aeval-sekrit-auth-0001", "warm-token-0001", "SQLite format", "pnu_x",
+                   "aeval-server", "prefect.db"):
+        assert secret not in r.stdout, f"{secret!r} seen inside: {r.stdout}"
+    assert "the user's own file" in r.stdout  # the rest of the home stays as it was
+    assert (ws.path / "out.txt").read_text() == "written\n"  # and the attempt writable
