@@ -157,7 +157,7 @@ def test_links_out_of_the_skill_are_refused_and_the_other_skills_still_run(tmp_p
         code, rd = run(mp, tmp_path / "s")
     finally:
         sock.close()
-    err = capsys.readouterr().err
+    err = "".join(capsys.readouterr())  # progress lines: stdout or stderr, as configured
     assert code == 2  # invalid skills, and no case failed
     g = grading(rd, "csv-mean")
     assert g["status"] == "pass", g["status_reason"]
@@ -186,7 +186,7 @@ def test_a_socket_inside_a_case_folder_is_refused_by_name(tmp_path, capsys):
         code, _ = run(mp, tmp_path / "s")
     finally:
         sock.close()
-    err = capsys.readouterr().err
+    err = "".join(capsys.readouterr())  # progress lines: stdout or stderr, as configured
     assert code == 2
     assert f"{d}: 'fixtures/agent.sock' is a socket" in err, err
 
@@ -201,7 +201,7 @@ def test_a_helper_past_the_depth_bound_makes_the_skill_invalid_before_anything_r
     ok = csv_skill(mp, "csv-mean", steps=[RUN.replace("value >", "values >")])
     (ok / "fixtures" / "sales.csv").write_text("region,values\nnorth,10\nsouth,14\n")
     code, rd = run(mp, tmp_path / "s")
-    err = capsys.readouterr().err
+    err = "".join(capsys.readouterr())  # progress lines: stdout or stderr, as configured
     assert code == 2
     assert f"{d}: 'lib/vendor/pkg/pkg/" in err and "is 256 folders deep" in err, err
     assert grading(rd, "csv-mean")["status"] == "pass"
