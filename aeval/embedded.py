@@ -43,10 +43,7 @@ import atexit
 import contextlib
 import importlib.util
 import os
-import secrets
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -55,47 +52,21 @@ import urllib.request
 from pathlib import Path
 
 from aeval.hardening import scrubbed_environ
-
-STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
-SERVER_AUTH_VAR = "PREFECT_SERVER_API_AUTH_STRING"
-"""What the server requires (HTTP basic auth with this string), in the server's environment."""
-CLIENT_AUTH_VAR = "PREFECT_API_AUTH_STRING"
-"""What Prefect's client sends, in aeval's own environment."""
-MARK_VAR = "AEVAL_EMBEDDED_API_URL"
-"""Set (to the API URL) in aeval's environment while an embedded server of its own is the
-PREFECT_API_URL: it is not a server other machines (Dask workers) can reach."""
-
-
-SERVER_ENV = {
-    "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-    # aeval uses no Prefect blocks: no registration of block types at boot, and no import of
-    # every installed Prefect collection to find theirs (prefect-dask imports distributed:
-    # ~0.4 s of CPU per boot)
-    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
-    "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
-    # nor automations: no UI to make them, and only aeval holds the auth string; the triggers
-    # service matched every event of a run against none (~8 % of a reused server's CPU in a
-    # warm one-skill run). A Prefect server of your own (PREFECT_API_URL) keeps them.
-    "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
-}
-"""What aeval's own Prefect servers (embedded or reused) run with: the API and the services of
-an ephemeral server (flow and task runs, events), no UI, no block registration, no
-automations."""
-
-
-class EmbeddedServerError(RuntimeError):
-    """The embedded Prefect server did not come up."""
-
-
-def new_auth_string() -> str:
-    """A fresh auth string for one embedded server (one aeval invocation)."""
-    return "aeval-" + secrets.token_urlsafe(32)
-
-
-def _free_port() -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from aeval.server_home import (  # noqa: F401 (this module's names too)
+    CLIENT_AUTH_VAR,
+    MARK_VAR,
+    SERVER_AUTH_VAR,
+    SERVER_ENV,
+    STARTUP_TIMEOUT_VAR,
+    EmbeddedServerError,
+    cache_dir,
+    default_database,
+    free_port,
+    new_auth_string,
+    save_template,
+    seed_database,
+    template_database,
+)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -105,69 +76,11 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PDEATHSIG
 
 
-def cache_dir() -> Path:
-    """aeval's cache folder (not created here)."""
-    if d := os.environ.get("AEVAL_CACHE_DIR"):
-        return Path(d)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aeval"
-
-
-def default_database() -> Path | None:
-    """The SQLite file the embedded server will use, or None when a database is configured
-    (an environment variable or the Prefect profile names one: not aeval's to touch)."""
-    if any("DATABASE" in k for k in os.environ if k.startswith("PREFECT_")):
-        return None
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
-    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml")
-    with contextlib.suppress(OSError):
-        if "DATABASE" in profiles.read_text():
-            return None
-    return home / "prefect.db"
-
-
-def template_database() -> Path | None:
-    """The cached migrated database for the installed Prefect, or None (no Prefect)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return cache_dir() / f"prefect-{version('prefect')}.db"
-    except PackageNotFoundError:
-        return None
-
-
-def seed_database(db: Path | None, template: Path | None) -> bool:
-    """Copy the template into a PREFECT_HOME that has no database yet; True when done."""
-    if db is None or template is None or db.exists() or not template.is_file():
-        return False
-    db.parent.mkdir(parents=True, exist_ok=True)
-    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
-    shutil.copyfile(template, tmp)
-    os.replace(tmp, db)
-    return True
-
-
-def save_template(db: Path, template: Path) -> None:
-    """Snapshot a freshly migrated database into the cache (best effort: it is a cache)."""
-    import sqlite3
-
-    with contextlib.suppress(OSError, sqlite3.Error):
-        template.parent.mkdir(parents=True, exist_ok=True)
-        tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
-        src, dst = sqlite3.connect(db), sqlite3.connect(tmp)
-        try:
-            src.backup(dst)
-        finally:
-            src.close()
-            dst.close()
-        os.replace(tmp, template)
-
-
 class EmbeddedServer:
     """One embedded Prefect server process of aeval's, on a free loopback port."""
 
     def __init__(self, port: int | None = None):
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.process: subprocess.Popen | None = None
         self.ready = False
         self.fresh_db: Path | None = None  # a database this server creates: snapshot it

@@ -45,10 +45,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.server_home import (  # noqa: F401 (this module's names too)
     DEFAULT_IDLE_S,
     IDLE_VAR,
+    MARK_VAR,
     MODE_VAR,
+    SERVER_AUTH_VAR,
+    SERVER_ENV,
+    STARTUP_TIMEOUT_VAR,
+    EmbeddedServerError,
+    default_database,
+    free_port,
     idle_seconds,
     mode,
+    new_auth_string,
+    save_template,
+    seed_database,
     state_dir,
+    template_database,
 )
 
 SERVE_MODULE = "aeval.deployments.prefect_server"
@@ -154,13 +165,6 @@ class ReusedServer:
     def wait_ready(self, timeout_s: float | None = None) -> str:
         """Block until the server answers with its auth string; its URL. Raises
         EmbeddedServerError when it died or did not answer in time."""
-        from aeval.embedded import (
-            STARTUP_TIMEOUT_VAR,
-            EmbeddedServerError,
-            save_template,
-            template_database,
-        )
-
         if self.ready:
             return self.api_url
         if timeout_s is None:
@@ -253,22 +257,11 @@ def _spawn(folder: Path, prefect_version: str, port: int | None = None,
            auth: str | None = None) -> tuple[ServerRecord, Path | None]:
     import importlib.util
 
-    from aeval.embedded import (
-        MARK_VAR,
-        SERVER_AUTH_VAR,
-        SERVER_ENV,
-        EmbeddedServerError,
-        _free_port,
-        default_database,
-        new_auth_string,
-        seed_database,
-        template_database,
-    )
     from aeval.hardening import scrubbed_environ
 
     if importlib.util.find_spec("prefect") is None:
         raise EmbeddedServerError("prefect is not installed")
-    port, auth = port or _free_port(), auth or new_auth_string()
+    port, auth = port or free_port(), auth or new_auth_string()
     env = {**scrubbed_environ(), **SERVER_ENV, SERVER_AUTH_VAR: auth}
     env.pop("PREFECT_API_URL", None)
     env.pop(MARK_VAR, None)

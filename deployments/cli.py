@@ -291,25 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = saved
 
 
-def run() -> None:
-    """The `aeval` program: ``main()`` (in the warm process when one serves this invocation),
-    then exit without the interpreter's final garbage
-    collection over everything Prefect, litellm and pydantic built (3-6 s on its own):
-    the objects are frozen once the output is flushed."""
-    from aeval.deployments import warm
+if __name__ == "__main__":  # the program, as `aeval` runs it (aeval.deployments.program)
+    from aeval.deployments.program import run
 
-    argv = sys.argv[1:]
-    servable = warm.servable(argv)
-    code = warm.delegate(argv) if servable else None  # the warm process ran it
-    if code is None:
-        code = main(argv)
-        if servable:
-            warm.start_later()
-    import gc
-
-    gc.freeze()
-    sys.exit(code)
-
-
-if __name__ == "__main__":
     run()
