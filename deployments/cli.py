@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_verbose(sh)
     sh.set_defaults(func=cmd_show)
 
-    add_init_parser(sub)
+    add_init_parser(sub, run_parser=r)
     return p
 
 

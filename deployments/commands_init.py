@@ -39,7 +39,8 @@ class Row:
     exit_code: int = 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, run_parser: argparse.ArgumentParser) -> None:
+    """The `init` subcommand; ``run_parser`` (the `run` subcommand's) parses its first run."""
     i = sub.add_parser(
         "init", help="write a starter eval.config from SKILL.md",
         description="Write SKILL_DIR/eval.config: with a model (--model or AEVAL_MODEL), "
@@ -71,7 +72,7 @@ def add_parser(sub) -> None:
     i.add_argument("--sandbox", choices=("auto", "require", "none"),
                    help="as for `aeval run`")
     i.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
-    i.set_defaults(func=cmd_init)
+    i.set_defaults(func=cmd_init, run_parser=run_parser)
 
 
 def _targets(args: argparse.Namespace) -> tuple[list[Path], list[Row], str | None]:
@@ -153,21 +154,20 @@ def _init_one(root: Path, args: argparse.Namespace, model: str | None,
 def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tuple[str, str]]]:
     """Run the written skills' cases once (`aeval run` itself); case statuses per skill
     folder."""
-    from aeval.deployments.cli import build_parser
 
     from aeval.artifacts import RunManifest
     from aeval.settings import Settings
     from aeval.store import RunStore, read_model
 
-    argv = ["run", *(str(r.root) for r in rows)]
+    argv = [str(r.root) for r in rows]
     for name in args.runtime or []:
         argv += ["--runtime", name]
     for flag, value in (("--model", args.model), ("--api-base", args.api_base),
                         ("--out", args.out), ("--sandbox", args.sandbox)):
         if value:
             argv += [flag, value]
-    run_args = build_parser().parse_args(argv)
-    print(f"running the new cases once: aeval {' '.join(argv)}")
+    run_args = args.run_parser.parse_args(argv)
+    print(f"running the new cases once: aeval run {' '.join(argv)}")
     store = RunStore(Path(args.out or Settings().home))
     before = set(store.run_ids())
     run_args.func(run_args)
