@@ -268,34 +268,51 @@ class ApiProxy:
 
 SKILL_MD = """---
 name: {name}
-description: Write a one-line status file (out.txt) for a folder. Use when asked to mark a
-  folder as checked.
+description: Mark a folder as checked by writing a status file. Use when asked to mark,
+  stamp or sign off a folder.
 ---
 
 # Mark checked
 
 ```bash
-echo ok > out.txt
+sh $SKILL_DIR/scripts/mark.sh --status ok > out.txt
 ```
 
-Writes `ok` to `out.txt` in the current folder.
+Prints the status given (`ok` by default), which the block writes to `out.txt`.
+"""
+
+MARK_SH = """#!/bin/sh
+# Print the status to record for a folder: --status WORD (default: ok).
+set -e
+status=ok
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --status) status="$2"; shift 2 ;;
+    -h|--help) echo "usage: mark.sh [--status WORD]"; exit 0 ;;
+    *) echo "mark.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+echo "$status"
 """
 
 
 def write_marketplace(root, skills: int, cases: int) -> None:
-    """``skills`` skills of ``cases`` literal cases each (step ``echo ok > out.txt``, one
-    ``file_contains`` assertion): the marketplace of issue 29."""
+    """``skills`` skills of ``cases`` literal cases each (one step, the skill's script writing
+    ``out.txt``; one ``file_contains`` assertion): the marketplace of issue 29. Each skill
+    also gets aeval's SKILL.md doc-test case (``skill-md``)."""
     import json
     from pathlib import Path
 
     for s in range(skills):
         name = f"mark-checked-{s:03d}"
         d = Path(root) / name
-        d.mkdir(parents=True)
+        (d / "scripts").mkdir(parents=True)
         (d / "SKILL.md").write_text(SKILL_MD.format(name=name))
+        (d / "scripts" / "mark.sh").write_text(MARK_SH)
         (d / "eval.config").write_text(json.dumps({"evals": [{
             "id": f"mark-{c}", "prompt": f"Mark this folder as checked (variant {c}).",
-            "expected_outcome": "out.txt says ok.", "steps": ["echo ok > out.txt"],
+            "expected_outcome": "out.txt says ok.",
+            "steps": ["sh $SKILL_DIR/scripts/mark.sh --status ok > out.txt"],
             "assertions": [{"type": "file_contains", "path": "out.txt", "pattern": "ok"}],
             "timeout_s": 60} for c in range(cases)]}, indent=2))
 
