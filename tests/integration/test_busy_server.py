@@ -173,3 +173,44 @@ def test_200_cases_through_refusals_and_resets_keep_their_verdicts(server, tmp_p
     got = {k: s for k, (s, _) in verdicts(tmp_path / "out").items()}
     assert got == expected, {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
     assert done.returncode == 1, done.stderr[-3000:]
+
+
+def test_a_runtime_limit_set_on_the_server_bounds_its_chains_in_the_process(server, tmp_path):
+    """`prefect concurrency-limit create runtime:literal 2` (the v2 limit
+    `tag:runtime:literal`): read once per run, at most 2 literal case chains run at once in
+    the aeval process, whatever --concurrency; the attempts' own clocks say so."""
+    import urllib.request
+
+    port, env = server
+    mp = tmp_path / "mp"
+    write_marketplace(mp, 1, 8)
+    config = json.loads((mp / "mark-checked-000" / "eval.config").read_text())
+    for case in config["evals"]:
+        case["steps"] = ["sleep 1", *case["steps"]]
+    (mp / "mark-checked-000" / "eval.config").write_text(json.dumps(config))
+    api = f"http://127.0.0.1:{port}/api/v2/concurrency_limits/"
+    body = json.dumps({"name": "tag:runtime:literal", "limit": 2}).encode()
+    urllib.request.urlopen(urllib.request.Request(
+        api, data=body, method="POST", headers={"content-type": "application/json"}),
+        timeout=30).close()
+    try:
+        with ApiProxy("127.0.0.1", port).running() as proxy:
+            done = aeval(proxy, env, "run", str(mp), "--runtime", "literal", "--concurrency",
+                         "6", "--out", str(tmp_path / "out"), "-q")
+    finally:
+        urllib.request.urlopen(urllib.request.Request(api + "tag:runtime:literal",
+                                                      method="DELETE"), timeout=30).close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert proxy.counts["GET /api/v2/concurrency_limits/tag:runtime:literal"] == 1
+    assert not [k for k in proxy.counts if k.startswith("POST /api/v2/concurrency_limits")]
+    from datetime import datetime
+
+    spans = []
+    for attempt in (tmp_path / "out").glob("runs/*/mark-checked-000/literal/mark-*/attempts/1/"
+                                           "attempt.json"):
+        a = json.loads(attempt.read_text())
+        spans.append((datetime.fromisoformat(a["started_at"]),
+                      datetime.fromisoformat(a["ended_at"])))
+    assert len(spans) == 8
+    at_once = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert at_once <= 2, sorted(spans)
