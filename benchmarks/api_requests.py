@@ -8,7 +8,8 @@ requests (flow run, prepare, publish) are not counted against the cases. Prefect
 the server answered 503 (SQLite busy) and the client retried counts once per try
 (``server_503`` says how many).
 
-    .venv/bin/python benchmarks/api_requests.py --skills 10 --cases 10 --concurrency 8
+    .venv/bin/python benchmarks/api_requests.py --skills 20 --cases 10 --concurrency 8
+    .venv/bin/python benchmarks/api_requests.py --skills 20 --cases 10 --runtime-limit 8
 """
 
 from __future__ import annotations
@@ -45,11 +46,24 @@ def one_run(proxy: ApiProxy, env: dict, mp: Path, out: Path, concurrency: int) -
             "server_503": sum(proxy.busy.values())}
 
 
+def create_limit(port: int, limit: int) -> None:
+    """``prefect concurrency-limit create runtime:literal LIMIT``, as its v2 limit."""
+    import urllib.request
+
+    body = json.dumps({"name": "tag:runtime:literal", "limit": limit}).encode()
+    urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v2/concurrency_limits/", data=body, method="POST",
+        headers={"content-type": "application/json"}), timeout=30).close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skills", type=int, default=10)
     ap.add_argument("--cases", type=int, default=10, help="cases per skill")
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--runtime-limit", type=int, default=None, metavar="N",
+                    help="create the Prefect concurrency limit runtime:literal N on the server "
+                         "first (a user's tag limit)")
     args = ap.parse_args()
     n = args.skills * args.cases
     with tempfile.TemporaryDirectory(prefix="aeval-api-requests-") as tmp:
@@ -57,6 +71,8 @@ def main() -> None:
         write_marketplace(root / "one", 1, 1)
         write_marketplace(root / "mp", args.skills, args.cases)
         with prefect_server(root / "home") as (port, env):
+            if args.runtime_limit:
+                create_limit(port, args.runtime_limit)
             proxy = ApiProxy("127.0.0.1", port)
             with proxy.running():
                 one_run(proxy, env, root / "one", root / "out", args.concurrency)  # warm-up
@@ -67,6 +83,7 @@ def main() -> None:
                for k in keys}
     total_big, total_base = sum(big["counts"].values()), sum(base["counts"].values())
     print(json.dumps({"machine": machine(), "cases": n, "concurrency": args.concurrency,
+                      "runtime_limit": args.runtime_limit,
                       "wall_s": big["wall_s"], "requests": total_big,
                       "requests_one_case": total_base, "server_503": big["server_503"],
                       "per_case": round((total_big - total_base) / (n - 1), 2)}))
