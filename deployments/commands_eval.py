@@ -17,6 +17,8 @@ from aeval.deployments.console import (
     start_prefect,
 )
 
+from aeval.exit_codes import ENVIRONMENT
+
 
 def prefetch_model_client(model: bool = True) -> None:
     """Import in the background what the run will need later: the model client (litellm)
@@ -60,7 +62,9 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
     """The run's manifest: what the flow returned, or, when the flow call raised after the run
     was published (the Prefect API lost or refused its flow run), the manifest aeval's own
     publish step wrote (``run.json`` in the store, which no sandbox sees). The exit code is
-    that gate's, never a Prefect state's. A run that never got published raises as before."""
+    that gate's, never a Prefect state's. A run that never got published: None when Prefect's
+    API refused, reset or timed out on the call that stopped it (the caller exits 3, retry:
+    the server was busy, not aeval wrong), else the exception is raised (exit 4)."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from aeval.artifacts import RunManifest
@@ -77,9 +81,16 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
         try:
             published = read_model(run_dir / "run.json", RunManifest)
         except (OSError, ValueError):
-            raise exc from None
-        if published.status != "finished" or published.gate is None:
-            raise
+            published = None
+        if published is None or published.status != "finished" or published.gate is None:
+            from aeval.tasks.case import api_failure
+
+            if (failure := api_failure(exc)) is None:
+                raise
+            print(f"aeval: the Prefect API failed the run: {failure} (after the client's "
+                  f"retries); `aeval run --resume {run_dir.name}` goes on from the cases done "
+                  f"(exit {ENVIRONMENT}: retry)", file=sys.stderr)
+            return None
         print(f"warning: the run finished and was published, then Prefect failed "
               f"({type(exc).__name__}); the gate below is aeval's own", file=sys.stderr)
         return published
@@ -129,6 +140,8 @@ def resume_run(args: argparse.Namespace) -> int:
         head=old.head, resume=True, baseline=args.baseline, sandbox=sandbox,
         require_tested=args.require_tested)
     manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)), run_dir)
+    if manifest is None:
+        return ENVIRONMENT
     print_summary(manifest, run_dir)
     return manifest.gate.exit_code
 
@@ -251,6 +264,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         gitlab_url=args.gitlab_url, baseline=args.baseline)
     manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
+    if manifest is None:
+        return ENVIRONMENT
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"gitlab: {manifest.delivery}")
@@ -301,6 +316,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id)
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
+    if manifest is None:
+        return ENVIRONMENT
     print_summary(manifest, RunStore(store).run_dir(run_id))
     print(f"baselines refreshed: {store / 'baselines.json'}")
     return manifest.gate.exit_code

@@ -22,7 +22,7 @@ import queue
 import shutil
 from collections.abc import Callable
 
-from aeval.tasks.case import case_tags, run_case
+from aeval.tasks.case import lost_chain, run_case, runtime_limits
 from aeval.tasks.conclude import conclude_skill
 from aeval.tasks.introduced import mark_introduced_errors
 from aeval.tasks.post import post_run
@@ -110,6 +110,18 @@ def chain_window(chains: int) -> int:
     return max(1, chains)
 
 
+def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
+    """A chain's CaseResult (its task run is Failed for a failing case: the result is the
+    state's data); when it has none, because Prefect's API failed the task run around the
+    chain or the engine raised, the case's `error` or internal result (``lost_chain``), and
+    the other cases go on."""
+    try:
+        outcome = chain.result(raise_on_failure=False)
+    except Exception as exc:
+        outcome = exc
+    return outcome if isinstance(outcome, CaseResult) else lost_chain(plan, outcome)
+
+
 def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFuture],
                      window: int) -> list[CaseResult]:
     """Run the case chains, at most ``window`` submitted at a time (the next as one is
@@ -159,8 +171,7 @@ def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFutur
         chain = done.get()
         running -= 1
         i = index.pop(chain)
-        # a chain's task run is Failed for a failing case: its CaseResult is the state's data
-        results[i] = by_key[run.todo[i].key] = chain.result(raise_on_failure=False)
+        results[i] = by_key[run.todo[i].key] = chain_result(run.todo[i], chain)
         running += start_next()
         for gi in groups_of.get(run.todo[i].key, ()):
             missing[gi].discard(run.todo[i].key)
@@ -177,15 +188,16 @@ def evaluate(request: EvalRequest) -> State:
     roots), or exactly ``request.skill_roots``. Ends Failed when the gate is not 0."""
     harden_process()  # served and worker runs hold keys too, not only the CLI
     run = prepare_run(request)
+    limits = runtime_limits(request.runtimes) if run.todo else {}
 
     def submit(plan: CasePlan) -> PrefectFuture:
-        return run_case.with_options(tags=case_tags(plan)).submit(
-            plan, request.retries, request.retry_delay_s)
+        return run_case.submit(plan, request.retries, request.retry_delay_s,
+                               limits.get(plan.runtime))
 
     if request.base:  # a run of a change: the environment errors it introduced do not pass
         # (known only once every case has run: the conclusions wait for all of them)
         chains = [submit(plan) for plan in run.todo]
-        results = [chain.result(raise_on_failure=False) for chain in chains]
+        results = [chain_result(p, c) for p, c in zip(run.todo, chains, strict=True)]
         results = mark_introduced_errors(run.todo, results, request.base, request.head)
         by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
         by_key |= {c.dir: c for c in run.finished}

@@ -10,12 +10,20 @@ client and the embedded server its state events, and at four task runs per case 
 verdict table is the chain's markdown artifact.
 
 The chain never raises: whatever happens becomes the case's status (an execution failure is
-`error` with its reason; a bug of aeval's own is recorded as an internal error)."""
+`error` with its reason; a Prefect API call refused, reset or timed out after the client's
+retries is `error` too, and the case runs again on ``--resume``; a bug of aeval's own is
+recorded as an internal error).
+
+The chain's task run carries no tag (``runtime_limits``): starting it costs no request of its
+own to the server; its task run and states reach the server as events."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from aeval.tasks.assertions import needs_probe, write_assertions_file
@@ -35,18 +43,112 @@ from aeval.plan import CasePlan, ExecutionRecord
 INTERNAL = "internal error"
 
 
-def case_tags(plan: CasePlan) -> list[str]:
-    """Prefect tags of one case chain: ``runtime:<name>`` (filterable in the UI; a tag
-    concurrency limit on it bounds that runtime's chains across every flow run).
+RUNTIME_LIMIT = "tag:runtime:{}"
+"""The Prefect concurrency limit a user may have set on a runtime's case chains
+(``prefect concurrency-limit create runtime:<name> N`` makes the v2 limit of this name)."""
 
-    One tag set per runtime, not per skill or case: before a tagged task run starts, Prefect
-    asks the server for the slots of its tag set through a service of its own per distinct
-    set (a thread, a client, a round trip; only "no limit" is cached, per set). A skill tag
-    made that one service per skill: with 5 one-case skills the last chain started 2 s after
-    the first and the model traffic took 1.42x its ideal instead of 1.09x
-    (benchmarks/latency_workload.py --skills 5). The skill and case are in the task run's
-    name (`case <skill>/<case>`), which the UI searches."""
-    return [f"runtime:{plan.runtime}"]
+
+def runtime_limits(runtimes: list[str]) -> dict[str, int]:
+    """The case chains of each runtime allowed at once in one process, from the Prefect
+    concurrency limit ``runtime:<name>`` when the server has an active one (read once per run,
+    one request per runtime); runtimes without one are bounded by the task runner alone.
+
+    The chains carry no tag: Prefect takes a tag's slot from the server before every tagged
+    task run starts (``POST /v2/concurrency_limits/increment-with-lease``, a SQLite write
+    transaction even when no limit exists, then cached as "no limit" for 5 s per process),
+    and that one request, which every chain queued on, was the one a busy server refused
+    (issue 29: ``ConcurrencySlotAcquisitionError: 503``, exit 4). ``throttle`` bounds them in
+    the process instead."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    limits: dict[str, int] = {}
+    with get_client(sync_client=True) as client:
+        for name in dict.fromkeys(runtimes):
+            try:
+                limit = client.read_global_concurrency_limit_by_name(RUNTIME_LIMIT.format(name))
+            except ObjectNotFound:
+                continue
+            if limit.active:
+                limits[name] = max(1, int(limit.limit))
+    return limits
+
+
+_throttles: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_throttles_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def throttle(runtime: str, limit: int | None) -> Iterator[None]:
+    """Hold one of ``limit`` slots of ``runtime`` in this process (a Dask worker has its own),
+    waiting for one; nothing to hold when ``limit`` is None."""
+    if limit is None:
+        yield
+        return
+    with _throttles_lock:
+        slots = _throttles.setdefault((runtime, limit), threading.BoundedSemaphore(limit))
+    with slots:
+        yield
+
+
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+"""Answers of a busy or restarting server (Prefect's client retries 408/429/502/503 itself)."""
+PREFECT_API = "Prefect API"
+UNRECORDED = "grading.json.unrecorded"
+"""Where a case's grading.json goes when Prefect could not record the case: ``--resume``
+takes a case with a grading.json as finished."""
+
+
+def api_failure(exc: BaseException) -> str | None:
+    """One line naming the Prefect API call and how it failed, when ``exc`` is (or was raised
+    from) a call to this process's Prefect API that was refused (408/429/5xx), reset or timed
+    out after the client's own retries (``PREFECT_CLIENT_MAX_RETRIES``, honouring the
+    server's ``Retry-After``); None for anything else (a bug of aeval's own stays an internal
+    error). A call to another host (a model API) is not Prefect's."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    api = (PREFECT_API_URL.value() or "").rstrip("/")
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, httpx.HTTPStatusError | httpx.TransportError):
+            try:
+                request = e.request
+            except RuntimeError:  # an error raised without its request
+                request = None
+            url = str(request.url) if request is not None else ""
+            if url.startswith(api + "/") if api else "/api/" in url:
+                where = f"{request.method} {request.url.path}"
+                if isinstance(e, httpx.TransportError):
+                    return f"{where}: {type(e).__name__}"
+                if e.response.status_code in RETRYABLE_STATUS:
+                    return f"{where}: {e.response.status_code} {e.response.reason_phrase}"
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def api_error(plan: CasePlan, failure: str) -> CaseResult:
+    """The case result when Prefect's API failed the case's chain after its retries: `error`
+    (exit 3, retry), never the skill's fault. Its grading.json, if the chain got that far,
+    is moved aside, so ``aeval run --resume`` runs the case again."""
+    graded = plan.case_dir / "grading.json"
+    if graded.is_file():
+        graded.replace(plan.case_dir / UNRECORDED)
+    return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
+                      status="error", dir=plan.rel_dir,
+                      reason=inert(f"{PREFECT_API}: {failure} (after the client's retries); "
+                                   "`aeval run --resume` runs this case again")[:400])
+
+
+def lost_chain(plan: CasePlan, outcome: object) -> CaseResult:
+    """The result of a case chain whose task run ended without a CaseResult (``outcome``:
+    what its future gave or raised): `error` when Prefect's API failed it, else internal."""
+    if isinstance(outcome, BaseException):
+        failure = api_failure(outcome)
+        return api_error(plan, failure) if failure else internal_error(plan, outcome)
+    return internal_error(plan, TypeError(f"the case chain returned {type(outcome).__name__}"))
 
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
@@ -71,8 +173,9 @@ def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseR
             execution = state.result(raise_on_failure=False)
             probe = probing.result() if probing is not None else None
         return grade_and_publish(plan, assertions, execution, probe)
-    except Exception as exc:  # a bug of aeval's own: the case is recorded, the run goes on
-        return internal_error(plan, exc)
+    except Exception as exc:  # the case is recorded, the run goes on
+        failure = api_failure(exc)  # Prefect's API refused the nested task run or artifact
+        return api_error(plan, failure) if failure else internal_error(plan, exc)
     finally:
         if isinstance(execution, ExecutionRecord) and not plan.keep_workspace:
             shutil.rmtree(execution.attempt_root, ignore_errors=True)
@@ -96,16 +199,19 @@ def case_state(result: CaseResult) -> State:
 
 
 @task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE)
-def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> State:
-    """One case chain: assertions, execute (with retries), grade. Ends in the verdict's named
-    state (``case_state``) and emits ``aeval.case.<status>``; read the CaseResult with
-    ``future.result(raise_on_failure=False)``."""
+def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0,
+             runtime_limit: int | None = None) -> State:
+    """One case chain: assertions, execute (with retries), grade; holding one of
+    ``runtime_limit`` slots of its runtime in this process (``throttle``). Ends in the
+    verdict's named state (``case_state``) and emits ``aeval.case.<status>``; read the
+    CaseResult with ``future.result(raise_on_failure=False)`` (``lost_chain`` when it is none)."""
     # in whichever process runs it (a Dask worker too): its declared secrets leave no log
     declared = {n: os.environ[n] for n in plan.case.required_credentials if os.environ.get(n)}
     if declared:
         redact_logs(declared, add=True)
     ensure_inert_logs()  # a Dask worker's own handlers too
-    result = chain(plan, retries, retry_delay_s)
+    with throttle(plan.runtime, runtime_limit):
+        result = chain(plan, retries, retry_delay_s)
     progress("%s: %s", plan.label, result.status.upper())
     emit_case_event(plan.run_id, plan.skill.name, plan.skill_key, plan.label, result)
     return case_state(result)
