@@ -5,6 +5,7 @@ output capped so a noisy command cannot fill memory or an artifact."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -14,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from aeval.redact import Redactor
 
@@ -26,7 +27,10 @@ def _host_bash() -> str:
     return str(Path(found).resolve()) if found else "/bin/bash"
 
 
-BASH = (_host_bash(), "-o", "pipefail", "-e", "-c")
+# bash and its options; the command follows as a script file (`command_file`), never as one
+# argv string: Linux refuses a single argument longer than 128 KiB (E2BIG), and a long doc
+# block or step is the skill's text, not an environment problem.
+BASH = (_host_bash(), "-o", "pipefail", "-e")
 # What every command gets even though nothing is inherited. PATH keeps the interpreter that
 # runs aeval first, so `python` in a step is the one aeval was installed with.
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "TERM")
@@ -43,6 +47,42 @@ def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("LANG", "C.UTF-8")
     env.update(extra or {})
     return env
+
+
+@contextlib.contextmanager
+def command_file(command: str) -> Iterator[int]:
+    """``command`` as a script bash reads from a descriptor: an in-memory file (memfd) sealed
+    against writes, with no name in any folder, so no process can swap or change it; where
+    memfds are missing, an unnamed temporary file. Yields the descriptor (close-on-exec in
+    aeval: pass it with ``pass_fds``); `bash_argv` names it. bash reads ``/dev/fd/N`` as a
+    script whose messages stay ``bash: line N: ...`` and whose ``$#`` is 0, as with ``-c``."""
+    data = command.encode("utf-8", "surrogateescape")
+    seals = getattr(fcntl, "F_ADD_SEALS", None)
+    try:
+        fd = os.memfd_create("aeval-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError):
+        fd, seals = os.dup(_unnamed_file()), None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if seals is not None:
+            fcntl.fcntl(fd, seals, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW
+                        | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _unnamed_file() -> int:
+    import tempfile  # only where memfd_create is missing
+    return tempfile.TemporaryFile().fileno()
+
+
+def bash_argv(fd: int) -> list[str]:
+    """The command line that runs the script on descriptor ``fd`` (see `command_file`)."""
+    return [*BASH, f"/dev/fd/{fd}"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +175,7 @@ def _exited(pid: int) -> bool:
 
 def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
              cap: int = 16_000, *, redactor: Redactor | None = None,
-             label: str | None = None) -> CommandResult:
+             label: str | None = None, pass_fds: tuple[int, ...] = ()) -> CommandResult:
     """Run ``argv`` in its own session with stdin from /dev/null, reading stdout and stderr as
     they come (capped while read, redacted before cut). At the timeout, and again when the
     command has returned, its whole process group is killed (a sandbox's PID namespace also
@@ -146,7 +186,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
     deadline = start + timeout_s
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, pass_fds=pass_fds)
     out, err = _Capture(cap, margin), _Capture(cap, margin)
     caps = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     timed_out = False
@@ -205,8 +245,10 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
                 cap: int = 16_000, *, redactor: Redactor | None = None,
                 sandbox: Runner | None = None) -> CommandResult:
     """Run ``command`` with bash (-e -o pipefail), inside ``sandbox`` when one is given (None:
-    unsandboxed, as before). Never raises for the command's own failure."""
+    unsandboxed, as before), of any length (a script on a descriptor, see `command_file`).
+    Never raises for the command's own failure."""
     if sandbox is not None:
         return sandbox.run(command, cwd, env, timeout_s, cap, redactor=redactor)
-    return run_argv([*BASH, command], cwd, env, timeout_s, cap, redactor=redactor,
-                    label=command)
+    with command_file(command) as fd:
+        return run_argv(bash_argv(fd), cwd, env, timeout_s, cap, redactor=redactor,
+                        label=command, pass_fds=(fd,))
