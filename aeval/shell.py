@@ -27,10 +27,10 @@ def _host_bash() -> str:
     return str(Path(found).resolve()) if found else "/bin/bash"
 
 
-# bash and its options; the command follows as a script file (`command_file`), never as one
-# argv string: Linux refuses a single argument longer than 128 KiB (E2BIG), and a long doc
-# block or step is the skill's text, not an environment problem.
-BASH = (_host_bash(), "-o", "pipefail", "-e")
+# bash and its options. The command is not its -c argument but a script bash reads from a
+# descriptor (`command_file`, `bash_argv`): Linux refuses a single argument longer than
+# 128 KiB (E2BIG), and a long doc block or step is the skill's text, not an environment error.
+BASH = (_host_bash(), "-o", "pipefail", "-e", "-c")
 # What every command gets even though nothing is inherited. PATH keeps the interpreter that
 # runs aeval first, so `python` in a step is the one aeval was installed with.
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "TERM")
@@ -54,8 +54,7 @@ def command_file(command: str) -> Iterator[int]:
     """``command`` as a script bash reads from a descriptor: an in-memory file (memfd) sealed
     against writes, with no name in any folder, so no process can swap or change it; where
     memfds are missing, an unnamed temporary file. Yields the descriptor (close-on-exec in
-    aeval: pass it with ``pass_fds``); `bash_argv` names it. bash reads ``/dev/fd/N`` as a
-    script whose messages stay ``bash: line N: ...`` and whose ``$#`` is 0, as with ``-c``."""
+    aeval: pass it with ``pass_fds``); `bash_argv` runs it."""
     data = command.encode("utf-8", "surrogateescape")
     seals = getattr(fcntl, "F_ADD_SEALS", None)
     try:
@@ -81,8 +80,13 @@ def _unnamed_file() -> int:
 
 
 def bash_argv(fd: int) -> list[str]:
-    """The command line that runs the script on descriptor ``fd`` (see `command_file`)."""
-    return [*BASH, f"/dev/fd/{fd}"]
+    """The command line that runs the script on descriptor ``fd`` (see `command_file`): a
+    fixed ``-c`` string that reads it whole and evals it, with ``fd`` closed while it runs
+    (nothing the command starts inherits it). Everything stays as with ``-c COMMAND``: ``$0``
+    is bash, ``$#`` is 0, messages read ``.../bash: line N: ...``, a syntax error exits 2.
+    (Run as a script file instead, bash names the file, ``/dev/fd/4: line 2: ...``, in every
+    message, which the doc test's diagnosis of a shell's own messages would not read.)"""
+    return [*BASH, f'eval "$(</dev/fd/{fd})" {fd}<&-']
 
 
 @dataclass(frozen=True)
