@@ -82,7 +82,7 @@ def parse(text: str, line_offset: int = 0) -> tuple[list[Fence], list[tuple[int,
     # character c on line j or later
     longest = {c: [0] * (len(lines) + 1) for c in "`~"}
     for j in range(len(lines) - 1, -1, -1):
-        for c, row in longest.items():
+        for row in longest.values():
             row[j] = row[j + 1]
         r = runs[j]
         if r and not lines[j][r[2]:].strip(" \t") and r[1] > longest[r[0]][j]:

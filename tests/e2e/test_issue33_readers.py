@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -172,7 +171,8 @@ def test_a_misspelled_import_of_the_skills_own_module_is_a_defect(tmp_path):
     assert "wordcountr" in junit and "wordcounter" in junit and "scripts/stats.py:4" in junit
 
 
-def validate_time(tmp_path: Path, name: str, body: str) -> tuple[float, subprocess.CompletedProcess]:
+def validate_time(tmp_path: Path, name: str,
+                  body: str) -> tuple[float, subprocess.CompletedProcess]:
     d = tmp_path / name / name
     d.mkdir(parents=True)
     (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: A skill.\n---\n{body}")

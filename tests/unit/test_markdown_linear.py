@@ -111,7 +111,7 @@ def timed(text: str) -> float:
     gc.disable()
     try:
         start = time.perf_counter()
-        fences, prose = markdown.parse(text)
+        _, prose = markdown.parse(text)
         markdown.inline_code(prose)
         markdown.links(prose)
         return time.perf_counter() - start
@@ -122,7 +122,8 @@ def timed(text: str) -> float:
 PATHOLOGICAL = {
     "a line of backticks": lambda n: "`" * n,
     "backticks then a letter": lambda n: "`" * n + "x",
-    "tick runs of growing length": lambda n: " ".join("`" * k for k in range(1, 200)) * (n // 20000 + 1),
+    "tick runs of growing length":
+        lambda n: " ".join("`" * k for k in range(1, 200)) * (n // 20000 + 1),
     "a fence then blanks then a tick": lambda n: "```" + " " * n + "`",
     "open brackets": lambda n: "[" * n,
     "unclosed links": lambda n: "[a](x" * (n // 5),
