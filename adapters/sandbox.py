@@ -54,7 +54,7 @@ from aeval.sandbox import (
     SandboxStatus,
     SandboxUnavailable,
 )
-from aeval.shell import BASH, CommandResult, run_argv
+from aeval.shell import BASH, CommandResult, bash_argv, command_file, run_argv
 
 
 def _aeval_bin() -> Path:
@@ -89,8 +89,9 @@ class NoSandbox:
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
-        return run_argv([*BASH, command], cwd, env, timeout_s, cap, redactor=redactor,
-                        label=command)
+        with command_file(command) as fd:
+            return run_argv(bash_argv(fd), cwd, env, timeout_s, cap, redactor=redactor,
+                            label=command, pass_fds=(fd,))
 
     def argv(self, argv: list[str], cwd: Path, env: dict[str, str],
              binds: tuple[str, ...] = ()) -> list[str]:
@@ -215,8 +216,11 @@ class BwrapSandbox:
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
-        return run_argv(self.argv([*BASH, command], cwd, env), cwd, env, timeout_s, cap,
-                        redactor=redactor, label=command)
+        """``command`` of any length: bash reads it from a sealed descriptor that bwrap passes
+        through (`aeval.shell.command_file`), not from its command line."""
+        with command_file(command) as fd:
+            return run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
+                            redactor=redactor, label=command, pass_fds=(fd,))
 
 
 def wrapper_script(sandbox: Sandbox, program: str, cwd: Path, env: dict[str, str],

@@ -31,6 +31,7 @@ with `summarize`.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -316,9 +317,66 @@ def _missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
     if missing is None or (skill_dir / missing).exists() \
             or (skill_dir / f"{missing}.py").exists():
         return None
+    if m is not None and m.re is _NO_MODULE:
+        near = _near_own_module(missing, output, skill_dir)
+        if near is not None:
+            return near
     if missing in declared:
         return Diagnosis("inconclusive", f"declared host tool {missing} is missing", missing)
     return Diagnosis("missing_tool", f"needs {missing}", missing)
+
+
+_MAX_OWN_ENTRIES = 10_000  # a skill folder's entries read for its module names
+
+
+def _own_modules(skill_dir: Path) -> dict[str, str]:
+    """The Python modules the skill ships: each ``.py`` file's stem and each package folder
+    (one with ``__init__.py``), with the first path of that name. Bounded in entries read;
+    symlinks are not followed; dot-folders and caches are skipped."""
+    found: dict[str, str] = {}
+    seen = 0
+    stack = [skill_dir]
+    while stack and seen < _MAX_OWN_ENTRIES:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            seen += 1
+            if e.name.startswith(".") or e.name in ("__pycache__", "node_modules"):
+                continue
+            rel = Path(e.path).relative_to(skill_dir).as_posix()
+            if e.is_dir(follow_symlinks=False):
+                if os.path.isfile(os.path.join(e.path, "__init__.py")):
+                    found.setdefault(e.name, rel + "/")
+                stack.append(Path(e.path))
+            elif e.name.endswith(".py") and e.is_file(follow_symlinks=False):
+                found.setdefault(e.name[:-3], rel)
+    return found
+
+
+def _near_own_module(missing: str, output: str, skill_dir: Path) -> Diagnosis | None:
+    """A defect when the module Python could not find is a near miss (difflib ratio >= 0.85)
+    of one the skill ships, and the import is in the skill's own file: ``import wordcountr``
+    beside ``wordcounter.py`` is the skill's typo, not a module the reader installs. A plural
+    of the skill's module (``requests`` beside ``request.py``) is not a near miss: that is
+    usually a real package of its own."""
+    frames = _frames_in_skill(output, skill_dir)
+    if not frames or len(missing) < 4:
+        return None
+    own = _own_modules(skill_dir)
+    if missing in own:
+        return None  # the skill has it, the import path is the problem: not a typo
+    close = [n for n in difflib.get_close_matches(missing, list(own), n=3, cutoff=0.85)
+             if missing not in (n + "s", n + "es") and n not in (missing + "s", missing + "es")]
+    if not close:
+        return None
+    file, line = frames[-1]
+    return Diagnosis("defect", f"the skill's {file}:{line} imports {missing}, which is not "
+                               f"installed, and the skill ships {close[0]} ({own[close[0]]}): "
+                               "a misspelled import of the skill's own module", file=file)
 
 
 def _last_line(output: str) -> str:

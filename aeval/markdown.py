@@ -18,9 +18,15 @@ import re
 from dataclasses import dataclass
 
 SHELL_LANGS = frozenset({"bash", "sh", "shell", "zsh"})
-_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
-_LINK = re.compile(r"!?\[(?P<text>[^\]\n]*)\]\(\s*(?P<target><[^>\n]*>|[^\s)]+)"
-                   r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
+# Every pattern here reads untrusted text, so each is linear: no two neighbouring parts can
+# match the same characters (nothing to backtrack over), and the scanners below read each
+# character a bounded number of times (tests/unit/test_markdown_linear.py).
+_RUN = re.compile(r"[ \t]*+(`{3,}+|~{3,}+)")
+_TICKS = re.compile(r"`+")
+# a link's destination after its `](`: <bracketed> or a word, an optional title, `)`
+_DEST = re.compile(r"\s*+(?P<target><[^>\n]*+>|[^\s)]++)(?:\s++(?:\"[^\"\n]*+\"|'[^'\n]*+'))?+"
+                   r"\s*+\)")
+_DEST_WORD = re.compile(r"\s*+[^\s)]*+")
 _REF_DEF = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*(?P<target><[^>\n]*>|\S+)")
 
 
@@ -56,77 +62,127 @@ def _dedent(line: str, width: int) -> str:
     return line[i:]
 
 
+def _fence_run(line: str) -> tuple[str, int, int] | None:
+    """The fence a line opens or closes: its character, its length and where it ends (None
+    when the line does not start, after blanks, with three backticks or tildes)."""
+    m = _RUN.match(line)
+    return (m[1][0], len(m[1]), m.end()) if m else None
+
+
 def parse(text: str, line_offset: int = 0) -> tuple[list[Fence], list[tuple[int, str]]]:
     """The fenced blocks of ``text`` and its prose lines (``(line, text)``, fences removed).
-    ``line_offset``: lines of the file before ``text`` (a body after frontmatter)."""
+    ``line_offset``: lines of the file before ``text`` (a body after frontmatter).
+
+    Linear in the text: each line is classified once, and whether an opening fence is ever
+    closed comes from the longest closing fence of each character at or after each line
+    (an unclosed fence costs no scan to the end of the file)."""
     lines = text.split("\n")
+    runs = [_fence_run(ln) for ln in lines]
+    # a closing fence: the run and blanks only; longest[c][j]: the longest closing fence of
+    # character c on line j or later
+    longest = {c: [0] * (len(lines) + 1) for c in "`~"}
+    for j in range(len(lines) - 1, -1, -1):
+        for row in longest.values():
+            row[j] = row[j + 1]
+        r = runs[j]
+        if r and not lines[j][r[2]:].strip(" \t") and r[1] > longest[r[0]][j]:
+            longest[r[0]][j] = r[1]
     fences: list[Fence] = []
     prose: list[tuple[int, str]] = []
     since_fence = 0  # prose lines since the last fence closed
     i = 0
     while i < len(lines):
-        m = _OPEN.match(lines[i])
-        if m and not (m["fence"][0] == "`" and "`" in m["info"]):
-            char, size = m["fence"][0], len(m["fence"])
-            indent = len(m["indent"].expandtabs(4))
-            close = re.compile(rf"^[ \t]*{re.escape(char)}{{{size},}}[ \t]*$")
-            end = next((j for j in range(i + 1, len(lines)) if close.match(lines[j])), None)
-            if end is not None:
-                body = "\n".join(_dedent(ln, len(m["indent"])) for ln in lines[i + 1:end])
-                lang = (m["info"].strip().split() or [""])[0].lower().strip("{}.")
-                recent = prose[len(prose) - since_fence:] if since_fence else []
-                before = "\n".join(t for _, t in recent[-3:] if t.strip())
-                fences.append(Fence(line_offset + i + 1, lang, body, indent, before))
-                since_fence = 0
-                i = end + 1
-                continue
+        r = runs[i]
+        info = lines[i][r[2]:] if r else ""
+        if r and "`" not in info and longest[r[0]][i + 1] >= r[1]:
+            char, size = r[0], r[1]
+            end = i + 1
+            while not (runs[end] and runs[end][0] == char and runs[end][1] >= size
+                       and not lines[end][runs[end][2]:].strip(" \t")):
+                end += 1
+            indent_text = lines[i][:len(lines[i]) - len(lines[i].lstrip(" \t"))]
+            body = "\n".join(_dedent(ln, len(indent_text)) for ln in lines[i + 1:end])
+            lang = (info.strip().split() or [""])[0].lower().strip("{}.")
+            recent = prose[len(prose) - since_fence:] if since_fence else []
+            before = "\n".join(t for _, t in recent[-3:] if t.strip())
+            fences.append(Fence(line_offset + i + 1, lang, body,
+                                len(indent_text.expandtabs(4)), before))
+            since_fence = 0
+            i = end + 1
+            continue
         prose.append((line_offset + i + 1, lines[i]))
         since_fence += 1
         i += 1
     return fences, prose
 
 
+def _code_spans(text: str) -> list[tuple[int, int, int]]:
+    """The inline code spans of one line as ``(start, end, ticks)``: a run of backticks opens
+    a span that the next run of exactly the same length closes (content between); a run that
+    nothing closes ends the line's code. One pass over the runs: linear in the line."""
+    runs = [(m.start(), m.end() - m.start()) for m in _TICKS.finditer(text)]
+    out = []
+    k = 0
+    while k < len(runs):
+        start, run = runs[k]
+        close = next((m for m in range(k + 1, len(runs)) if runs[m][1] == run), None)
+        if close is None:
+            break
+        out.append((start, runs[close][0] + run, run))
+        k = close + 1
+    return out
+
+
 def inline_code(prose: list[tuple[int, str]]) -> list[Span]:
     """Inline code spans of the prose lines, in order."""
     out = []
     for line, text in prose:
-        i = 0
-        while True:
-            start = text.find("`", i)
-            if start < 0:
-                break
-            rest = text[start:]
-            run = len(rest) - len(rest.lstrip("`"))
-            ticks = "`" * run
-            end = text.find(ticks, start + run)
-            # the closing run has exactly the opening's length
-            while end >= 0 and (text[end + run:end + run + 1] == "`"
-                                or text[end - 1:end] == "`"):
-                nxt = end + run
-                while nxt < len(text) and text[nxt] == "`":
-                    nxt += 1
-                end = text.find(ticks, nxt)
-            if end < 0:
-                break
-            content = text[start + run:end]
+        for start, end, run in _code_spans(text):
+            content = text[start + run:end - run]
             if content.strip():
                 out.append(Span(line, content.strip() if run > 1 else content))
-            i = end + run
     return out
 
 
 def _strip_code(text: str) -> str:
     """The prose line with its inline code spans blanked (a link inside code is not a link)."""
-    return re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), text)
+    spans = _code_spans(text)
+    if not spans:
+        return text
+    parts, at = [], 0
+    for start, end, _ in spans:
+        parts += [text[at:start], " " * (end - start)]
+        at = end
+    return "".join(parts) + text[at:]
+
+
+def _link_target(plain: str, k: int) -> tuple[str | None, int]:
+    """The target of a link whose ``](`` is at ``k``, and where its match ends; on no match,
+    None and where the destination's characters end (a later ``](`` before that point meets
+    the same end, so it cannot match either)."""
+    m = _DEST.match(plain, k + 2)
+    if m:
+        return m["target"], m.end()
+    return None, _DEST_WORD.match(plain, k + 2).end()
 
 
 def links(prose: list[tuple[int, str]]) -> list[Span]:
-    """Link and image targets of the prose (inline and reference definitions), in order."""
+    """Link and image targets of the prose (inline and reference definitions), in order:
+    ``[text](target)`` where text has no ``]``, found from each ``](`` (each character is
+    read a bounded number of times: linear in the line)."""
     out = []
     for line, text in prose:
         plain = _strip_code(text)
-        for m in _LINK.finditer(plain):
-            out.append(Span(line, m["target"].strip("<>")))
+        pos = 0
+        while (k := plain.find("](", pos)) >= 0:
+            opened = plain.rfind("[", pos, k)
+            if opened < 0 or "]" in plain[opened + 1:k]:
+                pos = k + 1
+                continue
+            target, end = _link_target(plain, k)
+            if target is not None:
+                out.append(Span(line, target.strip("<>")))
+            pos = max(end, k + 1)
         d = _REF_DEF.match(plain)
         if d:
             out.append(Span(line, d["target"].strip("<>")))

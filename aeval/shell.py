@@ -5,6 +5,7 @@ output capped so a noisy command cannot fill memory or an artifact."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -26,6 +28,9 @@ def _host_bash() -> str:
     return str(Path(found).resolve()) if found else "/bin/bash"
 
 
+# bash and its options. The command is not its -c argument but a script bash reads from a
+# descriptor (`command_file`, `bash_argv`): Linux refuses a single argument longer than
+# 128 KiB (E2BIG), and a long doc block or step is the skill's text, not an environment error.
 BASH = (_host_bash(), "-o", "pipefail", "-e", "-c")
 # What every command gets even though nothing is inherited. PATH keeps the interpreter that
 # runs aeval first, so `python` in a step is the one aeval was installed with.
@@ -43,6 +48,46 @@ def base_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("LANG", "C.UTF-8")
     env.update(extra or {})
     return env
+
+
+@contextlib.contextmanager
+def command_file(command: str) -> Iterator[int]:
+    """``command`` as a script bash reads from a descriptor: an in-memory file (memfd) sealed
+    against writes, with no name in any folder, so no process can swap or change it; where
+    memfds are missing, an unnamed temporary file. Yields the descriptor (close-on-exec in
+    aeval: pass it with ``pass_fds``); `bash_argv` runs it."""
+    data = command.encode("utf-8", "surrogateescape")
+    seals = getattr(fcntl, "F_ADD_SEALS", None)
+    try:
+        fd = os.memfd_create("aeval-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError):
+        fd, seals = os.dup(_unnamed_file()), None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if seals is not None:
+            fcntl.fcntl(fd, seals, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW
+                        | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _unnamed_file() -> int:
+    import tempfile  # only where memfd_create is missing
+    return tempfile.TemporaryFile().fileno()
+
+
+def bash_argv(fd: int) -> list[str]:
+    """The command line that runs the script on descriptor ``fd`` (see `command_file`): a
+    fixed ``-c`` string that reads it whole and evals it, with ``fd`` closed while it runs
+    (nothing the command starts inherits it). Everything stays as with ``-c COMMAND``: ``$0``
+    is bash, ``$#`` is 0, messages read ``.../bash: line N: ...``, a syntax error exits 2.
+    (Run as a script file instead, bash names the file, ``/dev/fd/4: line 2: ...``, in every
+    message, which the doc test's diagnosis of a shell's own messages would not read.)"""
+    return [*BASH, f'eval "$(</dev/fd/{fd})" {fd}<&-']
 
 
 @dataclass(frozen=True)
@@ -135,7 +180,7 @@ def _exited(pid: int) -> bool:
 
 def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
              cap: int = 16_000, *, redactor: Redactor | None = None,
-             label: str | None = None) -> CommandResult:
+             label: str | None = None, pass_fds: tuple[int, ...] = ()) -> CommandResult:
     """Run ``argv`` in its own session with stdin from /dev/null, reading stdout and stderr as
     they come (capped while read, redacted before cut). At the timeout, and again when the
     command has returned, its whole process group is killed (a sandbox's PID namespace also
@@ -146,7 +191,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
     deadline = start + timeout_s
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, pass_fds=pass_fds)
     out, err = _Capture(cap, margin), _Capture(cap, margin)
     caps = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     timed_out = False
@@ -205,8 +250,10 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float,
                 cap: int = 16_000, *, redactor: Redactor | None = None,
                 sandbox: Runner | None = None) -> CommandResult:
     """Run ``command`` with bash (-e -o pipefail), inside ``sandbox`` when one is given (None:
-    unsandboxed, as before). Never raises for the command's own failure."""
+    unsandboxed, as before), of any length (a script on a descriptor, see `command_file`).
+    Never raises for the command's own failure."""
     if sandbox is not None:
         return sandbox.run(command, cwd, env, timeout_s, cap, redactor=redactor)
-    return run_argv([*BASH, command], cwd, env, timeout_s, cap, redactor=redactor,
-                    label=command)
+    with command_file(command) as fd:
+        return run_argv(bash_argv(fd), cwd, env, timeout_s, cap, redactor=redactor,
+                        label=command, pass_fds=(fd,))

@@ -91,3 +91,21 @@ def test_background_children_are_killed_when_the_command_returns(tmp_path):
 def test_failure_keeps_the_exit_code(tmp_path):
     r = run_command("echo partial; exit 3", tmp_path, base_env(tmp_path), 10)
     assert r.exit_code == 3 and not r.ok and r.stdout == "partial\n"
+
+
+def test_a_command_past_the_128_kib_argument_limit_runs_as_with_bash_c(tmp_path):
+    """Issue 33: the command is a script bash reads from a sealed descriptor, not one argv
+    string (E2BIG past 128 KiB); $0, $#, the messages and the exit code are -c's, and the
+    descriptor is not inherited by what the command starts."""
+    table = "".join(f"2026-01-{1 + i % 28:02d},north,SKU-{i},{i % 40}\n" for i in range(9000))
+    assert len(table) > 200 * 1024
+    command = (f"wc -l <<'CSV'\n{table}CSV\n"
+               'echo "argv0=${0##*/} argc=$#"\nls /proc/self/fd | sort -n | tr "\\n" " "\n'
+               "echo\nsummarize-aeval-absent --by region\necho never\n")
+    r = run_command(command, tmp_path, base_env(tmp_path), 60)
+    assert r.exit_code == 127, r.stderr
+    assert r.stdout.split("\n")[:2] == ["9000", "argv0=bash argc=0"]
+    assert r.stdout.split("\n")[2].split() == ["0", "1", "2", "3"]  # 3: ls's own listing
+    assert "never" not in r.stdout
+    assert r.stderr.endswith("bash: line 9006: summarize-aeval-absent: command not found\n")
+    assert r.command == command

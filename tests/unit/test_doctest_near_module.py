@@ -1,0 +1,53 @@
+"""Issue 33: a module Python cannot find that is a near name of one the skill ships is the
+skill's typo (a defect naming both and the importing line); a real package the reader
+installs stays `needs X`, even beside a module of a similar name (its plural: ``charts``
+beside ``chart.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aeval.doctest import diagnose
+from tests.unit.test_doctest import run_block
+
+SKILL_MD = "---\nname: text-tools\ndescription: Count words and fetch pages.\n---\n"
+
+
+@pytest.fixture
+def skill(tmp_path) -> Path:
+    d = tmp_path / "text-tools"
+    (d / "scripts" / "textkit").mkdir(parents=True)
+    (d / "SKILL.md").write_text(SKILL_MD)
+    (d / "scripts" / "wordcounter.py").write_text("def counts(t):\n    return len(t.split())\n")
+    (d / "scripts" / "chart.py").write_text("def bars(counts):\n    return counts\n")
+    (d / "scripts" / "textkit" / "__init__.py").write_text("")
+    return d
+
+
+@pytest.mark.parametrize("imports, near, where", [
+    ("import wordcountr", "wordcounter (scripts/wordcounter.py)", "scripts/main.py:2"),
+    ("from textkt import clean", "textkit (scripts/textkit/)", "scripts/main.py:2"),
+])
+def test_a_near_name_of_the_skills_module_is_a_defect(skill, imports, near, where):
+    (skill / "scripts" / "main.py").write_text(f"import sys\n{imports}\nprint(sys.argv)\n")
+    code = "python3 scripts/main.py notes.txt"
+    exit_code, output = run_block(code, skill)
+    d = diagnose(code, exit_code, output, skill)
+    missing = imports.split()[1]
+    assert d.kind == "defect", d
+    assert d.reason == (f"the skill's {where} imports {missing}, which is not installed, "
+                        f"and the skill ships {near}: a misspelled import of the skill's own "
+                        "module")
+
+
+@pytest.mark.parametrize("imports", ["import charts", "import markitdown"])
+def test_a_package_the_reader_installs_is_still_needed(skill, imports):
+    (skill / "scripts" / "fetch.py").write_text(f"{imports}\nprint('fetched')\n")
+    code = "python3 scripts/fetch.py https://example.org"
+    exit_code, output = run_block(code, skill)
+    if "No module named" not in output:
+        pytest.skip(f"{imports.split()[1]} is installed here")
+    d = diagnose(code, exit_code, output, skill)
+    assert (d.kind, d.reason) == ("missing_tool", f"needs {imports.split()[1]}")
