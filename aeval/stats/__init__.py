@@ -1,0 +1,2 @@
+"""Numbers, pure: grader agreement (`agreement`), uplift statistics (`uplift`), trigger
+accuracy (`triggers`)."""
