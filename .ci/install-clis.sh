@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the agent CLIs the codex and opencode runtimes drive, pinned to the versions in
-# adapters/codex.py (CODEX_VERSION) and adapters/opencode.py (OPENCODE_VERSION), into the
+# adapters/runtimes/codex.py (CODEX_VERSION) and adapters/runtimes/opencode.py (OPENCODE_VERSION), into the
 # project-local npm prefix .ci/node_modules (binaries in .ci/node_modules/bin, where the
 # adapters look after $AEVAL_CODEX_BIN / $AEVAL_OPENCODE_BIN and PATH); plus ripgrep, which
 # OpenCode would otherwise download. Idempotent: a pinned CLI already installed is skipped.
@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 
 PREFIX="${AEVAL_CLI_PREFIX:-.ci/node_modules}"
 pin() { sed -n "s/^$1 = \"\\(.*\\)\"$/\\1/p" "$2"; }
-CODEX_VERSION="$(pin CODEX_VERSION adapters/codex.py)"
-OPENCODE_VERSION="$(pin OPENCODE_VERSION adapters/opencode.py)"
+CODEX_VERSION="$(pin CODEX_VERSION adapters/runtimes/codex.py)"
+OPENCODE_VERSION="$(pin OPENCODE_VERSION adapters/runtimes/opencode.py)"
 [ -n "$CODEX_VERSION" ] && [ -n "$OPENCODE_VERSION" ] || { echo "pins not found" >&2; exit 1; }
 
 have() {  # have BINARY EXPECTED_VERSION_OUTPUT

@@ -14,12 +14,12 @@ from aeval.runtime import AgentRuntime
 
 # name -> "module:Class"; keep in sync with DESIGN.md's runtime table.
 RUNTIMES: dict[str, str] = {
-    "builtin": "aeval.adapters.builtin:BuiltinRuntime",
-    "claude-code": "aeval.adapters.claude_code:ClaudeCodeRuntime",
-    "literal": "aeval.adapters.literal:LiteralRuntime",
-    "replay": "aeval.adapters.replay:ReplayRuntime",
-    "codex": "aeval.adapters.codex:CodexRuntime",
-    "opencode": "aeval.adapters.opencode:OpenCodeRuntime",
+    "builtin": "aeval.adapters.runtimes.builtin:BuiltinRuntime",
+    "claude-code": "aeval.adapters.runtimes.claude_code:ClaudeCodeRuntime",
+    "literal": "aeval.adapters.runtimes.literal:LiteralRuntime",
+    "replay": "aeval.adapters.runtimes.replay:ReplayRuntime",
+    "codex": "aeval.adapters.runtimes.codex:CodexRuntime",
+    "opencode": "aeval.adapters.runtimes.opencode:OpenCodeRuntime",
 }
 
 

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aeval.skill import SKILL_FILE, skipped_folder
+from aeval.skill.skill_md import SKILL_FILE, skipped_folder
 
 
 class GitError(RuntimeError):

@@ -51,7 +51,7 @@ def model_slot() -> Iterator[None]:
     name = os.environ.get(MODEL_LIMIT_VAR)
     if not name:
         with _slots_lock:  # made at the first call, not at import: a warm process's child
-            if _slots is None:  # (aeval.deployments.warm) has its settings only by then
+            if _slots is None:  # (aeval.deployments.servers.warm) has its settings only by then
                 _slots = threading.BoundedSemaphore(Settings().model_concurrency)
         with _slots:
             yield

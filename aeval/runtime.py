@@ -15,7 +15,6 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.doctest import DocBlock
 from aeval.events import (
     EVENT_ADAPTER,
     EndEvent,
@@ -27,8 +26,9 @@ from aeval.events import (
     Usage,
     UsageEvent,
 )
-from aeval.redact import Redactor
-from aeval.sandbox import Sandbox
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import Sandbox
+from aeval.verdicts.doctest import DocBlock
 
 
 class Limits(BaseModel):

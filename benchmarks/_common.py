@@ -40,13 +40,13 @@ def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
 
 
 def warm_pid(prefect_home: Path) -> int | None:
-    """The warm process (`aeval.deployments.warm`) serving ``prefect_home``, if one runs."""
+    """The warm process (`aeval.deployments.servers.warm`) serving ``prefect_home``, if one runs."""
     try:
         pid = int((prefect_home / "aeval-server" / "warm.lock").read_text())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
-    return pid if b"aeval.deployments.warm" in cmdline else None
+    return pid if b"aeval.deployments.servers.warm" in cmdline else None
 
 
 def wait_warm(prefect_home: Path, timeout: float = 300) -> int:

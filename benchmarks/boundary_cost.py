@@ -19,13 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aeval.adapters.sandbox import bwrap_problem, make_sandbox  # noqa: E402
-from aeval.adapters.watch import SkillWatch  # noqa: E402
+from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox  # noqa: E402
+from aeval.adapters.sandbox.watch import SkillWatch  # noqa: E402
 
-from aeval.sandbox import SandboxPolicy  # noqa: E402
-from aeval.shell import base_env, run_command  # noqa: E402
-from aeval.tree import tree  # noqa: E402
-from aeval.workspace import prepare_workspace  # noqa: E402
+from aeval.isolation.sandbox import SandboxPolicy  # noqa: E402
+from aeval.isolation.shell import base_env, run_command  # noqa: E402
+from aeval.isolation.tree import tree  # noqa: E402
+from aeval.isolation.workspace import prepare_workspace  # noqa: E402
 
 
 def make_skill(d: Path, files: int) -> Path:

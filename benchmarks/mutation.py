@@ -54,19 +54,20 @@ EQUIVALENT = Path(__file__).resolve().parent / "mutation_equivalent.toml"
 
 # module of the verdict core -> the fast tests that pin it
 MODULES: dict[str, tuple[str, list[str]]] = {
-    "judge": ("aeval/judge.py", ["tests/unit/test_judge.py"]),
-    "verdict": ("aeval/verdict.py", ["tests/unit/test_verdict.py", "tests/unit/test_judge.py"]),
+    "judge": ("aeval/verdicts/judge.py", ["tests/unit/test_judge.py"]),
+    "verdict": ("aeval/verdicts/verdict.py", ["tests/unit/test_verdict.py",
+                                              "tests/unit/test_judge.py"]),
     # the diagnosis is pinned by real blocks run by the literal runtime (seconds, no model)
-    "doctest": ("aeval/doctest.py", ["tests/unit/test_doctest.py",
+    "doctest": ("aeval/verdicts/doctest.py", ["tests/unit/test_doctest.py",
                                      "tests/unit/test_doctest_diagnosis.py",
                                      "tests/integration/test_doc_tests.py",
                                      "tests/integration/test_doc_test_taint.py"]),
-    "documented": ("aeval/documented.py", ["tests/unit/test_documented.py"]),
-    "redact": ("aeval/redact.py", ["tests/unit/test_redact.py",
+    "documented": ("aeval/verdicts/documented.py", ["tests/unit/test_documented.py"]),
+    "redact": ("aeval/isolation/redact.py", ["tests/unit/test_redact.py",
                                    "tests/unit/test_log_redaction.py"]),
-    "workspace": ("aeval/workspace.py", ["tests/unit/test_manifest.py",
+    "workspace": ("aeval/isolation/workspace.py", ["tests/unit/test_manifest.py",
                                          "tests/unit/test_workspace.py"]),
-    "static_check": ("aeval/static_check.py", ["tests/unit/test_static_check.py"]),
+    "static_check": ("aeval/verdicts/static_check.py", ["tests/unit/test_static_check.py"]),
 }
 # Where a module holds more than the verdict core, only these functions count (the rest of
 # workspace.py places the copy and collects outputs: what the grader sees, not a verdict rule).

@@ -3,7 +3,7 @@ skill: 2 cases and its SKILL.md doc test, ~1 s of work) in three modes, alternat
 sitting so that all see the same load: ``embedded``, a server per invocation
 (``AEVAL_SERVER=embedded``, what CI gets); ``reuse``, the reused local server with every
 invocation importing Prefect and the flows itself (``AEVAL_WARM=0``); ``warm``, the reused
-server and the warm process (`aeval.deployments.warm`), the default outside CI.
+server and the warm process (`aeval.deployments.servers.warm`), the default outside CI.
 
     .venv/bin/python benchmarks/warm_run.py              # 5 runs of each, after one warm-up
     .venv/bin/python benchmarks/warm_run.py --runs 3 --modes warm

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve until interrupted; exit 2 when a deployment of ours is a work pool's."""
     args = build_parser().parse_args(argv)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from aeval.hardening import harden_process
+    from aeval.isolation.hardening import harden_process
 
     harden_process()  # this process holds the model keys and the GitLab token
     marketplace = args.marketplace

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.flows.runners import task_runner
-from aeval.tasks.compare import write_compare
+from aeval.tasks.studies.compare import write_compare
 from prefect import flow
 
 from aeval.artifacts import CompareReport
-from aeval.requests import EvalRequest
-from aeval.store import RunStore, new_run_id
+from aeval.run.requests import EvalRequest
+from aeval.run.store import RunStore, new_run_id
 
 
 @flow(name="aeval-compare", flow_run_name="compare {compare_id}", validate_parameters=False)

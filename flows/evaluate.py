@@ -22,12 +22,12 @@ import queue
 import shutil
 from collections.abc import Callable
 
-from aeval.tasks.case import lost_chain, run_case, runtime_limits
-from aeval.tasks.conclude import conclude_skill
-from aeval.tasks.introduced import mark_introduced_errors
-from aeval.tasks.post import post_run
-from aeval.tasks.prepare import PreparedRun, prepare_run
-from aeval.tasks.publish import publish_run
+from aeval.tasks.case.chain import lost_chain, run_case, runtime_limits
+from aeval.tasks.deliver.post import post_run
+from aeval.tasks.run.prepare import PreparedRun, prepare_run
+from aeval.tasks.run.publish import publish_run
+from aeval.tasks.skill.conclude import conclude_skill
+from aeval.tasks.skill.introduced import mark_introduced_errors
 from prefect import flow, unmapped
 from prefect.futures import PrefectFuture, wait
 from prefect.states import Completed, Failed, State
@@ -35,11 +35,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.errors import GateFailed
-from aeval.hardening import harden_process
-from aeval.plan import CasePlan
-from aeval.requests import EvalRequest, ModelChoice
+from aeval.isolation.hardening import harden_process
+from aeval.run.plan import CasePlan
+from aeval.run.requests import EvalRequest, ModelChoice
+from aeval.run.store import write_model
 from aeval.settings import Settings
-from aeval.store import write_model
 
 
 def run_name() -> str:
@@ -74,7 +74,7 @@ def misconfigured(request: ModelChoice, problem: str | None = None) -> State | N
     model whose provider key this process lacks, or when ``problem`` is given; else None."""
     import os
 
-    from aeval.model_keys import config_problem
+    from aeval.isolation.model_keys import config_problem
 
     problem = problem or config_problem(request.runtimes, request.model, request.grader_model,
                                         request.api_base, os.environ)

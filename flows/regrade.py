@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, manifest_of
-from aeval.tasks.compare import write_regrade
-from aeval.tasks.progress import progress
+from aeval.tasks.run.progress import progress
+from aeval.tasks.studies.compare import write_regrade
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
-from aeval.requests import EvalRequest
-from aeval.store import RunStore, new_run_id, read_model
+from aeval.run.requests import EvalRequest
+from aeval.run.store import RunStore, new_run_id, read_model
 
 
 def recordings_of(source: Path, src: RunManifest, runtime: str) -> dict[str, str]:

@@ -28,8 +28,8 @@ from typing import Any
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from aeval import embedded
-from aeval.hardening import scrubbed_environ
+from aeval.isolation.hardening import scrubbed_environ
+from aeval.servers import embedded
 
 __all__ = ["scrubbed_environ", "start_embedded_server", "task_runner"]
 
@@ -130,12 +130,13 @@ def start_embedded_server() -> str | None:
     tool running as the same user could read it from ``/proc/<pid>/environ``. Nothing to do
     when a server is configured (PREFECT_API_URL). Returns the embedded API URL, or None.
 
-    The server requires a fresh auth string (see `aeval.embedded`), which this process's
+    The server requires a fresh auth string (see `aeval.servers.embedded`), which this process's
     client then sends: a tool that finds the port gets 401.
 
     Call it from the command line before any flow runs, while the process has one thread
     (the environment is swapped for the moment of the start). Where the command line spawned
-    the server before importing Prefect (`aeval.embedded.start_early`), wait for that one."""
+    the server before importing Prefect (`aeval.servers.embedded.start_early`), wait for that
+    one."""
     from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_API_URL
 

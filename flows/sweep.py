@@ -14,15 +14,15 @@ from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
 from aeval.flows.runners import task_runner
-from aeval.tasks.baseline import refresh_baselines_task
-from aeval.tasks.checkout import checkout_repo
+from aeval.tasks.run.checkout import checkout_repo
+from aeval.tasks.skill.baseline import refresh_baselines_task
 from prefect import flow
 from prefect.states import Failed, State
 
-from aeval.hardening import harden_process
-from aeval.layout import RunLayout
-from aeval.requests import EvalRequest, SweepRequest
-from aeval.store import new_run_id
+from aeval.isolation.hardening import harden_process
+from aeval.run.layout import RunLayout
+from aeval.run.requests import EvalRequest, SweepRequest
+from aeval.run.store import new_run_id
 
 
 def is_git_url(where: str) -> bool:

@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-from aeval.tasks.triggers import prepare_triggers_run, trigger_trial, write_triggers
+from aeval.tasks.studies.triggers import prepare_triggers_run, trigger_trial, write_triggers
 from prefect import flow
 
 from aeval.artifacts import TriggersReport
-from aeval.hardening import harden_process
-from aeval.triggers import TriggersRequest
+from aeval.isolation.hardening import harden_process
+from aeval.stats.triggers import TriggersRequest
 
 
 @flow(name="aeval-triggers", flow_run_name="triggers {request.run_id}")

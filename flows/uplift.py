@@ -13,12 +13,12 @@ from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.flows.runners import task_runner
-from aeval.tasks.uplift import arm_request, arm_run_id, with_arm_assertions, write_uplift
+from aeval.tasks.studies.uplift import arm_request, arm_run_id, with_arm_assertions, write_uplift
 from prefect import flow
 
 from aeval.artifacts import UpliftReport
-from aeval.requests import UpliftRequest
-from aeval.store import RunStore
+from aeval.run.requests import UpliftRequest
+from aeval.run.store import RunStore
 
 
 def run_name() -> str:

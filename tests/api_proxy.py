@@ -319,7 +319,7 @@ def write_marketplace(root, skills: int, cases: int) -> None:
 
 @contextlib.contextmanager
 def prefect_server(home, timeout_s: float = 180) -> Iterator[tuple[int, dict[str, str]]]:
-    """aeval's own server app (Prefect's API under uvicorn, `aeval.deployments.server_app`)
+    """aeval's own server app (Prefect's API under uvicorn, `aeval.deployments.servers.server_app`)
     on a free loopback port with its own PREFECT_HOME ``home``; yields the port and the
     environment its clients start from (no PREFECT_API_URL yet). Stopped, bounded, at the end."""
     import os
@@ -340,7 +340,8 @@ def prefect_server(home, timeout_s: float = 180) -> Iterator[tuple[int, dict[str
                PREFECT_SERVER_LOGGING_LEVEL="WARNING")
     log = (home / "server.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "aeval.deployments.server_app:create_app",
+        [sys.executable, "-m", "uvicorn", "--factory",
+         "aeval.deployments.servers.server_app:create_app",
          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
          "--lifespan", "on"], env=env, stdout=log, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True)

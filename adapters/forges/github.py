@@ -1,7 +1,7 @@
 """GitHub: the pull request aeval reports on, through PyGithub (the ``github`` extra).
 
-Only calls live here; what to post is decided by ``tasks/deliver_github.py`` on the shared
-plan of ``tasks/deliver_plan.py``.
+Only calls live here; what to post is decided by ``tasks/deliver/github.py`` on the shared
+plan of ``tasks/deliver/plan.py``.
 
 - The pull request comes from explicit arguments, else the Actions environment:
   ``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` and the event at ``GITHUB_EVENT_PATH``
@@ -25,11 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from aeval.adapters.forges.diff import FileDiff, ForgeError
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.forge import FileDiff, ForgeError
-from aeval.redact import Redactor
-from aeval.text import escape_controls
+from aeval.isolation.redact import Redactor
+from aeval.isolation.text import escape_controls
 
 TOKEN_ENV = "AEVAL_GITHUB_TOKEN"
 DEFAULT_API_URL = "https://api.github.com"

@@ -1,7 +1,7 @@
 """GitLab: the merge request aeval reports on, through python-gitlab.
 
 Only calls live here; what to post (bodies, positions, which note to edit) is decided by the
-pure functions of ``tasks/deliver.py``.
+pure functions of ``tasks/deliver/gitlab.py``.
 
 - The MR comes from the CI variables ``CI_SERVER_URL``, ``CI_PROJECT_ID`` and
   ``CI_MERGE_REQUEST_IID``, or from explicit arguments (which win).
@@ -11,7 +11,7 @@ pure functions of ``tasks/deliver.py``.
 - No line of a posted body starts a quick action: GitLab runs ``/merge``, ``/approve``,
   ``/close`` ... from any line that starts with "/" in a note posted with a token allowed to
   (``disarm_quick_actions``, applied to every body as it leaves; the bodies are built so that
-  it changes nothing, see ``tasks/deliver_format.py``).
+  it changes nothing, see ``tasks/deliver/bodies.py``).
 - python-gitlab retries transient errors (5xx, 429, connection) itself
   (``retry_transient_errors=True``); what still fails is raised as ``GitLabError``.
 - MR diffs come from ``/merge_requests/:iid/diffs`` (the ``/changes`` endpoint is
@@ -27,11 +27,11 @@ from typing import Any, Literal
 
 import gitlab
 import requests
+from aeval.adapters.forges.diff import FileDiff, ForgeError
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.forge import FileDiff, ForgeError
-from aeval.redact import Redactor
-from aeval.text import escape_controls
+from aeval.isolation.redact import Redactor
+from aeval.isolation.text import escape_controls
 
 TOKEN_ENV = "AEVAL_GITLAB_TOKEN"
 TIMEOUT_S = 30.0
@@ -42,7 +42,7 @@ _QUICK_ACTION_LINE = re.compile(r"^/", re.M)
 def disarm_quick_actions(body: str) -> str:
     """``body`` with one leading space before every line that starts with "/" (carriage
     returns dropped first, as GitLab does): the extractor does not match it, markdown does not
-    show it. Control characters are escaped too (`aeval.text.escape_controls`)."""
+    show it. Control characters are escaped too (`aeval.isolation.text.escape_controls`)."""
     return _QUICK_ACTION_LINE.sub(" /", escape_controls(body.replace("\r", "")))
 
 

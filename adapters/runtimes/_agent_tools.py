@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aeval.adapters.watch import quiet_uses
+from aeval.adapters.sandbox.watch import quiet_uses
 
 from aeval.events import Refusal
-from aeval.redact import Redactor
-from aeval.shell import cap_text, run_command
-from aeval.workspace import manifest
+from aeval.isolation.redact import Redactor
+from aeval.isolation.shell import cap_text, run_command
+from aeval.isolation.workspace import manifest
 
 if TYPE_CHECKING:
-    from aeval.sandbox import Sandbox
+    from aeval.isolation.sandbox import Sandbox
 
 TOOL_SPECS: list[dict[str, Any]] = [
     {"type": "function", "function": {

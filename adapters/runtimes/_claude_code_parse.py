@@ -37,7 +37,7 @@ from aeval.adapters.llm import classify
 
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
-from aeval.shell import cap_text
+from aeval.isolation.shell import cap_text
 
 START, STOP = "aeval.start", "aeval.stop"
 TOOL_NAMES = {

@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from aeval.adapters.keyproxy import Grant, bridged
+from aeval.adapters.runtimes.keyproxy import Grant, bridged
 
 from aeval.events import (
     EndEvent,
@@ -35,7 +35,7 @@ from aeval.events import (
 )
 from aeval.runtime import EventRecorder, RunRequest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PREFIX = REPO_ROOT / ".ci" / "node_modules"
 EVENT_TYPES: dict[str, type] = {
     c.model_fields["kind"].default: c
@@ -75,7 +75,7 @@ def cli_version(binary: str) -> str | None:
 def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str],
                grant: Grant) -> list[str]:
     """The command line that starts the CLI ``argv`` (with ``env``) behind the key proxy
-    grant's bridge (`aeval.adapters.keyproxy.bridged`, its only way to the proxy), wholly
+    grant's bridge (`aeval.adapters.runtimes.keyproxy.bridged`, its only way to the proxy), wholly
     inside the attempt's sandbox; unsandboxed, the bridge and the CLI run as they are. The
     grant's unix socket is bound into that sandbox alone; when the policy unshares the
     network, the bridge listens in the sandbox's own loopback."""

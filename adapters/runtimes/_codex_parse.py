@@ -49,7 +49,7 @@ from typing import Any
 from aeval.adapters.llm import TRANSIENT_STATUS
 
 from aeval.events import Usage
-from aeval.shell import cap_text
+from aeval.isolation.shell import cap_text
 
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
 """Item types that are tool calls: what the max-turns guard counts."""

@@ -28,11 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from aeval.adapters._codex_parse import Failure, classify_error_text, read_records, relative_path
 from aeval.adapters.llm import TRANSIENT_STATUS
+from aeval.adapters.runtimes._codex_parse import (
+    Failure,
+    classify_error_text,
+    read_records,
+    relative_path,
+)
 
 from aeval.events import Usage
-from aeval.shell import cap_text
+from aeval.isolation.shell import cap_text
 
 __all__ = ["OpenCodeParser", "ParsedRun", "normalize_tool", "parse_opencode", "read_records"]
 

@@ -16,8 +16,8 @@ import os
 import time
 from typing import Any, ClassVar
 
-from aeval.adapters.agent_tools import TOOL_SPECS, Toolbox
 from aeval.adapters.llm import case_retry_budget, complete, is_anthropic
+from aeval.adapters.runtimes._agent_tools import TOOL_SPECS, Toolbox
 
 from aeval.errors import (
     ContractError,
@@ -27,7 +27,7 @@ from aeval.errors import (
 )
 from aeval.events import Usage
 from aeval.runtime import EventRecorder, RunRequest, RunResult
-from aeval.skill import load_skill
+from aeval.skill.skill_md import load_skill
 
 SKILL_NOTE = """
 ## Your skill

@@ -11,8 +11,8 @@ Isolation, per attempt:
   the machine's ``~/.claude`` is read or written. ``TMPDIR`` is private too (the CLI keeps task
   output and sockets there). Telemetry, auto-update and other non-essential traffic are off.
 - The key: the CLI never has it. ``ANTHROPIC_BASE_URL`` is aeval's key proxy
-  (`aeval.adapters.keyproxy`), which holds the real key and forwards to ``--api-base`` (default:
-  Anthropic); the CLI's "API key" is the attempt's proxy token, revoked when the run ends.
+  (`aeval.adapters.runtimes.keyproxy`), which holds the real key and forwards to ``--api-base``
+  (default: Anthropic); the CLI's "API key" is the attempt's proxy token, revoked when the run ends.
 - Environment: the SDK starts its CLI with aeval's whole environment (provider keys,
   ``PREFECT_API_URL``, ...) plus its options. aeval hands the SDK, for its run only, an
   empty inherited environment (`scrubbed_spawn`: the SDK's module reads ``os.environ``
@@ -42,7 +42,7 @@ Isolation, per attempt:
   fresh workspace.
 
 Every SDK message is written to raw.jsonl as it arrives and mapped by the same pure parser
-(`aeval.adapters._claude_code_parse`) that re-parses a recorded run.
+(`aeval.adapters.runtimes._claude_code_parse`) that re-parses a recorded run.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from aeval.adapters._claude_code_parse import (
+from aeval.adapters.runtimes._claude_code_parse import (
     DENIED,
     START,
     STOP,
@@ -73,8 +73,8 @@ from aeval.adapters._claude_code_parse import (
     StreamParser,
     message_record,
 )
-from aeval.adapters._cli import in_sandbox
-from aeval.adapters.keyproxy import Grant, grant
+from aeval.adapters.runtimes._cli import in_sandbox
+from aeval.adapters.runtimes.keyproxy import Grant, grant
 
 from aeval.errors import RuntimeUnavailable
 from aeval.events import (
@@ -85,8 +85,8 @@ from aeval.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from aeval.isolation.tree import ensure_folder, write_private
 from aeval.runtime import EventRecorder, RunRequest, RunResult
-from aeval.tree import ensure_folder, write_private
 
 INSTALL = "pip install 'aeval-skills[claude]'"
 """The exact install command (the extra pins claude-agent-sdk>=0.2.180,<0.3)."""
@@ -245,7 +245,7 @@ class ClaudeCodeRuntime:
     @staticmethod
     def _write_launcher(home: Path) -> Path:
         # beneath the attempt root, never through a symlink the case's setup planted (it
-        # would make aeval overwrite a host file): aeval.tree
+        # would make aeval overwrite a host file): aeval.isolation.tree
         return write_private(home / ".aeval" / "claude-launcher",
                              LAUNCHER.format(python=sys.executable), home.parent, 0o755)
 

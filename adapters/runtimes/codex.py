@@ -4,7 +4,8 @@ One attempt is one ``codex exec`` process in the workspace, with a private ``COD
 (``<home>/.codex``) and ``HOME`` outside the workspace, configured by a ``config.toml``
 written there:
 
-- a model provider ``aeval`` (Responses API) at aeval's key proxy (`aeval.adapters.keyproxy`),
+- a model provider ``aeval`` (Responses API) at aeval's key proxy
+(`aeval.adapters.runtimes.keyproxy`),
   which forwards to ``--api-base`` (default: OpenAI) with the real key. Codex only gets the
   attempt's proxy token, in the variable ``AEVAL_CODEX_API_KEY``; the real key never leaves
   aeval's process. Codex's own request and stream retries are 0, so a 429 / 5xx ends the
@@ -26,13 +27,13 @@ read-only, only the attempt writable, its own PID namespace). Unsandboxed, Codex
 and so the proxy token (never the key).
 
 Codex has no turn limit: the adapter counts tool calls and stops the process after
-``max_turns`` of them. The raw JSONL goes to ``request.raw_log``; `aeval.adapters._codex_parse`
-turns it into events, live and on re-parse alike. ``codex exec --json`` leaves out the calls
-Codex did not carry out (a tool it has not got, a command its policy rejected) and counts no
-requests, so the adapter also reads Codex's session record as it grows (`SessionTail`,
-``$CODEX_HOME/sessions/...``, never through a symlink the agent planted) and interleaves the
-records the parser needs into the raw log: every call the model made is an event, and every
-model response a request.
+``max_turns`` of them. The raw JSONL goes to ``request.raw_log``;
+`aeval.adapters.runtimes._codex_parse` turns it into events, live and on re-parse alike. ``codex
+exec --json`` leaves out the calls Codex did not carry out (a tool it has not got, a command its
+policy rejected) and counts no requests, so the adapter also reads Codex's session record as it
+grows (`SessionTail`, ``$CODEX_HOME/sessions/...``, never through a symlink the agent planted) and
+interleaves the records the parser needs into the raw log: every call the model made is an event,
+and every model response a request.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import os
 import time
 from typing import Any, ClassVar
 
-from aeval.adapters._cli import (
+from aeval.adapters.runtimes._cli import (
     SessionTail,
     cli_version,
     emit,
@@ -52,16 +53,16 @@ from aeval.adapters._cli import (
     sandboxed,
     stream_jsonl,
 )
-from aeval.adapters._codex_parse import CodexParser, classify_error_text, wants_rollout
-from aeval.adapters.keyproxy import grant
+from aeval.adapters.runtimes._codex_parse import CodexParser, classify_error_text, wants_rollout
+from aeval.adapters.runtimes.keyproxy import grant
 
 from aeval.errors import (
     ModelPermanentError,
     ModelTransientError,
     RuntimeUnavailable,
 )
+from aeval.isolation.tree import ensure_folder, write_private
 from aeval.runtime import EventRecorder, RunRequest, RunResult
-from aeval.tree import ensure_folder, write_private
 
 CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
@@ -158,7 +159,8 @@ class CodexRuntime:
             self.check_available()
         assert binary is not None
         model = request.model.removeprefix("openai/")
-        root = request.home.parent  # the attempt root: written without following (aeval.tree)
+        root = request.home.parent  # the attempt root: written without following
+                                    # (aeval.isolation.tree)
         codex_home = ensure_folder(request.home / ".codex", root)
         tmp = ensure_folder(request.home / ".tmp", root)
         # inside aeval's sandbox Codex's own (a nested bubblewrap) cannot start: see above

@@ -5,7 +5,7 @@ records it; it never retries and never edits anything. This is the zero-key, det
 mode: it tests the documented workflow exactly as documented.
 
 A doc-test case (the generic tier: `steps` are SKILL.md's shell blocks) runs differently,
-by the rules of `aeval.doctest`: each block from the skill copy (paths in SKILL.md are
+by the rules of `aeval.verdicts.doctest`: each block from the skill copy (paths in SKILL.md are
 relative to the skill folder), placeholder blocks skipped with the reason, and the case
 `failed` only on a defect in the skill's own code or interface; a missing host tool makes
 it `untested: needs X`. A case with no `steps` is `untested`: nothing to run, and a retry
@@ -19,7 +19,10 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from aeval.doctest import (
+from aeval.errors import RuntimeUnavailable
+from aeval.isolation.shell import CommandResult, run_command
+from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.verdicts.doctest import (
     BlockOutcome,
     BlockPlan,
     DocBlock,
@@ -29,10 +32,7 @@ from aeval.doctest import (
     summarize,
     taints,
 )
-from aeval.documented import skill_files
-from aeval.errors import RuntimeUnavailable
-from aeval.runtime import EventRecorder, RunRequest, RunResult
-from aeval.shell import CommandResult, run_command
+from aeval.verdicts.documented import skill_files
 
 NO_STEPS = "no steps: the literal runtime has nothing to run (add `steps` to eval.config, " \
            "or use an agent runtime with --model)"
@@ -97,7 +97,7 @@ class LiteralRuntime:
 
     def run_doc_test(self, request: RunRequest, recorder: EventRecorder,
                      host_tools: tuple[str, ...] = ()) -> RunResult:
-        """SKILL.md's shell blocks as a doc test (see `aeval.doctest`).
+        """SKILL.md's shell blocks as a doc test (see `aeval.verdicts.doctest`).
 
         Every runnable block runs (a failure does not stop the others: each is its own
         evidence), from the skill copy with ``$SKILL_DIR`` set, under an ERR trap that names

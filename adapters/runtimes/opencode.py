@@ -10,7 +10,7 @@ Everything it reads or writes outside the workspace lives under the attempt's pr
   URL, the model id being ``--model`` without its ``provider/`` prefix; without it, the
   ``provider/model`` of OpenCode's own catalogue (``openai`` or ``anthropic``: the providers
   whose API address aeval knows). Either way the provider's base URL is aeval's key proxy
-  (`aeval.adapters.keyproxy`), which holds the real key; OpenCode only gets the attempt's
+  (`aeval.adapters.runtimes.keyproxy`), which holds the real key; OpenCode only gets the attempt's
   token, written to a pipe the process inherits and read once as ``{file:/dev/fd/N}``;
 - the executor prompt as an ``instructions`` file in the private home (added to OpenCode's own
   system prompt), ``agent.build.steps`` = max turns, bash and edits allowed; paths outside
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aeval.adapters._cli import (
+from aeval.adapters.runtimes._cli import (
     cli_version,
     emit,
     executor_prompt,
@@ -49,12 +49,12 @@ from aeval.adapters._cli import (
     sandboxed,
     stream_jsonl,
 )
-from aeval.adapters._opencode_parse import OpenCodeParser
-from aeval.adapters.keyproxy import AuthStyle, grant
+from aeval.adapters.runtimes._opencode_parse import OpenCodeParser
+from aeval.adapters.runtimes.keyproxy import AuthStyle, grant
 
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
+from aeval.isolation.tree import ensure_folder, write_private
 from aeval.runtime import EventRecorder, RunRequest, RunResult
-from aeval.tree import ensure_folder, write_private
 
 OPENCODE_VERSION = "1.18.33"
 OPENCODE_PACKAGE = f"opencode-ai@{OPENCODE_VERSION}"
@@ -81,7 +81,7 @@ _MODEL_STALL = re.compile(r"stream error|APICallError|Cannot connect|socket conn
 
 def prefill_config_dir(path: Path, trusted: Path) -> None:
     """What stops OpenCode's background ``npm install @opencode-ai/plugin`` in a config dir
-    (written beneath ``trusted`` without following a symlink: `aeval.tree`)."""
+    (written beneath ``trusted`` without following a symlink: `aeval.isolation.tree`)."""
     ensure_folder(path / "node_modules", trusted)
     for name, content in PLUGIN_FILES.items():
         if not (path / name).is_file() or (path / name).is_symlink():
@@ -189,7 +189,7 @@ class OpenCodeRuntime:
         home = request.home
         xdg = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
                "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
-        root = home.parent  # the attempt root: written without following (aeval.tree)
+        root = home.parent  # the attempt root: written without following (aeval.isolation.tree)
         for d in xdg.values():
             ensure_folder(d, root)
         prefill_config_dir(xdg["XDG_CONFIG_HOME"] / "opencode", root)

@@ -17,8 +17,8 @@ Installs still land in the attempt: the environment's site-packages is read-only
 private HOME) and ``--target`` / ``--prefix`` work as usual. ``PIP_USER=1`` is deliberately
 not set: pip refuses it together with ``--target`` or ``--prefix``. That user site is the
 attempt's, so the startup hooks Python runs from it (``usercustomize``, ``sitecustomize``,
-``.pth`` files) are part of Δ (`aeval.startup_hooks`): one the run writes is a change of the
-skill's execution.
+``.pth`` files) are part of Δ (`aeval.isolation.startup_hooks`): one the run writes is a change of
+the skill's execution.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ valid inside). Three rules shape the rest:
   cannot be renamed or removed from inside (EBUSY), so the copy cannot be moved aside while
   Δ watches its path. Only the copy itself is pinned, not every folder in it: one mount per
   folder would cost seconds per command on a big skill (above); folders inside are covered by
-  the watch and by the manifest's file identities (`aeval.tree`).
+  the watch and by the manifest's file identities (`aeval.isolation.tree`).
 
 Measured with ``benchmarks/boundary_cost.py`` (1,000-file skill, 2 loaded cores): one
 sandboxed ``true`` 47-68 ms bare or with the copy pinned, 75-77 ms with the original hidden

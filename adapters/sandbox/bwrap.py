@@ -2,23 +2,23 @@
 
 bwrap, per shared/notes/sandbox.md: the host bound read-only, a fresh /proc, a minimal /dev,
 a private /tmp, the attempt root bound writable at its own path (so every path aeval hands
-out stays valid inside), the hidden paths absent (`aeval.adapters.sandbox_view`: no mount
+out stays valid inside), the hidden paths absent (`aeval.adapters.sandbox._view`: no mount
 names them), the skill copy pinned (cannot be renamed inside), its own PID and IPC
 namespaces (a process inside sees neither aeval, nor the Prefect server, nor another case;
 when the command ends, the namespace's init dies and takes every descendant, ``setsid``
 ones included), ``--die-with-parent`` so nothing outlives aeval, ``--unshare-net`` when the
-policy forbids the network, and only a few capabilities (`aeval.adapters.sandbox_limits`:
+policy forbids the network, and only a few capabilities (`aeval.adapters.sandbox._limits`:
 root inside cannot remount the host writable).
 
 The toolchain inside is aeval's and read-only: first on PATH the Python environment of
-`aeval.adapters.toolchain` (bound read-only; a ``pip install`` lands in the attempt's HOME),
-then the host's PATH, aeval's venv, and last the attempt's own ``$HOME/.local/bin`` and
+`aeval.adapters.sandbox._toolchain` (bound read-only; a ``pip install`` lands in the attempt's
+HOME), then the host's PATH, aeval's venv, and last the attempt's own ``$HOME/.local/bin`` and
 ``$HOME/.npm-global/bin`` (what a setup installs is found, but never before a host tool of
 the same name: a planted ``bash`` or ``python3`` there shadows nothing). aeval starts every
 helper by absolute path (bash, sh, prlimit, bwrap), never through a PATH lookup in the
 command's environment.
 
-Limits (`aeval.adapters.sandbox_limits`): RLIMIT_DATA, RLIMIT_FSIZE and RLIMIT_NPROC through
+Limits (`aeval.adapters.sandbox._limits`): RLIMIT_DATA, RLIMIT_FSIZE and RLIMIT_NPROC through
 ``prlimit``; a pids cgroup and a memory cgroup per attempt where they can be made.
 """
 
@@ -36,25 +36,25 @@ import weakref
 from pathlib import Path
 from typing import ClassVar
 
-from aeval.adapters.sandbox_limits import (
+from aeval.adapters.sandbox._limits import (
     cap_options,
     join_cgroups,
     make_cgroup,
     remove_cgroup,
     rlimit_options,
 )
-from aeval.adapters.sandbox_view import TMP, hide, needed_prefixes, widened
-from aeval.adapters.toolchain import toolchain
+from aeval.adapters.sandbox._toolchain import toolchain
+from aeval.adapters.sandbox._view import TMP, hide, needed_prefixes, widened
 
-from aeval.redact import Redactor
-from aeval.sandbox import (
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import (
     Sandbox,
     SandboxMode,
     SandboxPolicy,
     SandboxStatus,
     SandboxUnavailable,
 )
-from aeval.shell import BASH, CommandResult, bash_argv, command_file, run_argv
+from aeval.isolation.shell import BASH, CommandResult, bash_argv, command_file, run_argv
 
 
 def _aeval_bin() -> Path:
@@ -160,7 +160,7 @@ class BwrapSandbox:
 
     def _view(self, argv: list[str], env: dict[str, str], binds: tuple[str, ...]) -> list[str]:
         """The mounts: host read-only, hidden paths absent, the attempt writable, the
-        toolchain read-only, the skill copy pinned (see `aeval.adapters.sandbox_view`)."""
+        toolchain read-only, the skill copy pinned (see `aeval.adapters.sandbox._view`)."""
         p = self.policy
         root = Path(p.root).resolve()
         areas = widened(p.hidden)
@@ -217,7 +217,7 @@ class BwrapSandbox:
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
         """``command`` of any length: bash reads it from a sealed descriptor that bwrap passes
-        through (`aeval.shell.command_file`), not from its command line."""
+        through (`aeval.isolation.shell.command_file`), not from its command line."""
         with command_file(command) as fd:
             return run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
                             redactor=redactor, label=command, pass_fds=(fd,))

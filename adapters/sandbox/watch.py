@@ -17,8 +17,8 @@ an exec included: the kernel opens the program, the interpreter opens its script
 up to `max_dirs` (``AEVAL_WATCH_MAX_DIRS``, default 20,000) or until the kernel's
 ``fs.inotify.max_user_watches`` runs out; past that ``coverage`` is ``partial`` (recorded in
 attempt.json as ``watched``), never claimed complete. The rest is covered by the manifest:
-its file identities (`aeval.tree`: ctime and inode) show a file rewritten and put back, or a
-folder renamed away and back, in any folder, watched or not; only the time of such a change
+its file identities (`aeval.isolation.tree`: ctime and inode) show a file rewritten and put back, or
+a folder renamed away and back, in any folder, watched or not; only the time of such a change
 is then less precise.
 
 **The path above.** With ``above`` (the attempt root), every folder from it down to the

@@ -72,8 +72,8 @@ from aeval.artifacts.uplift import (
     UpliftReport,
     UpliftStats,
 )
-from aeval.contract import EvalConfig
 from aeval.events import EVENT_ADAPTER
+from aeval.skill.contract import EvalConfig
 
 # `aeval schema NAME` and eval_skill/schemas/NAME.schema.json
 SCHEMAS: dict[str, type[BaseModel]] = {

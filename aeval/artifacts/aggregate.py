@@ -9,10 +9,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.case import Artifact, CaseStatus
-from aeval.contract import Tier
-from aeval.coverage import SkillCoverage
 from aeval.events import Usage
-from aeval.sandbox import SandboxStatus
+from aeval.isolation.sandbox import SandboxStatus
+from aeval.skill.contract import Tier
+from aeval.verdicts.coverage import SkillCoverage
 
 
 class _M(BaseModel):
@@ -139,7 +139,8 @@ class CaseResult(_M):
     introduced: str | None = Field(
         None, description="For an `error` of setup, preflight or a missing credential on a "
                           "run of a change (--changed-since): why the change itself "
-                          "introduced it (aeval/introduced.py). Such an error does not pass "
+                          "introduced it (aeval/verdicts/introduced.py). Such an error does not "
+                          "pass "
                           "the gate. None: not the change's, or not a run of a change.")
 
 
@@ -268,7 +269,7 @@ class VerdictEntry(_M):
 
 
 class VerdictIndex(Artifact):
-    """<store>/verdicts.json: the last verdict per case-run fingerprint (aeval/fingerprint.py),
+    """<store>/verdicts.json: the last verdict per case-run fingerprint (aeval/run/fingerprint.py),
     updated by every run; a sweep reuses an entry whose fingerprint matches."""
 
     entries: dict[str, VerdictEntry] = Field(

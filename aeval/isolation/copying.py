@@ -3,8 +3,8 @@
 aeval runs unsandboxed (often as root in CI), so a copy that followed a link would pull in
 whatever aeval's user can read: a case file that is a symlink to the auth record or to the
 run store, a fixtures folder that is a link to a folder holding a socket. Every copy here is
-made through folder descriptors, as `aeval.tree` reads an attempt: the skill folder is opened
-by path (it is trusted: examine resolved it), every entry below with ``lstat`` and
+made through folder descriptors, as `aeval.isolation.tree` reads an attempt: the skill folder is
+opened by path (it is trusted: examine resolved it), every entry below with ``lstat`` and
 ``O_NOFOLLOW``, every file checked to be the regular file that was listed; the destination
 is made beneath the attempt root the same way.
 
@@ -19,7 +19,8 @@ What is copied:
 - A socket, FIFO or device: refused.
 - A `files` entry that is itself a link, or is reached through one, is copied as what it
   resolves to inside the skill folder (as it was before: a case file is content).
-- Bounds: `aeval.tree.MAX_DEPTH` levels and `aeval.tree.MAX_ENTRIES` entries, the bounds of
+- Bounds: `aeval.isolation.tree.MAX_DEPTH` levels and `aeval.isolation.tree.MAX_ENTRIES` entries,
+the bounds of
   every walk of a copy. A copy past them is refused: the walks could not see all of it, so
   Δ could not vouch for it.
 
@@ -36,7 +37,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aeval.tree import MAX_DEPTH, MAX_ENTRIES
+from aeval.isolation.tree import MAX_DEPTH, MAX_ENTRIES
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

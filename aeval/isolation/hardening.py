@@ -49,7 +49,7 @@ def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
     """``environ`` without secrets: model-provider keys, aeval's and CI's tokens, anything
     named like a key, token, secret, password or credential. What the processes aeval starts
     for itself (the embedded Prefect server) inherit."""
-    from aeval.contract import RESERVED_CREDENTIALS
+    from aeval.skill.contract import RESERVED_CREDENTIALS
 
     environ = dict(os.environ if environ is None else environ)
     return {k: v for k, v in environ.items() if not _SECRETISH.search(k) and (

@@ -1,13 +1,13 @@
 """The sandbox: one place that decides how every process a case starts is isolated.
 
 Setup, preflight, steps, the agent's bash tool, ``command`` checks and the third-party
-runtime CLIs all run through a `Sandbox`. Implementations live in ``adapters/sandbox.py``:
+runtime CLIs all run through a `Sandbox`. Implementations live in ``adapters/sandbox/bwrap.py``:
 ``bwrap`` (bubblewrap: host read-only, only the attempt root writable, the original skill and
 the run store hidden, its own PID namespace so that ending the command ends every
 descendant) and ``none`` (the unsandboxed behaviour: a process group, killed at the end).
 
 The domain only states the policy and the interface; it starts nothing itself. It owns the
-command runner (`aeval.shell`), never the other way round: a sandbox returns the runner's
+command runner (`aeval.isolation.shell`), never the other way round: a sandbox returns the runner's
 `CommandResult`, and the runner takes anything with a ``run`` method.
 """
 
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.shell import CommandResult
+from aeval.isolation.shell import CommandResult
 
 if TYPE_CHECKING:
-    from aeval.redact import Redactor
+    from aeval.isolation.redact import Redactor
 
 SandboxMode = Literal["auto", "require", "none"]
 GIB = 1 << 30

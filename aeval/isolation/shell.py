@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
 
 
 def _host_bash() -> str:
@@ -240,7 +240,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
 
 
 class Runner(Protocol):
-    """What runs a command elsewhere (an `aeval.sandbox.Sandbox`)."""
+    """What runs a command elsewhere (an `aeval.isolation.sandbox.Sandbox`)."""
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult: ...

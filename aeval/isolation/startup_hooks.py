@@ -20,7 +20,8 @@ is not a real folder (a symlink put in its place) is a change too. A package the
 installs during the run that ships a ``.pth`` counts as well: it runs at every start
 (install it in ``setup``).
 
-Read from aeval's process beneath the attempt root, never through a symlink (`aeval.tree`).
+Read from aeval's process beneath the attempt root, never through a symlink
+(`aeval.isolation.tree`).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import stat
 import sys
 from pathlib import Path
 
-from aeval.tree import HashBudget, NotBeneath, describe, identity, open_folder, read_path
-from aeval.workspace import FileChange
+from aeval.isolation.tree import HashBudget, NotBeneath, describe, identity, open_folder, read_path
+from aeval.isolation.workspace import FileChange
 
 HOOK_MODULES = ("sitecustomize", "usercustomize")
 MAX_LISTED = 100_000  # entries of one site folder looked at

@@ -7,7 +7,7 @@
 The original skill folder is only ever read. Δ compares the copy against the manifest taken
 right after the copy was made, and the diff text comes from the untouched original.
 
-Everything read from the attempt goes through `aeval.tree` (no symlink followed below the
+Everything read from the attempt goes through `aeval.isolation.tree` (no symlink followed below the
 attempt root, bounded walks and hashing). Outputs are bounded too: at most `MAX_OUTPUTS`
 listed, each copied up to a size cap, what was left out said in `OutputsCut`. File names
 that hold a declared secret are redacted like contents (on disk under ``outputs/`` and in
@@ -26,10 +26,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.copying import copy_entry
 from aeval.errors import ContractError, Problem
-from aeval.redact import Redactor
-from aeval.tree import (
+from aeval.isolation.copying import copy_entry
+from aeval.isolation.redact import Redactor
+from aeval.isolation.tree import (
     MAX_ENTRIES,
     HashBudget,
     Identity,
@@ -112,8 +112,8 @@ def path_changes(touches: list[tuple[str, str, float]]) -> list[FileChange]:
 
 def incomplete_walks(before: Tree, after: Tree) -> list[FileChange]:
     """One change when a walk of the copy (after install, or after the run) stopped at a
-    bound (`aeval.tree.MAX_ENTRIES`, `MAX_DEPTH`) or could not open it: what it did not see,
-    Δ cannot vouch for, so the structural assertion must not pass. Files only described by
+    bound (`aeval.isolation.tree.MAX_ENTRIES`, `MAX_DEPTH`) or could not open it: what it did not
+    see, Δ cannot vouch for, so the structural assertion must not pass. Files only described by
     size past the hashing bound are not a cut: their identity still shows a write."""
     cuts = [f"{when}: {c}" for when, t in (("after install", before), ("after the run", after))
             for c in t.cut if not c.startswith("hashing:")]
@@ -125,10 +125,10 @@ def incomplete_walks(before: Tree, after: Tree) -> list[FileChange]:
 
 
 def rewritten_changes(before: Tree, after: Tree, wall_start: float) -> list[FileChange]:
-    """Entries whose manifest value is what it was, but whose identity is not (`aeval.tree`):
-    a file rewritten, re-linked or chmod-ed and put back, a file or folder replaced by an
-    equal copy, a folder renamed away and back. Seen by ctime and inode, so also in folders
-    the watch did not cover. A folder whose entries changed (its mtime moved with its ctime)
+    """Entries whose manifest value is what it was, but whose identity is not
+    (`aeval.isolation.tree`): a file rewritten, re-linked or chmod-ed and put back, a file or folder
+    replaced by an equal copy, a folder renamed away and back. Seen by ctime and inode, so also in
+    folders the watch did not cover. A folder whose entries changed (its mtime moved with its ctime)
     is not itself a change: what was added or removed in it shows as its own entry."""
     out = []
 
@@ -225,7 +225,7 @@ def manifest(root: Path, trusted: Path | None = None) -> dict[str, str]:
     """Type, mode, symlink target and content hash of every entry under ``root`` (nothing
     ignored: a planted ``__pycache__`` or ``.git`` is an entry like any other), by POSIX
     relative path, never through a symlink (``trusted``: the folder above which ``root``'s
-    path is aeval's own, see `aeval.tree.open_folder`). Equal values, equal entries."""
+    path is aeval's own, see `aeval.isolation.tree.open_folder`). Equal values, equal entries."""
     return tree(root, trusted).entries
 
 

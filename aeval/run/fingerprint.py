@@ -30,13 +30,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aeval.workspace import IGNORED_NAMES, manifest, sha256_file
+from aeval.isolation.workspace import IGNORED_NAMES, manifest, sha256_file
 
 REUSABLE = frozenset({"pass", "fail"})
 """Verdicts worth reusing: those about the skill. An environment error, an internal error or
 an untested case is run again."""
 SKILL_COPY_IGNORED = IGNORED_NAMES
-"""What the workspace's skill copy leaves out (`aeval.workspace.prepare_workspace`)."""
+"""What the workspace's skill copy leaves out (`aeval.isolation.workspace.prepare_workspace`)."""
 CASE_FILES_IGNORED: frozenset[str] = frozenset()
 """What the workspace's copy of a case's files leaves out: nothing."""
 
@@ -69,7 +69,7 @@ def case_fingerprint(*, skill_digest: str, skill_dir: Path, case: BaseModel, tie
                      runtime_config: dict[str, Any] | None = None) -> str:
     """The fingerprint of one case run (``skill_digest``: `folder_digest` of ``skill_dir``,
     computed once per skill; ``runtime_config``: the runtime's own configuration, as
-    `aeval.tasks.reuse` gathers it)."""
+    `aeval.tasks.run.reuse` gathers it)."""
     files = {rel: _path_digest(skill_dir / rel) for rel in getattr(case, "files", [])}
     doc = {"skill": skill_digest, "case": case.model_dump(mode="json"), "files": files,
            "tier": tier, "runtime": runtime, "runtime_version": runtime_version,

@@ -8,13 +8,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.case import AttemptRecord
-from aeval.contract import EvalCase, Tier
-from aeval.layout import RunLayout, case_rel, safe
+from aeval.isolation.sandbox import SandboxMode
+from aeval.isolation.workspace import FileChange, OutputFile
+from aeval.run.layout import RunLayout, case_rel, safe
 from aeval.runtime import RunResult
-from aeval.sandbox import SandboxMode
-from aeval.skill import Skill
-from aeval.static_check import StaticFinding
-from aeval.workspace import FileChange, OutputFile
+from aeval.skill.contract import EvalCase, Tier
+from aeval.skill.skill_md import Skill
+from aeval.verdicts.static_check import StaticFinding
 
 __all__ = ["CasePlan", "Examined", "ExecutionRecord", "safe"]
 
@@ -85,7 +85,7 @@ class CasePlan(BaseModel):
     install_skill: bool = Field(True, description="False: the without-skill arm of uplift "
                                                   "(no skill copy; only assertions count).")
     fingerprint: str | None = Field(
-        None, description="What the verdict depends on, hashed (aeval/fingerprint.py); set "
+        None, description="What the verdict depends on, hashed (aeval/run/fingerprint.py); set "
                           "when the run skips unchanged case runs (sweeps).")
     distractors: list[Path] = Field(
         default_factory=list, description="Other skill folders installed beside the skill "

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aeval.isolation.sandbox import SandboxMode
 from aeval.runtime import MODEL_RUNTIMES, RUNTIME_NAMES
-from aeval.sandbox import SandboxMode
 
 RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
                 "replay.")
@@ -120,7 +120,7 @@ class EvalRequest(ModelChoice):
                                                     "its runtime) is a usage error, exit 2.")
     skip_unchanged: bool = Field(
         False, description="Fingerprint every case run (skill files, case, runtime version, "
-                           "models, epoch; aeval/fingerprint.py), reuse the last pass/fail "
+                           "models, epoch; aeval/run/fingerprint.py), reuse the last pass/fail "
                            "verdict of an unchanged one from the store's verdicts.json instead "
                            "of running it, and record the new verdicts (the sweep's default).")
     report_url: str | None = Field(
@@ -222,6 +222,6 @@ class UpliftRequest(ModelChoice):
 
     def with_id(self) -> UpliftRequest:
         """This request with an uplift id (a new one when empty)."""
-        from aeval.store import new_run_id
+        from aeval.run.store import new_run_id
 
         return self if self.uplift_id else self.model_copy(update={"uplift_id": new_run_id()})

@@ -1,6 +1,6 @@
 """The run store: where artifacts go, written atomically.
 
-The paths inside one run are `aeval.layout.RunLayout`'s; this module finds runs in a store
+The paths inside one run are `aeval.run.layout.RunLayout`'s; this module finds runs in a store
 and writes files.
 
 Every file is written to a temporary sibling and renamed into place, so a killed process
@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
 
 _NO_REDACTION = Redactor()
 M = TypeVar("M", bound=BaseModel)

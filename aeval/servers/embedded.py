@@ -5,14 +5,14 @@ foreground: the process waits ~4-5 s (warm PREFECT_HOME; ~11-14 s fresh) after i
 already spent a second or more importing Prefect and aeval's flows. Both are CPU-bound and
 single-threaded, so on two cores they overlap: `start_early` spawns the same server process
 Prefect would (uvicorn and Prefect's API app, no UI, ephemeral mode; the app wrapped by
-`aeval.deployments.server_app`, which answers a 503 with a short ``Retry-After``)
+`aeval.deployments.servers.server_app`, which answers a 503 with a short ``Retry-After``)
 *before* Prefect is imported, and points ``PREFECT_API_URL`` at it; `wait_ready` is called
 where the first flow starts, and returns at once when the server came up meanwhile.
 
 The server requires an auth string (Prefect's ``server.api.auth_string``): a random one per
 invocation, given to the server in its environment and to aeval's own client in
 ``PREFECT_API_AUTH_STRING`` (``api.auth_string``). Nothing a case runs gets either: the
-commands of a case get an environment of their own (``aeval.shell.base_env``), and the
+commands of a case get an environment of their own (``aeval.isolation.shell.base_env``), and the
 sandbox's PID namespace hides aeval's and the server's ``/proc``. A tool that finds the port
 (``/proc/net/tcp`` names it) gets 401 for everything but ``/api/health``: it can neither read
 other task runs and their logs nor create artifacts, change or delete the flow run.
@@ -30,7 +30,7 @@ or only the migrations of a newer Prefect). Not when a database URL is configure
 
 Outside CI (``AEVAL_SERVER=reuse``), `start_early` first looks for the local server a
 previous invocation left running for this PREFECT_HOME, or starts that one instead
-(`aeval.local_server`): a warm invocation then pays no server boot at all.
+(`aeval.servers.reused`): a warm invocation then pays no server boot at all.
 
 This module imports no Prefect: that is its point. Where Prefect is already imported (aeval
 called in-process, a test), or a server is configured (``PREFECT_API_URL``), it does nothing
@@ -51,8 +51,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from aeval.hardening import scrubbed_environ
-from aeval.server_home import (  # noqa: F401 (this module's names too)
+from aeval.isolation.hardening import scrubbed_environ
+from aeval.servers.home import (  # noqa: F401 (this module's names too)
     CLIENT_AUTH_VAR,
     MARK_VAR,
     SERVER_AUTH_VAR,
@@ -105,7 +105,7 @@ class EmbeddedServer:
         linux = sys.platform.startswith("linux")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
-             "aeval.deployments.server_app:create_app", "--host", "127.0.0.1",
+             "aeval.deployments.servers.server_app:create_app", "--host", "127.0.0.1",
              "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
             env=env, stdin=subprocess.DEVNULL,
             # preexec_fn: called while aeval has a single thread (before Prefect starts any)
@@ -184,7 +184,7 @@ _warm = None
 
 
 def warm_child(warm) -> None:
-    """Called in a child of the warm process (`aeval.deployments.warm`), where Prefect is
+    """Called in a child of the warm process (`aeval.deployments.servers.warm`), where Prefect is
     already imported: `start_early` then calls ``warm.check()`` (which raises when this
     invocation's settings differ from those Prefect was imported with) and, once it has found
     or started the server, ``warm.apply(api_url, auth_string)`` (Prefect's settings are
@@ -194,11 +194,11 @@ def warm_child(warm) -> None:
 
 
 def reused_server():
-    """The local server reused across invocations (`aeval.local_server`), found or started;
+    """The local server reused across invocations (`aeval.servers.reused`), found or started;
     None when this invocation is to start an embedded server of its own (``AEVAL_SERVER``
     embedded, CI, a reused server of another Prefect version, no ``flock``)."""
     try:
-        from aeval import local_server
+        from aeval.servers import reused as local_server
     except ImportError:  # no fcntl (not POSIX)
         return None
     if local_server.mode() != "reuse":

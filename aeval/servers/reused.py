@@ -1,8 +1,8 @@
 """A local Prefect server reused across invocations: a warm `aeval run` pays no server boot.
 
-The embedded server of `aeval.embedded` costs ~5-6 s of CPU per invocation (uvicorn importing
-``prefect.server``, the migration check, the services), half of a warm one-skill literal run.
-By default outside CI (``AEVAL_SERVER=reuse``; ``CI`` set, or ``AEVAL_SERVER=embedded``: one
+The embedded server of `aeval.servers.embedded` costs ~5-6 s of CPU per invocation (uvicorn
+importing ``prefect.server``, the migration check, the services), half of a warm one-skill literal
+run. By default outside CI (``AEVAL_SERVER=reuse``; ``CI`` set, or ``AEVAL_SERVER=embedded``: one
 embedded server per invocation, as before) the first invocation starts one server that the
 next ones find and use:
 
@@ -16,7 +16,7 @@ next ones find and use:
   exclusive lock (``start.lock``), and holds a shared lock (``clients.lock``) for as long as
   it runs; locks are the kernel's (``flock``), so an invocation killed with -9 holds none;
 - **stopped after an idle period** (``AEVAL_SERVER_IDLE_S``, default 600 s): the server's
-  watchdog (`aeval.deployments.prefect_server`) takes both locks exclusively, which it gets
+  watchdog (`aeval.deployments.servers.prefect_server`) takes both locks exclusively, which it gets
   only when no invocation runs or is starting, and stops once it has held them idle that long;
 - **kill -9**: a record whose process is gone, is not this server (pid reuse) or does not
   answer with the record's auth string is replaced by a new server; a run whose server was
@@ -42,7 +42,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.server_home import (  # noqa: F401 (this module's names too)
+from aeval.servers.home import (  # noqa: F401 (this module's names too)
     DEFAULT_IDLE_S,
     IDLE_VAR,
     MARK_VAR,
@@ -62,7 +62,7 @@ from aeval.server_home import (  # noqa: F401 (this module's names too)
     template_database,
 )
 
-SERVE_MODULE = "aeval.deployments.prefect_server"
+SERVE_MODULE = "aeval.deployments.servers.prefect_server"
 """What the reused server runs (``python -m``): uvicorn with Prefect's app and a watchdog."""
 RECORD = "server.json"
 START_LOCK = "start.lock"
@@ -257,7 +257,7 @@ def _spawn(folder: Path, prefect_version: str, port: int | None = None,
            auth: str | None = None) -> tuple[ServerRecord, Path | None]:
     import importlib.util
 
-    from aeval.hardening import scrubbed_environ
+    from aeval.isolation.hardening import scrubbed_environ
 
     if importlib.util.find_spec("prefect") is None:
         raise EmbeddedServerError("prefect is not installed")

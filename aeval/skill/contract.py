@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from aeval.copying import copy_entry
 from aeval.errors import ContractError, Problem, yaml_error_text
-from aeval.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
-from aeval.skill import Skill
-from aeval.workspace import IGNORED_NAMES
+from aeval.isolation.copying import copy_entry
+from aeval.isolation.workspace import IGNORED_NAMES
+from aeval.skill.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
+from aeval.skill.skill_md import Skill
 
 CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.config.yml")
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -461,8 +461,8 @@ def find_contract(skill: Skill, marketplace: Path | None) -> tuple[Tier, Path | 
 
 def copy_problems(skill: Skill, config_path: Path | None = None,
                   config: EvalConfig | None = None) -> list[Problem]:
-    """What aeval would refuse to copy, found before anything runs (`aeval.copying`): in the
-    skill folder (a link out of it, a socket, too deep, too many entries) and in each case's
+    """What aeval would refuse to copy, found before anything runs (`aeval.isolation.copying`): in
+    the skill folder (a link out of it, a socket, too deep, too many entries) and in each case's
     `files` (also a path that does not exist, or resolves through a link out)."""
     problems = [Problem(str(skill.path), "", f"{rel!r} {why}")
                 for rel, why in copy_entry(skill.path, ".", skip_names=IGNORED_NAMES)]

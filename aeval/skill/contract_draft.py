@@ -26,10 +26,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aeval.contract import CONFIG_NAMES, EvalConfig
-from aeval.doctest import SKILL_FOLDERS, plan_blocks
 from aeval.errors import Problem
-from aeval.skill import Skill
+from aeval.skill.contract import CONFIG_NAMES, EvalConfig
+from aeval.skill.skill_md import Skill
+from aeval.verdicts.doctest import SKILL_FOLDERS, plan_blocks
 
 TODO_MARK = "TODO(aeval init)"
 FIXTURE_FOLDERS = ("fixtures", "examples", "samples", "testdata", "test_data", "data")

@@ -16,10 +16,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval import markdown
 from aeval.errors import ContractError, Problem, yaml_error_text
-from aeval.markdown import Fence
-from aeval.safe_data import UnsafeData, load_yaml
+from aeval.skill import markdown
+from aeval.skill.markdown import Fence
+from aeval.skill.safe_data import UnsafeData, load_yaml
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -24,9 +24,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.triggers import TriggerScore, TriggerTrial
-from aeval.coverage import PATH_KEYS, command_uses, skill_relative
 from aeval.events import Event, ToolCallEvent
-from aeval.sandbox import SandboxMode
+from aeval.isolation.sandbox import SandboxMode
+from aeval.verdicts.coverage import PATH_KEYS, command_uses, skill_relative
 
 SKILL_TOOLS = frozenset({"skill", "Skill", "use_skill", "load_skill"})
 SKILL_INPUT_KEYS = ("skill", "name", "skill_name", "command")

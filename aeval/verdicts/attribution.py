@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from aeval.artifacts import ChangeMade
 from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id
-from aeval.workspace import FileChange
+from aeval.isolation.workspace import FileChange
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
 EARLY_S = 0.05

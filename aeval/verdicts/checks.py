@@ -6,7 +6,7 @@ The workspace is the attempt's: file checks resolve their path inside it the way
 ``openat2(RESOLVE_IN_ROOT)`` does (a symlink is followed only while it stays inside; the
 workspace itself swapped for a symlink has no files) and read at most `READ_CAP` bytes (a
 sparse 4 TiB file is not read whole). ``command`` checks run in the sandbox the caller gives
-(a fresh one, whose PATH and HOME the attempt could not change: `aeval.tasks.sandboxing`)."""
+(a fresh one, whose PATH and HOME the attempt could not change: `aeval.tasks.case.sandboxing`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aeval import contract as c
 from aeval.events import (
     REFUSALS,
     EndEvent,
@@ -28,10 +27,11 @@ from aeval.events import (
     ToolResultEvent,
     calls_by_id,
 )
-from aeval.redact import Redactor
-from aeval.sandbox import Sandbox
-from aeval.shell import run_command
-from aeval.tree import open_file, open_folder, resolve_in_root
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import Sandbox
+from aeval.isolation.shell import run_command
+from aeval.isolation.tree import open_file, open_folder, resolve_in_root
+from aeval.skill import contract as c
 
 EVIDENCE_CAP = 600
 READ_CAP = 64_000_000  # bytes a file check reads of one file (a sparse 4 TiB file: no more)

@@ -7,7 +7,7 @@ Two sources, joined per file:
   position or as the script of an interpreter (``python3 $SKILL_DIR/scripts/run.py``,
   ``bash x.sh``, ``./x.sh``) -> executed, a skill path after ``>`` / ``>>`` / ``tee`` ->
   written, any other skill path the command names (``cat``, an argument) -> read;
-- **the watch** on the skill copy (inotify, `adapters/watch.py`), which sees every process,
+- **the watch** on the skill copy (inotify, `adapters/sandbox/watch.py`), which sees every process,
   the CLI runtimes' own tools included: a file opened or accessed -> read; written, created
   or re-moded -> written. An execution shows to inotify only as an open by the interpreter,
   so *executed* comes from the events alone, and a file executed is not also listed as read.

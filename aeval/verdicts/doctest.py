@@ -25,7 +25,7 @@ skill folder, while a reader's shell would have stayed where any earlier block w
 whose own skill file is missing, not executable or rejects its documented arguments fails
 whatever came before, unless an earlier block would have made that very file.
 
-Pure: no processes here. ``adapters/literal.py`` runs the blocks and folds the outcomes
+Pure: no processes here. ``adapters/runtimes/literal.py`` runs the blocks and folds the outcomes
 with `summarize`.
 """
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from aeval.shellparse import Command, Effects, commands, effects, norm, path_like, related
+from aeval.skill.shellparse import Command, Effects, commands, effects, norm, path_like, related
 
 # ---- placeholders ---------------------------------------------------------------------------
 
@@ -104,7 +104,7 @@ def placeholder(code: str) -> str | None:
 
 
 def doc_blocks(fences: list, steps: list[str]) -> list[DocBlock]:
-    """Each step with the SKILL.md block it came from (``fences``: `aeval.markdown.Fence`s):
+    """Each step with the SKILL.md block it came from (``fences``: `aeval.skill.markdown.Fence`s):
     the first block not yet used with the same code; line 0 when a step is no block's."""
     used: set[int] = set()
     out = []

@@ -26,9 +26,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from aeval import markdown
 from aeval.events import REFUSALS, Event, ToolCallEvent, ToolResultEvent, calls_by_id
-from aeval.shellparse import Command, commands
+from aeval.skill import markdown
+from aeval.skill.shellparse import Command, commands
 
 _ACTION = re.compile(r"^[A-Za-z][A-Za-z0-9_:-]{0,63}$")
 _SKILL_VARS = ("$SKILL_DIR/", "${SKILL_DIR}/")
@@ -79,7 +79,7 @@ def _shell_code(argv: list[str]) -> str | None:
 
 
 def _simple_commands(command: str, depth: int = 0) -> list[Command]:
-    """The simple commands of ``command`` as `aeval.shellparse` reads them (lists, pipelines,
+    """The simple commands of ``command`` as `aeval.skill.shellparse` reads them (lists, pipelines,
     subshells, ``VAR=value`` prefixes), with the commands inside ``bash -c '...'`` in place
     of the shell that runs them."""
     out: list[Command] = []

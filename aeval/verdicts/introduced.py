@@ -20,7 +20,7 @@ fails on the base too, stays an environment error (exit 3)."""
 from __future__ import annotations
 
 from aeval.artifacts import SkillResult
-from aeval.contract import EvalCase
+from aeval.skill.contract import EvalCase
 
 PHASES = {"SetupFailed": "setup", "PreflightFailed": "preflight",
           "MissingCredential": "required credentials"}

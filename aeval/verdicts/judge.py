@@ -50,10 +50,10 @@ from aeval.artifacts import (
     ProbeResult,
 )
 from aeval.artifacts.case import AssertionSpec
-from aeval.checks import CheckOutcome
-from aeval.doctest import doc_test_verdict
-from aeval.static_check import StaticFinding
-from aeval.verdict import case_status
+from aeval.verdicts.checks import CheckOutcome
+from aeval.verdicts.doctest import doc_test_verdict
+from aeval.verdicts.static_check import StaticFinding
+from aeval.verdicts.verdict import case_status
 
 NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"
 STATIC = "S0"  # what SKILL.md names exists and is usable (the static skill check)

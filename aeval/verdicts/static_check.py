@@ -14,7 +14,7 @@ A finding is one of:
   line endings, a relative interpreter);
 - **rejected**: a subcommand or option SKILL.md documents for the skill's own script is one
   the script does not accept (read from its argparse / click / ``sys.argv`` dispatch /
-  ``case "$1"`` source, see `aeval.script_interface`).
+  ``case "$1"`` source, see `aeval.skill.script_interface`).
 
 Not references: placeholders (``<file>``, ``{name}``, ``path/to/``, ``your_...``, an
 all-caps metavar), URLs, absolute paths outside the skill, paths above it (``..``), paths a
@@ -33,11 +33,11 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval import markdown
-from aeval.doctest import counter_example, own_file, placeholder
-from aeval.script_interface import Interface, read_interface
-from aeval.shellparse import commands, effects, norm, related
-from aeval.skill import SKILL_FILE, Skill
+from aeval.skill import markdown
+from aeval.skill.script_interface import Interface, read_interface
+from aeval.skill.shellparse import commands, effects, norm, related
+from aeval.skill.skill_md import SKILL_FILE, Skill
+from aeval.verdicts.doctest import counter_example, own_file, placeholder
 
 MAX_REFERENCE_BYTES = 2_000_000
 MAX_SCRIPT_BYTES = 1_000_000  # a larger script is not read for its interface

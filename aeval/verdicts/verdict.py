@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aeval.artifacts import CaseResult, Expectation, Gate, GradingSummary, SkillResult
 from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
-from aeval.introduced import introduced_errors
+from aeval.verdicts.introduced import introduced_errors
 
 
 def summarize(expectations: list[Expectation]) -> GradingSummary:
@@ -76,7 +76,7 @@ def skill_status(cases: list[CaseResult]) -> str:
 def gate(skills: list[SkillResult], usage_error: str | None = None,
          require_tested: bool = False) -> Gate:
     """Exit code of `aeval run`, first match wins (`aeval.exit_codes`): 1 a case failed (a
-    skill defect), or an environment error the change introduced (`aeval.introduced`); 2 a
+    skill defect), or an environment error the change introduced (`aeval.verdicts.introduced`); 2 a
     usage error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
     failed on a case (internal); 3 an environment error; 0 otherwise: untested cases are
     listed as a warning, never counted as passed. A reason names at most five cases or skills

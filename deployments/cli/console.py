@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from aeval.text import InertFilter, escape_controls
+from aeval.isolation.text import InertFilter, escape_controls
 
 # Piped output is never wrapped: wide enough for any row of the summary table.
 PIPE_WIDTH = 4096
@@ -58,11 +58,11 @@ _spawned_at: float | None = None
 
 
 def start_prefect() -> None:
-    """Spawn the embedded Prefect server in the background (`aeval.embedded.start_early`) and
-    say so on the progress line: it takes seconds to boot (more on a fresh PREFECT_HOME),
+    """Spawn the embedded Prefect server in the background (`aeval.servers.embedded.start_early`)
+    and say so on the progress line: it takes seconds to boot (more on a fresh PREFECT_HOME),
     and the user is not left staring at nothing. Call it after `progress_logging`."""
     global _spawned_at
-    from aeval.embedded import start_early
+    from aeval.servers.embedded import start_early
 
     if start_early() is not None and _spawned_at is None:
         _spawned_at = time.monotonic()
@@ -204,8 +204,8 @@ class _Summary:
 
 def _rates(c) -> tuple[str, str]:
     """(first-attempt, terminal) cells of a case: the terminal rate only where a later
-    attempt exists (`aeval.verdict.terminal_rate`)."""
-    from aeval.verdict import terminal_rate
+    attempt exists (`aeval.verdicts.verdict.terminal_rate`)."""
+    from aeval.verdicts.verdict import terminal_rate
 
     if c.status == "untested":  # an untested case has no rate to show
         return "–", "–"
@@ -236,7 +236,7 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
     from rich.table import Table
 
     from aeval.artifacts import Grading
-    from aeval.store import read_model
+    from aeval.run.store import read_model
 
     console = console or make_console()
     view = _Summary(console.width, piped=console.width >= PIPE_WIDTH)

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aeval.deployments.cli_common import EXIT_USAGE
-from aeval.deployments.console import (
+from aeval.deployments.cli._common import EXIT_USAGE
+from aeval.deployments.cli.console import (
     prefect_env,
     prefect_ready,
     print_summary,
@@ -44,7 +44,7 @@ def prefetch_model_client(model: bool = True) -> None:
 def check_sandbox(mode: str) -> str | None:
     """The sandbox mode to run with, after saying what it gives here; None: refuse (require
     without bubblewrap, a usage error)."""
-    from aeval.tasks.sandboxing import run_sandbox_status
+    from aeval.tasks.case.sandboxing import run_sandbox_status
 
     status = run_sandbox_status(mode)
     if status.used == "bwrap":
@@ -68,7 +68,7 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from aeval.artifacts import RunManifest
-    from aeval.store import read_model
+    from aeval.run.store import read_model
 
     try:
         # No flow-run heartbeats from the command line: Prefect's heartbeat thread sleeps in
@@ -83,7 +83,7 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
         except (OSError, ValueError):
             published = None
         if published is None or published.status != "finished" or published.gate is None:
-            from aeval.tasks.case import api_failure
+            from aeval.tasks.case.chain import api_failure
 
             if (failure := api_failure(exc)) is None:
                 raise
@@ -99,10 +99,10 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
 def resume_run(args: argparse.Namespace) -> int:
     """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
     from aeval.artifacts import RunManifest
-    from aeval.layout import RunLayout
-    from aeval.requests import EvalRequest
+    from aeval.run.layout import RunLayout
+    from aeval.run.requests import EvalRequest
+    from aeval.run.store import RunStore, read_model
     from aeval.settings import Settings
-    from aeval.store import RunStore, read_model
 
     settings = Settings()
     store = RunStore(Path(args.out or settings.home))
@@ -157,7 +157,7 @@ def run_option_problem(args: argparse.Namespace) -> str | None:
     of range (an internal error). None when there is none."""
     import os
 
-    from aeval.model_keys import config_problem
+    from aeval.isolation.model_keys import config_problem
     from aeval.settings import Settings
 
     if not 1 <= args.epochs <= MAX_EPOCHS:
@@ -190,10 +190,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
 
-    from aeval.requests import EvalRequest
+    from aeval.run.requests import EvalRequest
+    from aeval.run.store import RunStore, new_run_id
     from aeval.settings import Settings
-    from aeval.skill import discover
-    from aeval.store import RunStore, new_run_id
+    from aeval.skill.skill_md import discover
 
     settings = Settings()
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
@@ -287,9 +287,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from aeval.flows.sweep import sweep
 
-    from aeval.requests import SweepRequest
+    from aeval.run.requests import SweepRequest
+    from aeval.run.store import RunStore, new_run_id
     from aeval.settings import Settings
-    from aeval.store import RunStore, new_run_id
 
     settings = Settings()
     model = args.model or settings.model
@@ -325,7 +325,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from aeval.settings import Settings
-    from aeval.skill import discover
+    from aeval.skill.skill_md import discover
 
     roots, nothing = discover(args.paths)
     if nothing:
@@ -348,7 +348,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     import os
 
-    from aeval.model_keys import config_problem
+    from aeval.isolation.model_keys import config_problem
 
     grader = None if args.no_grader else (args.grader_model or settings.grader_model)
     for v in variants:
@@ -360,9 +360,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.compare import compare
-    from aeval.tasks.compare import render_compare
+    from aeval.tasks.studies.compare import render_compare
 
-    from aeval.store import new_run_id
+    from aeval.run.store import new_run_id
 
     store = Path(args.out or settings.home)
     compare_id = new_run_id()
@@ -382,8 +382,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_regrade(args: argparse.Namespace) -> int:
+    from aeval.run.store import RunStore
     from aeval.settings import Settings
-    from aeval.store import RunStore
 
     settings = Settings()
     store = Path(args.out or settings.home)
@@ -396,7 +396,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.regrade import regrade
-    from aeval.tasks.compare import regrade_exit, render_regrade
+    from aeval.tasks.studies.compare import regrade_exit, render_regrade
 
     prefect_ready()
     report = regrade(run=str(source), grader_models=args.grader_model, store=str(store),

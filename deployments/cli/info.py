@@ -7,14 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_FAIL, EXIT_USAGE
-from aeval.deployments.console import make_console, print_summary
+from aeval.deployments.cli._common import EXIT_FAIL, EXIT_USAGE
+from aeval.deployments.cli.console import make_console, print_summary
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from aeval.tasks.examine import examine
+    from aeval.tasks.run.examine import examine
 
-    from aeval.skill import discover
+    from aeval.skill.skill_md import discover
 
     roots = []
     for p in args.paths:
@@ -122,8 +122,8 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from aeval.artifacts import RunManifest
+    from aeval.run.store import RunStore, read_model
     from aeval.settings import Settings
-    from aeval.store import RunStore, read_model
 
     store = RunStore(Path(args.out or Settings().home))
     try:

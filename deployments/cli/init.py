@@ -3,8 +3,8 @@ has no contract), then run its cases once so the author sees which pass, fail or
 untested.
 
 With a model (``--model`` or AEVAL_MODEL) the cases are drafted from SKILL.md
-(`aeval.tasks.draft_contract`); without one, a template from what aeval reads statically
-(`aeval.contract_draft.template_config`), the fields the author must write marked.
+(`aeval.tasks.skill.draft_contract`); without one, a template from what aeval reads statically
+(`aeval.skill.contract_draft.template_config`), the fields the author must write marked.
 Nothing is committed for the user, and an existing contract is never lost.
 
 Exit codes: 2 a usage error, a skill that cannot be loaded, an existing contract without
@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE
-from aeval.deployments.console import inert
+from aeval.deployments.cli._common import EXIT_USAGE
+from aeval.deployments.cli.console import inert
 
 EXIT_MODEL = 3
 
@@ -77,9 +77,9 @@ def add_parser(sub, run_parser: argparse.ArgumentParser) -> None:
 
 def _targets(args: argparse.Namespace) -> tuple[list[Path], list[Row], str | None]:
     """The skill roots to write for, rows for those skipped, or a usage problem."""
-    from aeval.contract import Tier, find_contract, find_marketplace
     from aeval.errors import ContractError
-    from aeval.skill import SKILL_FILE, discover, load_skill
+    from aeval.skill.contract import Tier, find_contract, find_marketplace
+    from aeval.skill.skill_md import SKILL_FILE, discover, load_skill
 
     path = Path(args.path)
     if not path.exists():
@@ -109,10 +109,10 @@ def _targets(args: argparse.Namespace) -> tuple[list[Path], list[Row], str | Non
 
 def _init_one(root: Path, args: argparse.Namespace, model: str | None,
               api_base: str | None) -> Row:
-    from aeval.contract import parse_config
-    from aeval.contract_draft import existing_contract, template_config, write_contract
     from aeval.errors import ContractError, ModelPermanentError, ModelTransientError
-    from aeval.skill import load_skill
+    from aeval.skill.contract import parse_config
+    from aeval.skill.contract_draft import existing_contract, template_config, write_contract
+    from aeval.skill.skill_md import load_skill
 
     try:
         skill = load_skill(root)
@@ -124,7 +124,7 @@ def _init_one(root: Path, args: argparse.Namespace, model: str | None,
                                                "file is kept as eval.config.orig)",
                    exit_code=EXIT_USAGE)
     if model:
-        from aeval.tasks.draft_contract import draft_contract
+        from aeval.tasks.skill.draft_contract import draft_contract
 
         try:
             draft = draft_contract(skill, model, args.cases, api_base)
@@ -156,8 +156,8 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
     folder."""
 
     from aeval.artifacts import RunManifest
+    from aeval.run.store import RunStore, read_model
     from aeval.settings import Settings
-    from aeval.store import RunStore, read_model
 
     argv = [str(r.root) for r in rows]
     for name in args.runtime or []:

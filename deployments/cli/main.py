@@ -14,7 +14,7 @@ import argparse
 import sys
 import traceback
 
-from aeval.deployments.cli_common import (
+from aeval.deployments.cli._common import (
     EPILOG,
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -22,13 +22,13 @@ from aeval.deployments.cli_common import (
     add_quiet_verbose,
     add_verbose,
 )
-from aeval.deployments.commands_eval import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
-from aeval.deployments.commands_info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
-from aeval.deployments.commands_init import add_parser as add_init_parser
-from aeval.deployments.commands_triggers import cmd_triggers
-from aeval.deployments.console import QuietPipe, inert, prefect_env
+from aeval.deployments.cli.console import QuietPipe, inert, prefect_env
+from aeval.deployments.cli.evaluate import cmd_compare, cmd_regrade, cmd_run, cmd_sweep
+from aeval.deployments.cli.info import cmd_runtimes, cmd_schema, cmd_show, cmd_validate
+from aeval.deployments.cli.init import add_parser as add_init_parser
+from aeval.deployments.cli.trigger_accuracy import cmd_triggers
 
-from aeval.hardening import harden_process, limit_malloc_arenas
+from aeval.isolation.hardening import harden_process, limit_malloc_arenas
 
 TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
   2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_quiet_verbose(rg)
     rg.set_defaults(func=cmd_regrade)
 
-    from aeval.deployments.commands_uplift import add_parser as add_uplift_parser
+    from aeval.deployments.cli.uplift import add_parser as add_uplift_parser
 
     add_uplift_parser(sub)  # `aeval uplift`: with and without the skill, paired
 
@@ -201,11 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_verbose(rt)
     rt.set_defaults(func=cmd_runtimes)
 
-    from aeval.deployments.post import add_parser as add_post_parser
+    from aeval.deployments.cli.post import add_parser as add_post_parser
 
     add_post_parser(sub)
 
-    from aeval.deployments.commands_trigger import add_parser as add_trigger_parser
+    from aeval.deployments.cli.trigger_deployment import add_parser as add_trigger_parser
 
     add_trigger_parser(sub)  # `aeval trigger`: the MR deployment from CI, with its gate
 
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = saved
 
 
-if __name__ == "__main__":  # the program, as `aeval` runs it (aeval.deployments.program)
-    from aeval.deployments.program import run
+if __name__ == "__main__":  # the program, as `aeval` runs it (aeval.deployments.cli.program)
+    from aeval.deployments.cli.program import run
 
     run()

@@ -78,8 +78,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
-    from aeval.adapters.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
-    from aeval.tasks.deliver import (
+    from aeval.adapters.forges.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
+    from aeval.tasks.deliver.gitlab import (
         REPORT_URL_ENV,
         DeliveryResult,
         deliver,
@@ -90,8 +90,8 @@ def cmd_post(args: argparse.Namespace) -> int:
     )
 
     from aeval.artifacts import RunManifest
+    from aeval.run.store import RunStore, read_model
     from aeval.settings import Settings
-    from aeval.store import RunStore, read_model
 
     store = RunStore(Path(args.out or Settings().home))
     try:
@@ -165,8 +165,8 @@ def forge_of(args: argparse.Namespace, environ: dict[str, str] | None = None) ->
 
 def cmd_post_github(args: argparse.Namespace, bundle: Any, report_url: str | None) -> int:
     """``aeval post --forge github``; the exit code."""
-    from aeval.adapters.github import GitHubConfigError, GitHubError, GitHubPR, GitHubTarget
-    from aeval.tasks.deliver_github import (
+    from aeval.adapters.forges.github import GitHubConfigError, GitHubError, GitHubPR, GitHubTarget
+    from aeval.tasks.deliver.github import (
         GitHubResult,
         deliver_github,
         github_plan_as_text,
@@ -215,7 +215,7 @@ def cmd_post_github(args: argparse.Namespace, bundle: Any, report_url: str | Non
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A parser with only ``post`` (for ``python -m aeval.deployments.post`` and tests)."""
+    """A parser with only ``post`` (for ``python -m aeval.deployments.cli.post`` and tests)."""
     p = argparse.ArgumentParser(prog="aeval")
     add_parser(p.add_subparsers(dest="command", metavar="COMMAND"))
     return p

@@ -1,14 +1,15 @@
 """The `aeval` program (``[project.scripts]``): the warm process runs the invocation when one
-serves it (`aeval.deployments.warm`), else the command line (`aeval.deployments.cli.main`) runs
-it in this process. Its own module because the warm process's children run
-`aeval.deployments.cli.main` too: the command line does not import the warm process that runs
+serves it (`aeval.deployments.servers.warm`), else the command line
+(`aeval.deployments.cli.main.main`) runs it in this process. Its own module because the warm
+process's children run `aeval.deployments.cli.main.main` too: the command line does not import the
+warm process that runs
 it, and neither imports this one."""
 
 from __future__ import annotations
 
 import sys
 
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 
 def run() -> None:
@@ -16,7 +17,7 @@ def run() -> None:
     then exit without the interpreter's final garbage
     collection over everything Prefect, litellm and pydantic built (3-6 s on its own):
     the objects are frozen once the output is flushed."""
-    from aeval.deployments import warm
+    from aeval.deployments.servers import warm
 
     argv = sys.argv[1:]
     servable = warm.servable(argv)

@@ -11,9 +11,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
-from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
-from aeval.deployments.console import prefect_env, prefect_ready, progress_logging, start_prefect
+from aeval.deployments.cli._common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
+from aeval.deployments.cli.console import (
+    prefect_env,
+    prefect_ready,
+    progress_logging,
+    start_prefect,
+)
+from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
@@ -26,9 +31,9 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    from aeval.run.store import new_run_id
     from aeval.settings import Settings
-    from aeval.skill import find_skill_roots
-    from aeval.store import new_run_id
+    from aeval.skill.skill_md import find_skill_roots
 
     settings = Settings()
     model = args.model or settings.model
@@ -45,7 +50,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     import os
 
-    from aeval.model_keys import config_problem
+    from aeval.isolation.model_keys import config_problem
 
     if problem := config_problem(runtimes, model, None, args.api_base or settings.api_base,
                                  os.environ):
@@ -67,10 +72,10 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from aeval.flows.runners import task_runner
     from aeval.flows.triggers import triggers
-    from aeval.tasks.triggers import INTERNAL
+    from aeval.tasks.studies.triggers import INTERNAL
     from pydantic import ValidationError
 
-    from aeval.triggers import TriggersRequest
+    from aeval.stats.triggers import TriggersRequest
 
     store = Path(args.out or settings.home)
     run_id = new_run_id()

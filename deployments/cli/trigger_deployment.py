@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import EXIT_USAGE, add_verbose, flag_problem
+from aeval.deployments.cli._common import EXIT_USAGE, add_verbose, flag_problem
 
 EXIT_ENVIRONMENT = 3
 TRIGGER_EXITS = """exit codes of `aeval trigger` (first match wins):
@@ -91,7 +91,7 @@ def exit_code_of(state) -> int:
 
 def write_reports(client, flow_run_id, out: Path) -> list[Path]:
     """The ``ci-reports`` artifact of the flow run, as files under ``<out>/runs/<run-id>/``."""
-    from aeval.tasks.ci_reports import CI_REPORTS_KEY, parse_ci_reports
+    from aeval.tasks.run.ci_reports import CI_REPORTS_KEY, parse_ci_reports
     from prefect.client.schemas.filters import (
         ArtifactFilter,
         ArtifactFilterFlowRunId,
@@ -106,7 +106,7 @@ def write_reports(client, flow_run_id, out: Path) -> list[Path]:
     run_id, files = parse_ci_reports(str(arts[0].data or ""))
     if not run_id or "/" in run_id or run_id.startswith("."):
         return []
-    from aeval.store import atomic_write_text
+    from aeval.run.store import atomic_write_text
 
     folder = out / "runs" / run_id
     return [atomic_write_text(folder / name, text) for name, text in files.items()]
@@ -115,7 +115,7 @@ def write_reports(client, flow_run_id, out: Path) -> list[Path]:
 def cmd_trigger(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from aeval.requests import MrRequest
+    from aeval.run.requests import MrRequest
     from aeval.settings import Settings
 
     settings = Settings()
@@ -138,7 +138,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         print("aeval trigger: --timeout must be positive", file=sys.stderr)
         return EXIT_USAGE
-    from aeval.deployments.console import prefect_env
+    from aeval.deployments.cli.console import prefect_env
 
     prefect_env(args.verbose)
     import httpx

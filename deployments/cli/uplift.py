@@ -12,20 +12,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli_common import (
+from aeval.deployments.cli._common import (
     EXIT_USAGE,
     add_grader_options,
     add_quiet_verbose,
     flag_problem,
 )
-from aeval.deployments.commands_eval import check_sandbox, prefetch_model_client
-from aeval.deployments.console import (
+from aeval.deployments.cli.console import (
     make_console,
     prefect_env,
     prefect_ready,
     progress_logging,
     start_prefect,
 )
+from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 
 NOT_AGENTS = ("literal", "replay")
 EPILOG = """exit codes of `aeval uplift` (first match wins):
@@ -97,7 +97,7 @@ def cmd_uplift(args: argparse.Namespace) -> int:
         return usage("an agent runtime needs --model (or AEVAL_MODEL)")
     import os
 
-    from aeval.model_keys import config_problem
+    from aeval.isolation.model_keys import config_problem
 
     grader = None if getattr(args, "no_grader", False) else (
         getattr(args, "grader_model", None) or settings.grader_model or model)
@@ -105,7 +105,7 @@ def cmd_uplift(args: argparse.Namespace) -> int:
                                  getattr(args, "api_base", None) or settings.api_base,
                                  os.environ):
         return usage(problem)
-    from aeval.skill import find_skill_roots
+    from aeval.skill.skill_md import find_skill_roots
 
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:
@@ -121,8 +121,8 @@ def cmd_uplift(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from aeval.requests import UpliftRequest
-    from aeval.store import new_run_id
+    from aeval.run.requests import UpliftRequest
+    from aeval.run.store import new_run_id
 
     try:
         request = UpliftRequest(
@@ -149,11 +149,11 @@ def cmd_uplift(args: argparse.Namespace) -> int:
 
 def print_uplift(report, store: Path) -> None:
     """The uplift table, the flagged skills, where the files are, the exit line."""
-    from aeval.tasks.uplift import TABLE_COLUMNS, table_rows
+    from aeval.tasks.studies.uplift import TABLE_COLUMNS, table_rows
     from rich.markup import escape
     from rich.table import Table
 
-    from aeval.store import RunStore
+    from aeval.run.store import RunStore
 
     console = make_console()
     table = Table(title=f"aeval uplift {report.uplift_id} ({report.epochs} epoch(s) per arm)",

@@ -1,10 +1,10 @@
-"""The reused local Prefect server (see `aeval.local_server`): Prefect's API app under uvicorn,
-as Prefect's own embedded server runs it (wrapped by `aeval.deployments.server_app`), plus a
+"""The reused local Prefect server (see `aeval.servers.reused`): Prefect's API app under uvicorn,
+as Prefect's own embedded server runs it (wrapped by `aeval.deployments.servers.server_app`), plus a
 watchdog that stops it once no invocation has used it for the idle period.
 
-    python -m aeval.deployments.prefect_server --port N --state-dir DIR --idle-s S
+    python -m aeval.deployments.servers.prefect_server --port N --state-dir DIR --idle-s S
 
-Started by `aeval.local_server.attach` only, detached, with a scrubbed environment that holds
+Started by `aeval.servers.reused.attach` only, detached, with a scrubbed environment that holds
 the server's auth string (``PREFECT_SERVER_API_AUTH_STRING``).
 """
 
@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from aeval.local_server import CLIENTS_LOCK, START_LOCK, open_lock, remove_record
+from aeval.servers.reused import CLIENTS_LOCK, START_LOCK, open_lock, remove_record
 
 
 def try_lock(fd: int) -> bool:
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     import uvicorn
 
-    config = uvicorn.Config("aeval.deployments.server_app:create_app", factory=True,
+    config = uvicorn.Config("aeval.deployments.servers.server_app:create_app", factory=True,
                             host="127.0.0.1", port=args.port, log_level="error",
                             lifespan="on")
     server = uvicorn.Server(config)

@@ -2,14 +2,14 @@
 forks a child per invocation, so a warm run starts working at once instead of importing for
 ~2 s of CPU (the largest part of a warm one-skill run once the server is reused, issue 21).
 
-How it goes (outside CI, with the reused local server: `aeval.server_home.mode` ``reuse``):
+How it goes (outside CI, with the reused local server: `aeval.servers.home.mode` ``reuse``):
 
 - ``aeval run ...`` first tries this PREFECT_HOME's warm process: the socket
   ``<PREFECT_HOME>/aeval-server/warm.sock`` (folder 0700, hidden from every sandbox with the
-  rest of aeval's service state: `aeval.tasks.sandboxing.service_paths`). It sends its
+  rest of aeval's service state: `aeval.tasks.case.sandboxing.service_paths`). It sends its
   command line, working folder, umask, environment and the warm process's token, and passes
   its stdin, stdout and stderr (SCM_RIGHTS); the warm process forks a child that takes them
-  over and runs ``aeval.deployments.cli.main`` there, as the invocation would have. The
+  over and runs ``aeval.deployments.cli.main.main`` there, as the invocation would have. The
   invocation forwards Ctrl-C and SIGTERM/SIGHUP/SIGQUIT to the child's process group and
   exits with the child's exit code; if the invocation is killed (-9), so is the child's
   process group, as the invocation's own would have been (the sandboxed commands die with
@@ -26,7 +26,7 @@ How it goes (outside CI, with the reused local server: `aeval.server_home.mode` 
   before, and afterwards starts a warm process for the next one (detached, scrubbed
   environment: no model keys or tokens ever reach it; they travel with each invocation to its
   child only). The warm process never runs a skill itself and starts no thread.
-- "Not this one": the child finds, where Prefect's settings are applied (`aeval.embedded`),
+- "Not this one": the child finds, where Prefect's settings are applied (`aeval.servers.embedded`),
   that this invocation's Prefect, litellm, Python, locale, HOME, proxy or CA variables differ
   from those the warm process imported with (``-v``, another ``PREFECT_*``), or the working
   folder configures Prefect (``.env``, ``prefect.toml``, ``pyproject.toml``'s
@@ -62,7 +62,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from aeval.server_home import idle_seconds, mode, state_dir
+from aeval.servers.home import idle_seconds, mode, state_dir
 
 WARM_VAR = "AEVAL_WARM"
 """``0``: no warm process (every invocation imports for itself)."""
@@ -76,16 +76,18 @@ TOKEN = "warm.token"
 an invocation sends it; a connection without it is refused."""
 TOKEN_CAP = 256
 SERVED = frozenset({"run", "sweep"})
-"""The commands served warm (both apply Prefect's settings in `aeval.embedded.start_early`
+"""The commands served warm (both apply Prefect's settings in `aeval.servers.embedded.start_early`
 before they print anything but a usage error)."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PRELOAD = (
-    "aeval.deployments.commands_eval", "aeval.deployments.console", "aeval.flows.evaluate",
-    "aeval.flows.runners", "aeval.tasks.sandboxing", "aeval.adapters.llm", "litellm", "pandas",
+    "aeval.deployments.cli.evaluate", "aeval.deployments.cli.console", "aeval.flows.evaluate",
+    "aeval.flows.runners", "aeval.tasks.case.sandboxing", "aeval.adapters.llm", "litellm", "pandas",
     "rich.console", "rich.table", "prefect.flow_engine", "prefect.task_engine",
-    "prefect.utilities.visualization", "fastapi.encoders", "aeval.deployments.cli",
-    "aeval.model_keys", "aeval.adapters.literal", "aeval.adapters.builtin",
-    "aeval.adapters.claude_code", "aeval.adapters.codex", "aeval.adapters.opencode",
+    "prefect.utilities.visualization", "fastapi.encoders", "aeval.deployments.cli.main",
+    "aeval.isolation.model_keys", "aeval.adapters.runtimes.literal",
+    "aeval.adapters.runtimes.builtin",
+    "aeval.adapters.runtimes.claude_code", "aeval.adapters.runtimes.codex",
+    "aeval.adapters.runtimes.opencode",
     "anyio._backends._asyncio", "anyio.streams.memory", "anyio.streams.stapled",
     "anyio.streams.tls", "rich._emoji_codes", "encodings.unicode_escape",
 )
@@ -283,7 +285,7 @@ def start_later() -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-    from aeval.hardening import scrubbed_environ
+    from aeval.isolation.hardening import scrubbed_environ
 
     env = scrubbed_environ(_environ_at_start)  # as this invocation started, without secrets
     for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):
@@ -370,7 +372,8 @@ def _source_roots(package) -> list[str]:
 def _known_server(folder: Path) -> tuple[str, str] | None:
     """The reused server running now, set as this process's Prefect API before Prefect is
     imported: a child that finds the same one has nothing of Prefect's settings to redo."""
-    from aeval import embedded, local_server
+    from aeval.servers import embedded
+    from aeval.servers import reused as local_server
 
     record = local_server.read_record(folder)
     if record is None or not local_server.is_server_process(record):
@@ -395,7 +398,7 @@ def refusal(argv: object, environ: object) -> str | None:
     for name, value in environ.items():
         if name.upper() == SANDBOX_VAR and value not in SERVED_SANDBOX:
             return f"{name} is not auto or require"
-    from aeval.deployments.cli import build_parser
+    from aeval.deployments.cli.main import build_parser
 
     try:
         with contextlib.redirect_stdout(io.StringIO()), \
@@ -456,9 +459,9 @@ def serve(folder: Path, idle_s: float) -> int:
         return 0  # another one is running or starting
     os.ftruncate(lock, 0)
     os.write(lock, str(os.getpid()).encode())  # who holds it (benchmarks/ read it)
-    from aeval.deployments.console import prefect_env
+    from aeval.deployments.cli.console import prefect_env
 
-    from aeval.hardening import harden_process, limit_malloc_arenas
+    from aeval.isolation.hardening import harden_process, limit_malloc_arenas
 
     limit_malloc_arenas()
     harden_process()  # invocations' environments pass through here
@@ -477,7 +480,7 @@ def serve(folder: Path, idle_s: float) -> int:
     if threading.active_count() != 1:
         _log(f"not serving: an import started a thread ({threading.enumerate()})")
         return 1
-    from aeval import embedded
+    from aeval.servers import embedded
 
     warm = _Warm(before, server)
     import gc
@@ -645,7 +648,7 @@ def _child(conn: socket.socket, fds: list[int], header: dict, warm: _Warm, embed
                 stream.reconfigure(line_buffering=stream.isatty())
         embedded.warm_child(warm)
         modules = set(sys.modules)
-        from aeval.deployments.cli import main
+        from aeval.deployments.cli.main import main
 
         try:
             code = main(header["argv"])
@@ -677,14 +680,14 @@ def _as_this_environment() -> None:
 
 def _log_child(line: str) -> None:
     """A line in the warm log from a child (whose stdout is the invocation's)."""
-    from aeval.server_home import state_dir
+    from aeval.servers.home import state_dir
 
     with contextlib.suppress(OSError), open(state_dir() / LOG, "a") as fh:
         fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} child[{os.getpid()}] {line}\n")
 
 
 def _exit_child(code: int, conn: socket.socket | None = None) -> None:
-    """Exit as the command line does (`aeval.deployments.cli.run`): the exit handlers run
+    """Exit as the command line does (`aeval.deployments.cli.main.run`): the exit handlers run
     (Prefect's flush its logs and events), the final garbage collection does not; then tell
     the invocation the exit code (the warm process reports it only for a child that died of
     a signal, and only as fast as it polls)."""

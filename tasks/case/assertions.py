@@ -15,14 +15,21 @@ from aeval.adapters.llm import ask_json
 from pydantic import BaseModel, Field
 
 from aeval.artifacts import AssertionsFile, AssertionSpec
-from aeval.checks import describe
-from aeval.contract import Tier
-from aeval.documented import documented_signatures, skill_files
 from aeval.errors import EnvironmentFailure
-from aeval.judge import DOC_TEST_TEXT, DOCUMENTED, PROBE, STATIC, STRUCTURAL_TEXTS, UNMODIFIED
-from aeval.plan import CasePlan
 from aeval.prompts import load_prompt
-from aeval.store import write_model
+from aeval.run.plan import CasePlan
+from aeval.run.store import write_model
+from aeval.skill.contract import Tier
+from aeval.verdicts.checks import describe
+from aeval.verdicts.documented import documented_signatures, skill_files
+from aeval.verdicts.judge import (
+    DOC_TEST_TEXT,
+    DOCUMENTED,
+    PROBE,
+    STATIC,
+    STRUCTURAL_TEXTS,
+    UNMODIFIED,
+)
 
 STRUCTURAL_TEXT = STRUCTURAL_TEXTS[UNMODIFIED]
 

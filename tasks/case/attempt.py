@@ -9,8 +9,8 @@ graded (``cleanup()``); a failed one is removed at once.
 
 Δ is made of five parts, so that no shape of skill and no order of moves hides an edit:
 the manifest diff (what is different at the end); the watch's changes that were put back;
-the manifest's identities (`aeval.tree`: a file rewritten and restored, or a folder renamed
-away and back, in any folder, watched or not); the watch on the path above the copy (the
+the manifest's identities (`aeval.isolation.tree`: a file rewritten and restored, or a folder
+renamed away and back, in any folder, watched or not); the watch on the path above the copy (the
 copy, or a folder above it, moved aside); and every path inside the copy that a tool result
 says it wrote. Under bubblewrap the copy is also pinned (a mount point: it cannot be renamed
 inside). Paths in Δ, outputs and coverage are redacted where they are made, so a declared
@@ -29,26 +29,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aeval.adapters import get_runtime
-from aeval.adapters.watch import CHANGES, SkillWatch, Touch
-from aeval.tasks.install import install, resolve_credentials, tool_env
-from aeval.tasks.sandboxing import attempt_sandbox
+from aeval.adapters.sandbox.watch import CHANGES, SkillWatch, Touch
+from aeval.tasks.case.install import install, resolve_credentials, tool_env
+from aeval.tasks.case.sandboxing import attempt_sandbox
 
 from aeval.artifacts import AttemptRecord
-from aeval.attribution import seen_at
-from aeval.coverage import ResourceUse, exercised, resource_use, uses_from_events
-from aeval.doctest import doc_blocks
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
 from aeval.events import ToolResultEvent, read_events, render_transcript
-from aeval.layout import RunLayout
-from aeval.plan import CasePlan, ExecutionRecord
-from aeval.prompts import load_prompt
-from aeval.redact import Redactor
-from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
-from aeval.sandbox import Sandbox
-from aeval.startup_hooks import hook_changes, hook_state, shown, user_site
-from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
-from aeval.tree import Tree
-from aeval.workspace import (
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import Sandbox
+from aeval.isolation.startup_hooks import hook_changes, hook_state, shown, user_site
+from aeval.isolation.tree import Tree
+from aeval.isolation.workspace import (
     FileChange,
     OutputsCut,
     Workspace,
@@ -62,6 +54,14 @@ from aeval.workspace import (
     rewritten_changes,
     shown_path,
 )
+from aeval.prompts import load_prompt
+from aeval.run.layout import RunLayout
+from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
+from aeval.verdicts.attribution import seen_at
+from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
+from aeval.verdicts.doctest import doc_blocks
 
 
 def recorded_attempts(case_dir: Path) -> list[AttemptRecord]:

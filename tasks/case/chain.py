@@ -26,19 +26,19 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from aeval.tasks.assertions import needs_probe, write_assertions_file
-from aeval.tasks.execute import execute_case
-from aeval.tasks.grade import grade_and_publish
-from aeval.tasks.prefect_artifacts import emit_case_event, inert
-from aeval.tasks.probe import run_probe
-from aeval.tasks.progress import ensure_inert_logs, progress, redact_logs
+from aeval.tasks.case.assertions import needs_probe, write_assertions_file
+from aeval.tasks.case.execute import execute_case
+from aeval.tasks.case.grade import grade_and_publish
+from aeval.tasks.case.probe import run_probe
+from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
+from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
 from aeval.artifacts import CaseResult
-from aeval.plan import CasePlan, ExecutionRecord
+from aeval.run.plan import CasePlan, ExecutionRecord
 
 INTERNAL = "internal error"
 

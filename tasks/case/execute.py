@@ -1,15 +1,15 @@
-"""Execute: one attempt of a case from a fresh workspace (`tasks/attempt.py`), with Prefect
+"""Execute: one attempt of a case from a fresh workspace (`tasks/case/attempt.py`), with Prefect
 retries that fire only for TransientError. Every attempt is recorded before its error
 propagates."""
 
 from __future__ import annotations
 
-from aeval.tasks.attempt import run_attempt
+from aeval.tasks.case.attempt import run_attempt
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from aeval.errors import TransientError
-from aeval.plan import CasePlan, ExecutionRecord
+from aeval.run.plan import CasePlan, ExecutionRecord
 
 
 def retry_on_transient(task, task_run, state) -> bool:

@@ -12,8 +12,8 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from aeval.tasks.attempt import recorded_attempts
-from aeval.tasks.grader import (
+from aeval.tasks.case.attempt import recorded_attempts
+from aeval.tasks.case.grader import (
     TRANSCRIPT_CAP,
     call_grader,
     grader_input,
@@ -23,9 +23,9 @@ from aeval.tasks.grader import (
     skill_lines,
     withhold,
 )
-from aeval.tasks.install import resolve_credentials
-from aeval.tasks.prefect_artifacts import artifact_key, case_markdown
-from aeval.tasks.sandboxing import check_sandbox
+from aeval.tasks.case.install import resolve_credentials
+from aeval.tasks.case.sandboxing import check_sandbox
+from aeval.tasks.run.prefect_artifacts import artifact_key, case_markdown
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel, Field
 
@@ -46,14 +46,6 @@ from aeval.artifacts import (
     SelfCorrection,
     Timing,
 )
-from aeval.attribution import attribute_changes
-from aeval.checks import CheckContext, CheckOutcome, run_check
-from aeval.documented import (
-    agent_errors,
-    documented_signatures,
-    failed_documented_calls,
-    skill_files,
-)
 from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
@@ -66,11 +58,19 @@ from aeval.events import (
     read_events,
     transcript_text,
 )
-from aeval.judge import STATIC, judge, judge_structural, static_evidence
-from aeval.plan import CasePlan, ExecutionRecord
-from aeval.redact import Redactor
-from aeval.store import read_model, write_model
-from aeval.verdict import summarize
+from aeval.isolation.redact import Redactor
+from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.store import read_model, write_model
+from aeval.verdicts.attribution import attribute_changes
+from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
+from aeval.verdicts.documented import (
+    agent_errors,
+    documented_signatures,
+    failed_documented_calls,
+    skill_files,
+)
+from aeval.verdicts.judge import STATIC, judge, judge_structural, static_evidence
+from aeval.verdicts.verdict import summarize
 
 
 def first_attempt_errors(events: list[Event]) -> list[FirstAttemptError]:

@@ -16,8 +16,8 @@ from pathlib import Path
 from aeval.adapters.llm import JsonAnswer, ask_json
 
 from aeval.artifacts import AssertionSpec, GraderAnswer
+from aeval.isolation.workspace import text_files
 from aeval.prompts import load_prompt
-from aeval.workspace import text_files
 
 TRANSCRIPT_CAP = 60_000
 OUTPUT_FILE_CAP = 8_000

@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 
 from aeval.errors import EnvironmentFailure, MissingCredential, PreflightFailed
-from aeval.plan import CasePlan
-from aeval.redact import Redactor
-from aeval.sandbox import Sandbox
-from aeval.shell import base_env, run_command
-from aeval.startup_hooks import user_site
-from aeval.store import atomic_write_text
-from aeval.workspace import Workspace, prepare_workspace
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import Sandbox
+from aeval.isolation.shell import base_env, run_command
+from aeval.isolation.startup_hooks import user_site
+from aeval.isolation.workspace import Workspace, prepare_workspace
+from aeval.run.plan import CasePlan
+from aeval.run.store import atomic_write_text
 
 
 class SetupFailed(EnvironmentFailure):
@@ -43,7 +43,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
                            plan.case.files, config_dirs, plan.install_skill)
     # the Python user site, made while nothing of the attempt has run: its startup hooks
-    # are watched from the start of the run (`aeval.startup_hooks`)
+    # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)
     env = tool_env(plan, ws, credentials)
     redactor = Redactor(credentials)

@@ -11,11 +11,11 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from aeval.adapters.sandbox import make_sandbox, sandbox_status
+from aeval.adapters.sandbox.bwrap import make_sandbox, sandbox_status
 
-from aeval.plan import CasePlan, ExecutionRecord
-from aeval.sandbox import Sandbox, SandboxPolicy, SandboxStatus
-from aeval.shell import base_env
+from aeval.isolation.sandbox import Sandbox, SandboxPolicy, SandboxStatus
+from aeval.isolation.shell import base_env
+from aeval.run.plan import CasePlan, ExecutionRecord
 
 PREFECT_FILES = ("prefect.db", "prefect.db-wal", "prefect.db-shm", "prefect.db-journal",
                  "profiles.toml", "storage", "memo_store.toml")
@@ -36,13 +36,13 @@ def _sqlite_file(url: str) -> Path | None:
 def service_paths(keep: list[Path]) -> list[Path]:
     """aeval's own service state, hidden from every sandbox wherever it is: the Prefect home
     (its database holds every flow and task run and their logs; its profiles may hold an API
-    key or auth string), the reused server's state folder (`aeval.server_home.state_dir`: its
+    key or auth string), the reused server's state folder (`aeval.servers.home.state_dir`: its
     record with the auth string, the warm process's socket, token and log), and what the
     environment moves out of the home (the profiles file, a SQLite database, the results
     storage). A path that would hide one of ``keep`` (the sandbox's writable folders), the
     interpreter or aeval's own files is not hidden whole: the Prefect home then hides its own
     files (`PREFECT_FILES`), and the rest stay hidden on their own."""
-    from aeval.server_home import prefect_home, state_dir
+    from aeval.servers.home import prefect_home, state_dir
 
     home = prefect_home()
     found: list[Path] = [home, state_dir()]

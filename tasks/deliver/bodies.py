@@ -1,4 +1,5 @@
-"""Delivery, part 2: what aeval writes on an MR: note and suggestion bodies, the fallback
+"""Delivery's bodies: what aeval writes on a merge or pull request: note and suggestion bodies, the
+fallback
 note with patches and an agent prompt, and the GitLab Code Quality report."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from aeval.adapters.gitlab import disarm_quick_actions
-from aeval.tasks.deliver_run import (
+from aeval.adapters.forges.gitlab import disarm_quick_actions
+from aeval.tasks.deliver.read_run import (
     _ICON,
     _LEVEL_MEANING,
     _M,
@@ -28,9 +29,9 @@ from aeval.tasks.deliver_run import (
 from pydantic import Field, TypeAdapter
 
 from aeval.artifacts import FixSuggestion, RunManifest
-from aeval.store import atomic_write_text
-from aeval.text import code_span, escape_controls
-from aeval.verdict import passed_after_correction, terminal_rate
+from aeval.isolation.text import code_span, escape_controls
+from aeval.run.store import atomic_write_text
+from aeval.verdicts.verdict import passed_after_correction, terminal_rate
 
 
 def fenced(text: str, info: str = "text") -> str:

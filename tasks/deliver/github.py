@@ -1,6 +1,6 @@
 """Deliver on GitHub: what aeval says on a pull request, built from a finished run folder.
 
-The same plan as GitLab's (``tasks/deliver_plan.py``), in GitHub's terms:
+The same plan as GitLab's (``tasks/deliver/plan.py``), in GitHub's terms:
 
 - one issue comment per skill folder (the summary), and one fallback comment with patches
   and an agent prompt for the fixes outside the diff, marked and edited in place on rerun;
@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from aeval.adapters.github import (
+from aeval.adapters.forges.diff import FileDiff
+from aeval.adapters.forges.github import (
     Annotation,
     GitHubError,
     GitHubPR,
@@ -37,15 +38,15 @@ from aeval.adapters.github import (
     RemoteComment,
     ReviewComment,
 )
-from aeval.tasks.deliver_format import _cell, github_suggestion_body, outdated_body
-from aeval.tasks.deliver_plan import (
+from aeval.tasks.deliver.bodies import _cell, github_suggestion_body, outdated_body
+from aeval.tasks.deliver.plan import (
     fallback_note,
     note_change,
     place_suggestions,
     reconcile_inline,
     summary_notes,
 )
-from aeval.tasks.deliver_run import (
+from aeval.tasks.deliver.read_run import (
     _ICON,
     _M,
     OUTDATED_MARKER,
@@ -64,8 +65,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from aeval.artifacts import RunManifest
-from aeval.forge import FileDiff
-from aeval.text import code_span, escape_controls, one_line
+from aeval.isolation.text import code_span, escape_controls, one_line
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 REVIEW_MARKER = "<!-- aeval:review -->"

@@ -1,4 +1,4 @@
-"""Deliver: what aeval says on a merge request, built from a finished run folder.
+"""Deliver on GitLab: what aeval says on a merge request, built from a finished run folder.
 
 Pure functions build everything from the run's artifacts: one summary note per skill, one
 inline discussion per suggestion whose lines lie in the MR diff (a ```` ```suggestion ````
@@ -26,7 +26,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from aeval.adapters.gitlab import (
+from aeval.adapters.forges.diff import FileDiff
+from aeval.adapters.forges.gitlab import (
     DiffRefs,
     GitLabError,
     GitLabMR,
@@ -35,7 +36,7 @@ from aeval.adapters.gitlab import (
     RemoteDiscussion,
     RemoteNote,
 )
-from aeval.tasks.deliver_format import (
+from aeval.tasks.deliver.bodies import (
     ActionKind,
     CodeQualityIssue,
     agent_prompt,
@@ -47,14 +48,14 @@ from aeval.tasks.deliver_format import (
     suggestion_body,
     write_code_quality_report,
 )
-from aeval.tasks.deliver_plan import (
+from aeval.tasks.deliver.plan import (
     fallback_note,
     note_change,
     place_suggestions,
     reconcile_inline,
     summary_notes,
 )
-from aeval.tasks.deliver_run import (
+from aeval.tasks.deliver.read_run import (
     _M,
     CODE_QUALITY_FILE,
     OUTDATED_MARKER,
@@ -76,8 +77,6 @@ from aeval.tasks.deliver_run import (
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
-
-from aeval.forge import FileDiff
 
 
 class DeliveryAction(_M):

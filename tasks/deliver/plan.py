@@ -1,11 +1,11 @@
 """Delivery, the part every forge shares: which suggestion goes inline and which to the
 fallback note, which of aeval's posts a rerun edits, creates or retires.
 
-A forge's planner (``tasks/deliver.py`` for GitLab, ``tasks/deliver_github.py`` for GitHub)
+A forge's planner (``tasks/deliver/gitlab.py`` for GitLab, ``tasks/deliver/github.py`` for GitHub)
 reads what its merge or pull request holds through its adapter, keeps only aeval's own posts
 (a marker as the first line, written by aeval's user), and hands them here; what comes back
-says, per marker, what to write. Bodies come from ``tasks/deliver_format.py``; markers and
-fingerprints from ``tasks/deliver_run.py``.
+says, per marker, what to write. Bodies come from ``tasks/deliver/bodies.py``; markers and
+fingerprints from ``tasks/deliver/read_run.py``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, Protocol, TypeVar
 from urllib.parse import unquote
 
-from aeval.tasks.deliver_format import fallback_note_body, skill_note_body
-from aeval.tasks.deliver_run import (
+from aeval.tasks.deliver.bodies import fallback_note_body, skill_note_body
+from aeval.tasks.deliver.read_run import (
     _SUGGESTION_RE,
     FALLBACK_MARKER,
     LocatedSuggestion,

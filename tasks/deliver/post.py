@@ -13,7 +13,7 @@ def post_run(run_dir: str, mr_iid: int | None = None, project_id: str | None = N
     """Post a finished run on its MR and say how it went, in one line. Never raises: a
     delivery failure must not hide the skill verdict (the caller records it in run.json)."""
     try:
-        from aeval.tasks.deliver import post_to_gitlab
+        from aeval.tasks.deliver.gitlab import post_to_gitlab
 
         return f"posted: {post_to_gitlab.fn(run_dir, mr_iid, project_id, gitlab_url).summary()}"
     except Exception as exc:

@@ -1,4 +1,5 @@
-"""Delivery, part 1: a finished run read for an MR (suggestions located in the repository)
+"""Delivery's reading: a finished run read for a merge or pull request (suggestions located in the
+repository)
 and the MR diff read for inline positions."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
+from aeval.adapters.forges.diff import FileDiff
+from aeval.adapters.forges.gitlab import DiffRefs, InlinePosition
 from aeval.adapters.git import find_toplevel
-from aeval.adapters.gitlab import DiffRefs, InlinePosition
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import (
@@ -22,10 +24,9 @@ from aeval.artifacts import (
     RunManifest,
     SkillResult,
 )
-from aeval.coverage import SkillCoverage
-from aeval.forge import FileDiff
-from aeval.plan import safe
-from aeval.store import read_model
+from aeval.run.plan import safe
+from aeval.run.store import read_model
+from aeval.verdicts.coverage import SkillCoverage
 
 CODE_QUALITY_FILE = "gl-code-quality.json"
 REPORT_URL_ENV = "AEVAL_REPORT_URL"

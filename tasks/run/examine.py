@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from aeval.contract import (
+from aeval.errors import ContractError
+from aeval.run.plan import Examined
+from aeval.skill.contract import (
     DOC_CASE_ID,
     EvalCase,
     Tier,
@@ -14,11 +16,9 @@ from aeval.contract import (
     generic_config,
     load_contract,
 )
-from aeval.contract_draft import unfilled
-from aeval.errors import ContractError
-from aeval.plan import Examined
-from aeval.skill import load_skill
-from aeval.static_check import static_check
+from aeval.skill.contract_draft import unfilled
+from aeval.skill.skill_md import load_skill
+from aeval.verdicts.static_check import static_check
 
 
 def _examine(root: Path, marketplace: Path | None) -> Examined:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aeval.plan import CasePlan, Examined
+from aeval.run.plan import CasePlan, Examined
 
 
 def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: list[str],

@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, TriggersReport
-from aeval.coverage import SkillCoverage
-from aeval.layout import safe
-from aeval.store import read_model
-from aeval.text import code_span, escape_controls
+from aeval.isolation.text import code_span, escape_controls
+from aeval.run.layout import safe
+from aeval.run.store import read_model
+from aeval.verdicts.coverage import SkillCoverage
 
 
 def inert_rows(rows: list[dict]) -> list[dict]:

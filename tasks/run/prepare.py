@@ -10,24 +10,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import prefect
-from aeval.tasks.examine import duplicate_name_warnings, examine
-from aeval.tasks.grade import finished_result
-from aeval.tasks.plan import plan_cases
-from aeval.tasks.progress import progress, redact_logs
-from aeval.tasks.reuse import fingerprint_plans, reuse_unchanged
-from aeval.tasks.sandboxing import run_sandbox_status
+from aeval.tasks.case.grade import finished_result
+from aeval.tasks.case.sandboxing import run_sandbox_status
+from aeval.tasks.run.examine import duplicate_name_warnings, examine
+from aeval.tasks.run.plan import plan_cases
+from aeval.tasks.run.progress import progress, redact_logs
+from aeval.tasks.run.reuse import fingerprint_plans, reuse_unchanged
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, RunManifest
-from aeval.layout import RunLayout, skill_keys
-from aeval.plan import CasePlan, Examined
-from aeval.requests import EvalRequest
-from aeval.sandbox import SandboxUnavailable
-from aeval.skill import scan_skill_roots
-from aeval.store import new_run_id, read_model, write_model
+from aeval.isolation.sandbox import SandboxUnavailable
+from aeval.run.layout import RunLayout, skill_keys
+from aeval.run.plan import CasePlan, Examined
+from aeval.run.requests import EvalRequest
+from aeval.run.store import new_run_id, read_model, write_model
+from aeval.skill.skill_md import scan_skill_roots
 
 
 class SkillGroup(BaseModel):

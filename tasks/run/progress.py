@@ -26,12 +26,12 @@ _REDACTED: dict[str, str] = {}
 def redact_logs(secrets: dict[str, str], add: bool = False) -> int:
     """Redact ``secrets`` (and their encodings) from every record that reaches a handler of any
     logger of this process: the console, Prefect's API log handler (its database), aeval's
-    progress lines; and make every such record inert (`aeval.text.InertFilter`: control
+    progress lines; and make every such record inert (`aeval.isolation.text.InertFilter`: control
     characters and ESC sequences escaped, for the console and the Prefect UI). Replaces what
     an earlier call installed, or with ``add`` adds to it (a case
     chain in a Dask worker process adds its own case's). Returns the handlers covered."""
-    from aeval.redact import RedactingFilter, Redactor
-    from aeval.text import InertFilter
+    from aeval.isolation.redact import RedactingFilter, Redactor
+    from aeval.isolation.text import InertFilter
 
     if not add:
         _REDACTED.clear()
@@ -53,12 +53,12 @@ _INERT_PID: int | None = None
 
 
 def ensure_inert_logs() -> None:
-    """Make every log handler of this process inert (`aeval.text.InertFilter`), once per
+    """Make every log handler of this process inert (`aeval.isolation.text.InertFilter`), once per
     process: for a Dask worker, where `redact_logs` of the flow's process never ran."""
     global _INERT_PID
     if os.getpid() == _INERT_PID:
         return
-    from aeval.text import InertFilter
+    from aeval.isolation.text import InertFilter
 
     loggers = [logging.getLogger(), *(logging.getLogger(n) for n in
                                       list(logging.root.manager.loggerDict))]

@@ -6,25 +6,25 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aeval.tasks.prefect_artifacts import (
+from aeval.tasks.run.prefect_artifacts import (
     artifact_key,
     emit_run_finished,
     inert_rows,
     publish_run_artifacts,
     report_base_url,
 )
-from aeval.tasks.prepare import PreparedRun
-from aeval.tasks.progress import progress
-from aeval.tasks.report import render_report
-from aeval.tasks.reuse import record_verdicts
+from aeval.tasks.run.prepare import PreparedRun
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_report
+from aeval.tasks.run.reuse import record_verdicts
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
-from aeval.store import atomic_write_bytes, atomic_write_text, read_model, write_model
-from aeval.text import escape_controls, one_line
-from aeval.verdict import gate, skill_status, terminal_rate
+from aeval.isolation.text import escape_controls, one_line
+from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.verdicts.verdict import gate, skill_status, terminal_rate
 
 
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:

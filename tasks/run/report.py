@@ -5,7 +5,7 @@ case that did not pass its failed assertions with evidence, self-corrections and
 The page comes from Jinja2 templates next to this module (``templates/``, packaged) with
 ``autoescape=select_autoescape()``: escaping is the default, not something each line of
 code remembers. Every value a template shows also has its control characters written as
-visible escapes (`aeval.text.escape_controls`, the environment's ``finalize``): ESC
+visible escapes (`aeval.isolation.text.escape_controls`, the environment's ``finalize``): ESC
 sequences, NULs and bidi overrides from a step's output stay inert text."""
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from aeval.artifacts import (
     TriggersReport,
     UpliftReport,
 )
-from aeval.store import read_model
-from aeval.text import escape_controls
-from aeval.verdict import terminal_rate
+from aeval.isolation.text import escape_controls
+from aeval.run.store import read_model
+from aeval.verdicts.verdict import terminal_rate
 
 
 def _pct(x: float | None) -> str:

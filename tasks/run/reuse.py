@@ -1,4 +1,4 @@
-"""Skip what did not change (sweeps): a case run whose fingerprint (aeval/fingerprint.py)
+"""Skip what did not change (sweeps): a case run whose fingerprint (aeval/run/fingerprint.py)
 matches the one its last verdict was given for is not run again; its case folder is copied
 from that run and its result says where it came from (``CaseResult.reused_from``).
 
@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters import get_runtime
-from aeval.tasks.grade import finished_result
+from aeval.tasks.case.grade import finished_result
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
-from aeval.fingerprint import REUSABLE, case_fingerprint, folder_digest, text_digest
-from aeval.plan import CasePlan
 from aeval.prompts import load_prompt
-from aeval.store import read_model, write_model
+from aeval.run.fingerprint import REUSABLE, case_fingerprint, folder_digest, text_digest
+from aeval.run.plan import CasePlan
+from aeval.run.store import read_model, write_model
 
 INDEX = "verdicts.json"
 

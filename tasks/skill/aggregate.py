@@ -20,12 +20,12 @@ from aeval.artifacts import (
     MultiEvalReport,
     RateStats,
 )
-from aeval.coverage import SkillCoverage, skill_coverage, skill_files
 from aeval.errors import EnvironmentFailure
 from aeval.events import Usage
 from aeval.prompts import load_prompt
-from aeval.store import atomic_write_text, read_model, write_model
-from aeval.verdict import skill_status
+from aeval.run.store import atomic_write_text, read_model, write_model
+from aeval.verdicts.coverage import SkillCoverage, skill_coverage, skill_files
+from aeval.verdicts.verdict import skill_status
 
 if TYPE_CHECKING:
     import pandas as pd

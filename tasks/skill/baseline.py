@@ -18,8 +18,8 @@ from aeval.artifacts import (
     Regression,
     RunManifest,
 )
-from aeval.layout import RunLayout
-from aeval.store import read_model, write_model
+from aeval.run.layout import RunLayout
+from aeval.run.store import read_model, write_model
 
 BASELINES = "baselines.json"
 
@@ -77,7 +77,7 @@ def refresh_baselines(store: Path, run_dir: Path) -> Baselines:
 def baseline_entries(store: Path, baseline: str | None) -> tuple[str | None, dict]:
     """(label, entries): a given run (id or folder), else the store's baselines."""
     if baseline:
-        from aeval.store import RunStore
+        from aeval.run.store import RunStore
 
         run_dir = RunStore(Path(store)).resolve(baseline)
         return run_dir.name, entries_of_run(run_dir)

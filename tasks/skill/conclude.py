@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.tasks.aggregate import aggregate
-from aeval.tasks.baseline import regression_for
-from aeval.tasks.prefect_artifacts import artifact_key, coverage_rows
-from aeval.tasks.prepare import SkillGroup
-from aeval.tasks.suggest import suggest
+from aeval.tasks.run.prefect_artifacts import artifact_key, coverage_rows
+from aeval.tasks.run.prepare import SkillGroup
+from aeval.tasks.skill.aggregate import aggregate
+from aeval.tasks.skill.baseline import regression_for
+from aeval.tasks.skill.suggest import suggest
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import Benchmark, CaseResult, MultiEvalReport
-from aeval.layout import RunLayout
-from aeval.requests import EvalRequest
-from aeval.store import read_model
+from aeval.run.layout import RunLayout
+from aeval.run.requests import EvalRequest
+from aeval.run.store import read_model
 
 
 def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],

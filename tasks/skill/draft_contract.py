@@ -1,6 +1,6 @@
 """Drafting a skill's eval.config with a model (`aeval init --model`): one structured call
 whose answer is the contract itself, validated by the model the JSON Schema is generated
-from (`aeval.contract.EvalConfig`) and by `aeval.contract_draft.check_draft`; an invalid
+from (`aeval.skill.contract.EvalConfig`) and by `aeval.skill.contract_draft.check_draft`; an invalid
 answer is asked again once, with the validation error, and then refused (nothing is
 written). A plain function: `aeval init` is no pipeline phase and runs no flow of its own.
 """
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from aeval.adapters.llm import ask_json
 
-from aeval.contract import EvalConfig
-from aeval.contract_draft import check_draft, draft_input
 from aeval.prompts import load_prompt
-from aeval.skill import Skill
+from aeval.skill.contract import EvalConfig
+from aeval.skill.contract_draft import check_draft, draft_input
+from aeval.skill.skill_md import Skill
 
 DRAFT_ATTEMPTS = 2  # the answer, and one retry with the validation error
 

@@ -1,5 +1,5 @@
 """On a run of a change (``--changed-since BASE``, the MR flow): mark the environment errors
-the change itself introduced (`aeval.introduced`), so that they do not pass the gate.
+the change itself introduced (`aeval.verdicts.introduced`), so that they do not pass the gate.
 
 For each case that ended `error` in setup, preflight or a missing credential, the skill is
 read as it was at the merge base (``git archive`` of its folder, and of the marketplace's
@@ -18,19 +18,19 @@ from pathlib import Path
 
 from aeval.adapters import get_runtime
 from aeval.adapters.git import GitError, export_tree, find_toplevel, merge_base
-from aeval.tasks.examine import examine
-from aeval.tasks.install import install, resolve_credentials
-from aeval.tasks.progress import progress
-from aeval.tasks.sandboxing import attempt_sandbox
+from aeval.tasks.case.install import install, resolve_credentials
+from aeval.tasks.case.sandboxing import attempt_sandbox
+from aeval.tasks.run.examine import examine
+from aeval.tasks.run.progress import progress
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import AttemptRecord, CaseResult
-from aeval.contract import EvalCase, find_marketplace
 from aeval.errors import EnvironmentFailure
-from aeval.introduced import PHASES, introduced_reason
-from aeval.plan import CasePlan
-from aeval.store import read_model
+from aeval.run.plan import CasePlan
+from aeval.run.store import read_model
+from aeval.skill.contract import EvalCase, find_marketplace
+from aeval.verdicts.introduced import PHASES, introduced_reason
 
 BASE_LOG = "base-preflight.log"
 

@@ -28,9 +28,9 @@ from aeval.artifacts import (
     SuggesterAnswer,
 )
 from aeval.errors import EnvironmentFailure
+from aeval.isolation.workspace import text_files
 from aeval.prompts import load_prompt
-from aeval.store import read_model, write_model
-from aeval.workspace import text_files
+from aeval.run.store import read_model, write_model
 
 MAX_FILE_CHARS = 20_000
 

@@ -1,5 +1,5 @@
 """Cross-run reports: the runtime comparison table, and on a regrade every grader's verdicts
-and their agreement (aeval/agreement.py)."""
+and their agreement (aeval/stats/agreement.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from aeval.agreement import agreement, columns, pairwise
 from aeval.artifacts import (
     Agreement,
     AssertionVerdicts,
@@ -28,7 +27,8 @@ from aeval.artifacts import (
     TierDifference,
 )
 from aeval.events import ToolResultEvent, Usage, read_events
-from aeval.store import atomic_write_text, read_model, write_model
+from aeval.run.store import atomic_write_text, read_model, write_model
+from aeval.stats.agreement import agreement, columns, pairwise
 
 COLUMNS = ("runtime", "wall (min)", "executor (min)", "assertions passed/total",
            "causal share", "self-corrections", "protocol fidelity", "requests", "tokens in",

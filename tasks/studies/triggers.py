@@ -16,25 +16,25 @@ from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
-from aeval.tasks.attempt import run_attempt
-from aeval.tasks.examine import examine
-from aeval.tasks.prefect_artifacts import artifact_key, trigger_rows
-from aeval.tasks.progress import progress
-from aeval.tasks.report import render_triggers_report
+from aeval.tasks.case.attempt import run_attempt
+from aeval.tasks.run.examine import examine
+from aeval.tasks.run.prefect_artifacts import artifact_key, trigger_rows
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_triggers_report
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import TriggersReport, TriggerTrial
-from aeval.contract import EvalCase, generic_triggers
 from aeval.errors import ContractError, EnvironmentFailure, TransientError
 from aeval.events import read_events
-from aeval.layout import skill_keys
-from aeval.plan import CasePlan, Examined
-from aeval.skill import find_skill_roots, load_skill
-from aeval.store import atomic_write_text, write_model
-from aeval.triggers import (
+from aeval.run.layout import skill_keys
+from aeval.run.plan import CasePlan, Examined
+from aeval.run.store import atomic_write_text, write_model
+from aeval.skill.contract import EvalCase, generic_triggers
+from aeval.skill.skill_md import find_skill_roots, load_skill
+from aeval.stats.triggers import (
     MIN_DISTRACTORS,
     TriggersRequest,
     outcome,
@@ -155,7 +155,7 @@ def prepare_triggers(request: TriggersRequest) -> PreparedTriggers:
 
 def _contract_triggers(ex: Examined):
     """The triggers the skill's contract declares, or None (generic tier, or none declared)."""
-    from aeval.contract import parse_config
+    from aeval.skill.contract import parse_config
 
     if ex.contract is None:
         return None

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.tasks.prefect_artifacts import artifact_key
-from aeval.tasks.progress import progress
-from aeval.tasks.report import render_report
+from aeval.tasks.run.prefect_artifacts import artifact_key
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_report
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, EvalMetadata, RunManifest, UpliftReport
 from aeval.artifacts.uplift import PairOutcome, SkillUplift
-from aeval.requests import EvalRequest, UpliftRequest
-from aeval.store import RunStore, atomic_write_text, read_model, write_model
-from aeval.uplift import skill_uplifts, uplift_gate
+from aeval.run.requests import EvalRequest, UpliftRequest
+from aeval.run.store import RunStore, atomic_write_text, read_model, write_model
+from aeval.stats.uplift import skill_uplifts, uplift_gate
 
 COUNTED = ("pass", "fail")
 TABLE_COLUMNS = ("skill", "runtime", "case", "pairs", "pass with", "pass without", "uplift",

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import bwrap_problem
-from aeval.deployments.cli import main
+from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.deployments.cli.main import main
 
+from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.workspace import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None,

@@ -12,15 +12,15 @@ import socket
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import bwrap_problem
-from aeval.deployments.cli import main
+from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.deployments.cli.main import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None,
                                  reason=f"bubblewrap: {bwrap_problem()}")
 
 AUTH = 'api_key = "pnu_FAKE-AUTH-RECORD-0042"\n'
-DEEP = 260  # folders: past aeval.tree.MAX_DEPTH (256)
+DEEP = 260  # folders: past aeval.isolation.tree.MAX_DEPTH (256)
 
 STATS = '''"""Summary statistics of a CSV column."""
 import csv

@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import bwrap_problem
-from aeval.deployments.cli import main
+from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.deployments.cli.main import main
 
-from aeval.workspace import manifest
+from aeval.isolation.workspace import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 from tests.integration.test_doc_tests import DEFECTS, SKILLS, build
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 from tests.corpus.loader import (
     Plant,

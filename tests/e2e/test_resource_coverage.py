@@ -11,9 +11,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aeval.deployments.cli import main
-from aeval.tasks.deliver_format import skill_note_body
-from aeval.tasks.deliver_run import load_run
+from aeval.deployments.cli.main import main
+from aeval.tasks.deliver.bodies import skill_note_body
+from aeval.tasks.deliver.read_run import load_run
 
 from aeval.artifacts import json_schema
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn

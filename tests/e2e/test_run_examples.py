@@ -11,10 +11,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 from aeval.artifacts import json_schema, schema_for
-from aeval.workspace import manifest
+from aeval.isolation.workspace import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 from aeval.artifacts import json_schema
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn

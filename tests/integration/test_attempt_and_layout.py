@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
-from aeval.layout import RunLayout, skill_keys
+from aeval.run.layout import RunLayout, skill_keys
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import load, segmentation_copy
 

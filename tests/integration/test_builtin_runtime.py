@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
+from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.workspace import manifest
 from tests.conftest import EXAMPLES
 from tests.segmentation_case import GITLAB_TOKEN, load, segmentation_copy
 

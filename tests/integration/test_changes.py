@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from aeval.adapters.git import GitError, changed_skills
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
     cfg.write_text(cfg.read_text().replace("echo ok > out.txt", "exit 1"))
     commit(repo)
     from aeval.errors import GateFailed
-    from aeval.requests import MrRequest
+    from aeval.run.requests import MrRequest
 
     state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD~1", head="HEAD",
                                   store=str(tmp_path / "s")), return_state=True)
@@ -160,7 +160,7 @@ def test_mr_flow_evaluates_head_whatever_the_repository_has_checked_out(repo, tm
     run and checks out head itself, and leaves the repository's working tree alone."""
     from aeval.flows.mr import evaluate_mr
 
-    from aeval.requests import MrRequest
+    from aeval.run.requests import MrRequest
 
     base = sh(repo, "rev-parse", "HEAD")
     cfg = repo / "skills" / "gamma" / "eval.config"
@@ -187,7 +187,7 @@ def test_mr_flow_evaluates_head_whatever_the_repository_has_checked_out(repo, tm
 def test_mr_flow_fails_clearly_when_head_cannot_be_had(repo, tmp_path):
     from aeval.flows.mr import evaluate_mr
 
-    from aeval.requests import MrRequest
+    from aeval.run.requests import MrRequest
 
     missing = "0123456789abcdef0123456789abcdef01234567"
     state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD", head=missing, mr_iid=5,
@@ -203,7 +203,7 @@ def test_mr_flow_fails_clearly_when_head_cannot_be_had(repo, tmp_path):
 def test_mr_flow_misconfigured_is_failed_before_anything_runs(repo, tmp_path, monkeypatch):
     from aeval.flows.mr import evaluate_mr
 
-    from aeval.requests import MrRequest
+    from aeval.run.requests import MrRequest
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     state = evaluate_mr(MrRequest(repo=str(repo), base="HEAD~1", head="HEAD",

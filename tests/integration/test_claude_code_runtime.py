@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
+from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.workspace import manifest
 from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, load, segmentation_copy
 
 pytestmark = [
@@ -128,7 +128,7 @@ def test_skill_edit_is_in_delta_and_the_run_is_recorded(skill_copy, tmp_path, ke
     assert usage["input_tokens"] == sum(r.usage["input_tokens"] for r in convo)
     assert usage["cached_input_tokens"] == sum(r.usage["cached_input_tokens"] for r in convo)
     # re-parsing the raw stream gives back the events the live run emitted
-    from aeval.adapters._claude_code_parse import parse_records, read_raw
+    from aeval.adapters.runtimes._claude_code_parse import parse_records, read_raw
 
     raw = read_raw(case / "attempts" / "1" / "raw.jsonl")
     replayed = parse_records(raw).events
@@ -208,7 +208,7 @@ class ObservedLauncher:
         self.dump = dump
 
     def __call__(self, home: Path) -> Path:
-        from aeval.adapters.claude_code import ClaudeCodeRuntime
+        from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
 
         real = ClaudeCodeRuntime._write_launcher(home)
         wrapper = real.with_name("observed-launcher")
@@ -223,12 +223,12 @@ def test_the_host_side_launcher_starts_with_nothing_of_aevals_environment(
     """claude-agent-sdk starts its CLI with the parent's whole environment merged under its
     options. aeval's launcher runs outside the sandbox, before it execs bwrap: its
     /proc/<pid>/environ must hold no provider key, no PREFECT_API_URL, nothing of aeval's."""
-    from aeval.adapters.claude_code import ClaudeCodeRuntime
+    from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
 
-    from aeval.redact import Redactor
+    from aeval.isolation.redact import Redactor
+    from aeval.isolation.shell import base_env
+    from aeval.isolation.workspace import prepare_workspace
     from aeval.runtime import EventRecorder, Limits, RunRequest
-    from aeval.shell import base_env
-    from aeval.workspace import prepare_workspace
 
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api-canary-5521")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-canary-6632")

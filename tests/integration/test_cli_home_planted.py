@@ -1,15 +1,15 @@
 """A case's setup plants symlinks where a CLI runtime's adapter writes its own files in the
 attempt's HOME (here Codex's CODEX_HOME and TMPDIR folders and the network bridge script;
-Claude Code's launcher and OpenCode's files go through the same `aeval.tree` writes). aeval
-writes them afterwards, unsandboxed: it must replace the planted links, never write through
+Claude Code's launcher and OpenCode's files go through the same `aeval.isolation.tree` writes).
+aeval writes them afterwards, unsandboxed: it must replace the planted links, never write through
 them to the host."""
 
 from __future__ import annotations
 
 import pytest
-from aeval.adapters.codex import CodexRuntime
-from aeval.adapters.sandbox import bwrap_problem
-from aeval.deployments.cli import main
+from aeval.adapters.runtimes.codex import CodexRuntime
+from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.deployments.cli.main import main
 
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
 from tests.segmentation_case import MATCH, TRAIN_CASE, segmentation_copy

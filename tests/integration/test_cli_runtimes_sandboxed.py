@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aeval.adapters.claude_code import ClaudeCodeRuntime
-from aeval.adapters.codex import CodexRuntime
-from aeval.adapters.opencode import OpenCodeRuntime
-from aeval.adapters.sandbox import bwrap_problem
-from aeval.deployments.cli import main
+from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
+from aeval.adapters.runtimes.codex import CodexRuntime
+from aeval.adapters.runtimes.opencode import OpenCodeRuntime
+from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.deployments.cli.main import main
 
+from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.workspace import manifest
 from tests.segmentation_case import MATCH, TRAIN_CASE, load, segmentation_copy
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.adapters.codex import CODEX_VERSION, CodexRuntime
-from aeval.deployments.cli import main
+from aeval.adapters.runtimes.codex import CODEX_VERSION, CodexRuntime
+from aeval.deployments.cli.main import main
 
+from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.workspace import manifest
 from tests.segmentation_case import (
     GITLAB_TOKEN,
     MATCH,

@@ -8,8 +8,8 @@ import shutil
 
 import jsonschema
 import pytest
-from aeval.deployments.cli import main
-from aeval.tasks.compare import COLUMNS
+from aeval.deployments.cli.main import main
+from aeval.tasks.studies.compare import COLUMNS
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES, ROOT
@@ -120,7 +120,7 @@ def test_regrade_every_epoch_with_two_graders_reports_agreement_and_kappa(tmp_pa
 
     (report_path,) = source.glob("regrade-*.json")
     # the replays are runs of their own in the store, but `latest` is still the user's run
-    from aeval.store import RunStore
+    from aeval.run.store import RunStore
 
     assert len(list((store / "runs").iterdir())) == 5
     assert RunStore(store).resolve("latest") == source

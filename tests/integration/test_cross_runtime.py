@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from aeval.adapters import get_runtime
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
 from aeval.errors import RuntimeUnavailable
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn

@@ -16,16 +16,16 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-from aeval.adapters.literal import LiteralRuntime
-from aeval.tasks.examine import examine
+from aeval.adapters.runtimes.literal import LiteralRuntime
+from aeval.tasks.run.examine import examine
 
-from aeval.doctest import doc_blocks
 from aeval.errors import RuntimeUnavailable
 from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent, read_events
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
+from aeval.isolation.shell import base_env
+from aeval.isolation.workspace import prepare_workspace
 from aeval.runtime import EventRecorder, Limits, RunRequest
-from aeval.shell import base_env
-from aeval.workspace import prepare_workspace
+from aeval.verdicts.doctest import doc_blocks
 
 SKILLS: dict[str, dict[str, str]] = {
     # Placeholder block skipped; a host tool the skill tells users to install is missing.

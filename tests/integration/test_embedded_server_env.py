@@ -46,7 +46,7 @@ def test_scrubbing_keeps_what_a_server_needs():
                    "LANG": "C.UTF-8"}
 
 
-SERVER_MARK = "aeval.deployments.server_app:create_app"
+SERVER_MARK = "aeval.deployments.servers.server_app:create_app"
 
 
 def _cli_env(tmp_path) -> dict[str, str]:

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
-from aeval.adapters import github as github_adapter
-from aeval.deployments.post import main as post_main
-from aeval.tasks.deliver_github import post_to_github
+from aeval.adapters.forges import github as github_adapter
+from aeval.deployments.cli.post import main as post_main
+from aeval.tasks.deliver.github import post_to_github
 
 from aeval.artifacts import FixSuggestion
 from tests.conftest import ROOT
@@ -374,7 +374,7 @@ def env_report_skill(root: Path) -> Path:
 def test_the_tokens_never_reach_the_executor(tmp_path, monkeypatch):
     """In the Action the run step has no token; should a workflow leak one into it anyway
     (`env:` at the job level), the skill's processes still never see it."""
-    from aeval.deployments.cli import main
+    from aeval.deployments.cli.main import main
 
     secrets = {"AEVAL_GITHUB_TOKEN": "ghs_aevalCanary111", "GITHUB_TOKEN": "ghs_canary222",
                "GH_TOKEN": "gho_canary333", "ACTIONS_RUNTIME_TOKEN": "canary444",
@@ -394,7 +394,7 @@ def test_the_tokens_never_reach_the_executor(tmp_path, monkeypatch):
 
 
 def test_a_contract_cannot_ask_for_a_forge_token(tmp_path, capsys):
-    from aeval.deployments.cli import main
+    from aeval.deployments.cli.main import main
 
     skill = env_report_skill(tmp_path)
     config = json.loads((skill / "eval.config").read_text())
@@ -427,7 +427,7 @@ def test_a_suggestion_that_deletes_lines_applies(github, run_dir):
 
 
 def test_more_than_fifty_annotations_go_in_batches(github):
-    from aeval.adapters.github import Annotation, GitHubPR, GitHubTarget
+    from aeval.adapters.forges.github import Annotation, GitHubPR, GitHubTarget
 
     pr = GitHubPR(GitHubTarget.resolve(github.repo, github.number, github.url, environ={}),
                   TOKEN)

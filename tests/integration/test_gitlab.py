@@ -14,16 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from aeval.deployments.post import main as post_main
-from aeval.tasks.deliver import (
+from aeval.deployments.cli.post import main as post_main
+from aeval.tasks.deliver.gitlab import (
     post_to_gitlab,
 )
-from aeval.tasks.deliver_run import (
+from aeval.tasks.deliver.read_run import (
     CODE_QUALITY_FILE,
 )
 
 from aeval.artifacts import FixSuggestion, FixSuggestions
-from aeval.store import write_model
+from aeval.run.store import write_model
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import FakeGitLab, diff_from_texts
 from tests.unit.test_deliver import CODE_QUALITY_SCHEMA, check_junit
@@ -45,7 +45,7 @@ def finished_run(tmp_path_factory) -> Path:
     """One real run of the segmentation skill (both cases fail on `segment_train`)."""
     store = tmp_path_factory.mktemp("store")
     aeval = Path(sys.executable).parent / "aeval"
-    cmd = [str(aeval)] if aeval.exists() else [sys.executable, "-m", "aeval.deployments.cli"]
+    cmd = [str(aeval)] if aeval.exists() else [sys.executable, "-m", "aeval.deployments.cli.main"]
     proc = subprocess.run([*cmd, "run", str(SKILL_DIR), "--out", str(store), "-q"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a skill defect

@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
-from aeval.deployments.post import main as post_main
+from aeval.deployments.cli.main import main
+from aeval.deployments.cli.post import main as post_main
 
 from aeval.artifacts import FixSuggestion, Grading, RunManifest
-from aeval.store import read_model, write_model
+from aeval.run.store import read_model, write_model
 from tests.conftest import EXAMPLES
 from tests.fakes import FakeGitLab
 from tests.fakes.gitlab_markdown import live_references

@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import main
+from aeval.deployments.cli.main import main
 
-from aeval.contract import parse_config
+from aeval.skill.contract import parse_config
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES
 from tests.integration.test_grade_and_suggest import NO_EXTRA, grader

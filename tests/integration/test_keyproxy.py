@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from aeval.adapters.keyproxy import Grant, bridged, grant, key_proxy
+from aeval.adapters.runtimes.keyproxy import Grant, bridged, grant, key_proxy
 
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
 

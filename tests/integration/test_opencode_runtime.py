@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.adapters.opencode import OPENCODE_VERSION, OpenCodeRuntime
-from aeval.deployments.cli import main
+from aeval.adapters.runtimes.opencode import OPENCODE_VERSION, OpenCodeRuntime
+from aeval.deployments.cli.main import main
 
+from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
-from aeval.workspace import manifest
 from tests.segmentation_case import GITLAB_TOKEN, MATCH, REAL_HOME, load, segmentation_copy, tree
 
 pytestmark = [

@@ -18,11 +18,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import BwrapSandbox, bwrap_problem, make_sandbox, wrapper_script
+from aeval.adapters.sandbox.bwrap import BwrapSandbox, bwrap_problem, make_sandbox, wrapper_script
 
-from aeval.sandbox import Sandbox, SandboxPolicy
-from aeval.shell import base_env, run_argv, run_command
-from aeval.workspace import manifest, prepare_workspace
+from aeval.isolation.sandbox import Sandbox, SandboxPolicy
+from aeval.isolation.shell import base_env, run_argv, run_command
+from aeval.isolation.workspace import manifest, prepare_workspace
 from tests.conftest import EXAMPLES
 from tests.procs import alive
 
@@ -305,7 +305,7 @@ def test_a_program_installed_under_tmp_runs_and_its_neighbours_stay_private(atte
 
 
 def test_tmp_prefixes_never_expose_tmp_or_the_attempt():
-    from aeval.adapters.sandbox_view import tmp_prefixes
+    from aeval.adapters.sandbox._view import tmp_prefixes
 
     base = Path(tempfile.mkdtemp(prefix="aeval-test-prefix-"))
     try:

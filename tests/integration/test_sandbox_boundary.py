@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import BwrapSandbox, bwrap_problem, make_sandbox
+from aeval.adapters.sandbox.bwrap import BwrapSandbox, bwrap_problem, make_sandbox
 
-from aeval.sandbox import SandboxPolicy
-from aeval.shell import base_env, run_command
-from aeval.workspace import prepare_workspace
+from aeval.isolation.sandbox import SandboxPolicy
+from aeval.isolation.shell import base_env, run_command
+from aeval.isolation.workspace import prepare_workspace
 from tests.conftest import EXAMPLES
 
 pytestmark = [
@@ -52,8 +52,8 @@ def host(tmp_path, request):
 
 def make_cgroup(controller: str, limit: int) -> Path | None:
     """Whether this machine lets aeval make a cgroup of ``controller`` (made and removed)."""
-    from aeval.adapters.sandbox_limits import make_cgroup as make
-    from aeval.adapters.sandbox_limits import remove_cgroup
+    from aeval.adapters.sandbox._limits import make_cgroup as make
+    from aeval.adapters.sandbox._limits import remove_cgroup
 
     cg = make(controller, limit)
     if cg is not None:
@@ -160,7 +160,7 @@ def prefect_layout(monkeypatch):
 
 def test_the_service_state_is_hidden_even_where_the_prefect_home_holds_the_attempt(
         prefect_layout):
-    from aeval.tasks.sandboxing import service_paths
+    from aeval.tasks.case.sandboxing import service_paths
 
     home, elsewhere = prefect_layout
     ws = prepare_workspace(home / "work" / "attempt-1", EXAMPLES / "skills" / "csv-stats",

@@ -9,8 +9,8 @@ import json
 import re
 
 import pytest
-from aeval.adapters.codex import CodexRuntime
-from aeval.deployments.cli import main
+from aeval.adapters.runtimes.codex import CodexRuntime
+from aeval.deployments.cli.main import main
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from aeval.adapters.opencode import OpenCodeRuntime
-from aeval.deployments.cli import main
+from aeval.adapters.runtimes.opencode import OpenCodeRuntime
+from aeval.deployments.cli.main import main
 
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 

@@ -1,5 +1,5 @@
-"""The warm process (`aeval.deployments.warm`): after one `aeval run` outside CI, later ones are
-forked from a process that has Prefect, the flows, litellm and pandas imported. What a user
+"""The warm process (`aeval.deployments.servers.warm`): after one `aeval run` outside CI, later ones
+are forked from a process that has Prefect, the flows, litellm and pandas imported. What a user
 must not notice, except that it is faster: the same output and exit code as an in-process
 run, Ctrl-C and a killed invocation behave as before, a `-v` run or a folder that configures
 Prefect runs in-process, aeval's code changing is never served stale, secrets never reach the
@@ -22,9 +22,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox import bwrap_problem
+from aeval.adapters.sandbox.bwrap import bwrap_problem
 
-from aeval.local_server import SERVE_MODULE
+from aeval.servers.reused import SERVE_MODULE
 from tests.integration.test_reused_server import digest_skill
 from tests.procs import alive
 
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 
 CANARY = "sk-warm-canary-7730"
 AEVAL = os.path.join(os.path.dirname(sys.executable), "aeval")
-WARM_MODULE = "aeval.deployments.warm"
+WARM_MODULE = "aeval.deployments.servers.warm"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "marketplace"
 STATUS = re.compile(r"^\d\d:\d\d:\d\d (\S+ \[\w[\w-]*\]: [A-Z]+.*)$", re.M)
 
@@ -439,7 +439,7 @@ def evil_marketplace(root: Path, marker: Path) -> Path:
 
 def user_env(home: Path) -> dict[str, str]:
     """What the doctor sends as its environment: this user's, as the warm process has it."""
-    from aeval.hardening import scrubbed_environ
+    from aeval.isolation.hardening import scrubbed_environ
 
     return scrubbed_environ(env_for(home))
 
@@ -459,7 +459,7 @@ def test_a_step_and_a_check_reach_no_service_state_and_no_unsandboxed_run(home, 
     and connects to warm.sock to have the warm process re-run a marketplace with
     ``--sandbox none``. Inside every sandbox all of it is absent; the auth string appears
     nowhere in the run's files or on the console; the re-run never happens."""
-    from aeval.local_server import read_record
+    from aeval.servers.reused import read_record
 
     marker = tmp_path / "host" / "PWNED"
     marker.parent.mkdir()

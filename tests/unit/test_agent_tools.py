@@ -9,13 +9,13 @@ import subprocess
 import sys
 
 import pytest
-from aeval.adapters.agent_tools import Toolbox
-from aeval.adapters.sandbox import bwrap_problem, make_sandbox
+from aeval.adapters.runtimes._agent_tools import Toolbox
+from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
 
-from aeval.redact import Redactor
-from aeval.sandbox import SandboxPolicy
-from aeval.shell import base_env
-from aeval.workspace import prepare_workspace
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import SandboxPolicy
+from aeval.isolation.shell import base_env
+from aeval.isolation.workspace import prepare_workspace
 from tests.conftest import EXAMPLES
 
 CANARY = "hf_tOkEn-canary-31415926535897932"
@@ -87,7 +87,7 @@ def test_read_file_of_an_800_mb_sparse_file_stays_small(ws, tmp_path):
     probe = (
         "import json, resource\n"
         "from pathlib import Path\n"
-        "from aeval.adapters.agent_tools import Toolbox\n"
+        "from aeval.adapters.runtimes._agent_tools import Toolbox\n"
         f"tb = Toolbox(Path({str(ws.path)!r}), Path({str(ws.skill_dir)!r}), {{}}, 16000)\n"
         "r = tb.run('read_file', {'path': 'outputs/huge.log'}, 60)\n"
         "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from aeval.tasks.aggregate import analyze, benchmark, wilson
+from aeval.tasks.skill.aggregate import analyze, benchmark, wilson
 
 from aeval.artifacts import (
     CaseResult,

@@ -1,4 +1,4 @@
-"""Grader agreement statistics (aeval/agreement.py) against values computed by hand."""
+"""Grader agreement statistics (aeval/stats/agreement.py) against values computed by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from aeval.agreement import agreement, cohen_kappa, fleiss_kappa, pairwise
+from aeval.stats.agreement import agreement, cohen_kappa, fleiss_kappa, pairwise
 
 P, F = "passed", "failed"
 

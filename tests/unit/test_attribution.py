@@ -3,9 +3,9 @@ saw it, the same way for every runtime; naming the file is no evidence."""
 
 from __future__ import annotations
 
-from aeval.attribution import attribute_changes, seen_at
 from aeval.events import EVENT_ADAPTER
-from aeval.workspace import FileChange
+from aeval.isolation.workspace import FileChange
+from aeval.verdicts.attribution import attribute_changes, seen_at
 
 SKILL = ".opencode/skills/segmentation"
 

@@ -9,9 +9,9 @@ import ast
 import shutil
 from pathlib import Path
 
-from aeval import contract as c
-from aeval.checks import CheckContext, run_check
-from aeval.workspace import collect_outputs, diff_skill, prepare_workspace
+from aeval.isolation.workspace import collect_outputs, diff_skill, prepare_workspace
+from aeval.skill import contract as c
+from aeval.verdicts.checks import CheckContext, run_check
 from tests.conftest import EXAMPLES, ROOT
 
 
@@ -120,8 +120,8 @@ def test_the_domain_has_no_import_circle():
         return mod if mod in modules else None
 
     graph = {m: {o for d in deps if (o := owner(d)) and o != m} for m, deps in modules.items()}
-    assert "aeval.shell" not in graph["aeval.sandbox"] or \
-        "aeval.sandbox" not in graph["aeval.shell"]
+    assert "aeval.isolation.shell" not in graph["aeval.isolation.sandbox"] or \
+        "aeval.isolation.sandbox" not in graph["aeval.isolation.shell"]
     state: dict[str, int] = {}  # 1: on the path, 2: done
 
     def visit(m: str, path: list[str]) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from aeval.checks import CheckContext, describe, run_check
-from aeval.contract import DeterministicCheck
 from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent
-from aeval.shell import base_env
+from aeval.isolation.shell import base_env
+from aeval.skill.contract import DeterministicCheck
+from aeval.verdicts.checks import CheckContext, describe, run_check
 
 CHECK = TypeAdapter(DeterministicCheck)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aeval.adapters._claude_code_parse import (
+from aeval.adapters.runtimes._claude_code_parse import (
     START,
     STOP,
     api_error,

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli import build_parser, main
+from aeval.deployments.cli.main import build_parser, main
 
 from aeval.artifacts import SCHEMA_NAMES, CaseResult, SkillResult
 from aeval.exit_codes import epilog
-from aeval.verdict import gate
+from aeval.verdicts.verdict import gate
 from tests.conftest import EXAMPLES
 
 BIN = Path(sys.executable).parent
@@ -84,7 +84,7 @@ def test_the_epilog_lists_every_exit_code_in_the_gates_order():
 
 def test_help_imports_neither_prefect_nor_a_model_sdk():
     """`aeval --help` stays fast: the parser module imports no heavy dependency."""
-    code = ("import sys; import aeval.deployments.cli as c; c.build_parser().format_help(); "
+    code = ("import sys; import aeval.deployments.cli.main as c; c.build_parser().format_help(); "
             "heavy = [m for m in ('prefect', 'litellm', 'openai', 'anthropic', 'pandas', "
             "'rich') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -243,9 +243,9 @@ def test_a_mistyped_flag_shows_the_subcommand_usage(argv, usage, capsys):
 def test_runtimes_names_a_missing_clis_install_command_whole(tmp_path, monkeypatch):
     """`aeval runtimes` cut the reason at 80 characters: `npm install -g @openai/codex@0.17`
     for 0.171.0, a command that installs the wrong version."""
-    from aeval.adapters.codex import CODEX_VERSION
-    from aeval.adapters.opencode import OPENCODE_VERSION
-    from aeval.deployments.commands_info import runtime_rows
+    from aeval.adapters.runtimes.codex import CODEX_VERSION
+    from aeval.adapters.runtimes.opencode import OPENCODE_VERSION
+    from aeval.deployments.cli.info import runtime_rows
 
     monkeypatch.setenv("AEVAL_CODEX_BIN", str(tmp_path / "no-codex"))
     monkeypatch.setenv("AEVAL_OPENCODE_BIN", str(tmp_path / "no-opencode"))

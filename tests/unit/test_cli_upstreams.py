@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from aeval.adapters.claude_code import ClaudeCodeRuntime
-from aeval.adapters.opencode import upstream
+from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
+from aeval.adapters.runtimes.opencode import upstream
 
 from aeval.errors import RuntimeUnavailable
 from aeval.runtime import RunRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from aeval.adapters._codex_parse import (
+from aeval.adapters.runtimes._codex_parse import (
     CodexParser,
     classify_error_text,
     parse_codex,

@@ -3,7 +3,7 @@ says must be what happened (no grader: no fidelity; refused calls: a loud warnin
 
 from __future__ import annotations
 
-from aeval.tasks.compare import compare_gate, refusal_warnings, render_compare
+from aeval.tasks.studies.compare import compare_gate, refusal_warnings, render_compare
 
 from aeval.artifacts import CompareReport, CompareRow, Gate, RefusedTools
 

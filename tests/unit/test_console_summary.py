@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from aeval.deployments.console import COMPACT_BELOW, print_summary
-from aeval.tasks.deliver_format import skill_note_body
-from aeval.tasks.deliver_run import load_run
-from aeval.tasks.publish import finish_run
+from aeval.deployments.cli.console import COMPACT_BELOW, print_summary
+from aeval.tasks.deliver.bodies import skill_note_body
+from aeval.tasks.deliver.read_run import load_run
+from aeval.tasks.run.publish import finish_run
 from rich.console import Console
 
 from aeval.artifacts import (
@@ -27,8 +27,8 @@ from aeval.artifacts import (
     SelfCorrection,
     SkillResult,
 )
-from aeval.store import write_model
-from aeval.verdict import summarize
+from aeval.run.store import write_model
+from aeval.verdicts.verdict import summarize
 
 TRACEBACK = """Traceback (most recent call last):
   File "/tmp/ws/.agents/skills/regional-totals/scripts/summarize.py", line 7, in <module>
@@ -122,7 +122,7 @@ def run_dir(tmp_path) -> Path:
 
 
 def summary(run_dir: Path, width: int) -> str:
-    from aeval.store import read_model
+    from aeval.run.store import read_model
 
     out = io.StringIO()
     console = Console(file=out, width=width, highlight=False, no_color=True)

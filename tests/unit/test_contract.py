@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aeval.contract import (
+from aeval.errors import ContractError
+from aeval.skill.contract import (
     CommandCheck,
     FileExists,
     Tier,
@@ -15,8 +16,7 @@ from aeval.contract import (
     load_contract,
     parse_config,
 )
-from aeval.errors import ContractError
-from aeval.skill import load_skill
+from aeval.skill.skill_md import load_skill
 from tests.conftest import EXAMPLES
 
 

@@ -1,4 +1,4 @@
-"""aeval.contract_draft: the template from static reading, the checks on a drafted contract,
+"""aeval.skill.contract_draft: the template from static reading, the checks on a drafted contract,
 what is left to fill, and writing that never loses a contract."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aeval.contract import EvalConfig, parse_config
-from aeval.contract_draft import (
+from aeval.skill.contract import EvalConfig, parse_config
+from aeval.skill.contract_draft import (
     TODO_MARK,
     DraftRejected,
     _to_workspace,
@@ -20,7 +20,7 @@ from aeval.contract_draft import (
     unfilled,
     write_contract,
 )
-from aeval.skill import load_skill
+from aeval.skill.skill_md import load_skill
 
 SKILL_MD = """---
 name: pdf-forms

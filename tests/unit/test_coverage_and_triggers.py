@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from aeval.artifacts import TriggerTrial
-from aeval.contract import ContractError, generic_config, parse_config
-from aeval.coverage import command_uses, resource_use, skill_relative, uses_from_events
 from aeval.events import ToolCallEvent
-from aeval.skill import load_skill
-from aeval.triggers import outcome, precision_recall, score_trials, skill_loads
+from aeval.skill.contract import ContractError, generic_config, parse_config
+from aeval.skill.skill_md import load_skill
+from aeval.stats.triggers import outcome, precision_recall, score_trials, skill_loads
+from aeval.verdicts.coverage import command_uses, resource_use, skill_relative, uses_from_events
 
 
 @pytest.fixture
@@ -227,7 +227,7 @@ def test_bad_triggers_are_one_clear_line(tmp_path, triggers, message):
 @pytest.mark.parametrize("extra", [[], ["--runtime", "literal", "--model", "openai/x"],
                                    ["--model", "openai/x", "--distractors", "/nonexistent"]])
 def test_triggers_usage_errors_exit_2_before_anything_runs(ws, extra, capsys):
-    from aeval.deployments.cli import main
+    from aeval.deployments.cli.main import main
 
     _, skill = ws
     assert main(["triggers", str(skill), *extra]) == 2
@@ -246,8 +246,8 @@ def _skill(root: Path, name: str, folder: str | None = None) -> Path:
 
 
 def test_distractors_marketplace_topped_up_dir_and_no_clashes(tmp_path):
-    from aeval.tasks.examine import examine
-    from aeval.tasks.triggers import choose_distractors
+    from aeval.tasks.run.examine import examine
+    from aeval.tasks.studies.triggers import choose_distractors
 
     skills = tmp_path / "skills"
     me = _skill(skills, "csv-stats")
@@ -271,9 +271,9 @@ def test_an_invalid_skill_is_listed_and_the_others_are_planned(tmp_path):
     import json
     import shutil
 
-    from aeval.tasks.triggers import prepare_triggers
+    from aeval.tasks.studies.triggers import prepare_triggers
 
-    from aeval.triggers import TriggersRequest
+    from aeval.stats.triggers import TriggersRequest
 
     good = _skill(tmp_path / "skills", "csv-stats")
     (good / "eval.config").write_text(json.dumps({

@@ -14,12 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from aeval.adapters.gitlab import DiffRefs, MRFileDiff, RemoteDiscussion, RemoteNote
-from aeval.tasks.deliver import (
-    DeliveryPlan,
-    plan_delivery,
-)
-from aeval.tasks.deliver_format import (
+from aeval.adapters.forges.gitlab import DiffRefs, MRFileDiff, RemoteDiscussion, RemoteNote
+from aeval.tasks.deliver.bodies import (
     code_quality_report,
     fallback_note_body,
     fenced,
@@ -28,7 +24,11 @@ from aeval.tasks.deliver_format import (
     suggestion_body,
     write_code_quality_report,
 )
-from aeval.tasks.deliver_run import (
+from aeval.tasks.deliver.gitlab import (
+    DeliveryPlan,
+    plan_delivery,
+)
+from aeval.tasks.deliver.read_run import (
     CODE_QUALITY_FILE,
     FALLBACK_MARKER,
     OUTDATED_MARKER,
@@ -39,7 +39,7 @@ from aeval.tasks.deliver_run import (
     parse_hunks,
     skill_marker,
 )
-from aeval.tasks.publish import junit_xml
+from aeval.tasks.run.publish import junit_xml
 
 from aeval.artifacts import (
     CaseResult,
@@ -54,7 +54,7 @@ from aeval.artifacts import (
     SelfCorrection,
     SkillResult,
 )
-from aeval.store import write_model
+from aeval.run.store import write_model
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import diff_from_texts
 
@@ -370,7 +370,7 @@ def test_lines_that_read_differently_at_the_mr_head_go_to_fallback(tmp_path):
                          discussions=[]).inline
 
 
-# ---- JUnit (tasks/publish.py) -----------------------------------------------------------------
+# ---- JUnit (tasks/run/publish.py) ----------------------------------------------------------------
 
 
 def check_junit(xml: bytes) -> ET.Element:

@@ -8,13 +8,13 @@ import json
 import shutil
 
 import pytest
-from aeval.adapters.github import GitHubConfigError, GitHubTarget, RemoteComment
-from aeval.tasks.deliver_github import gate_summary, plan_github
-from aeval.tasks.deliver_run import load_run
+from aeval.adapters.forges.diff import FileDiff
+from aeval.adapters.forges.github import GitHubConfigError, GitHubTarget, RemoteComment
+from aeval.tasks.deliver.github import gate_summary, plan_github
+from aeval.tasks.deliver.read_run import load_run
 
 from aeval.artifacts import RunManifest
-from aeval.forge import FileDiff
-from aeval.store import read_model, write_model
+from aeval.run.store import read_model, write_model
 from tests.conftest import ROOT
 from tests.unit.test_deliver import (
     REPO_PATH,
@@ -83,7 +83,7 @@ def as_remote(plan) -> tuple[list[RemoteComment], list[RemoteComment]]:
 
 
 def test_plan_then_replan_is_empty(tmp_path):
-    from aeval.adapters.github import RemoteCheck
+    from aeval.adapters.forges.github import RemoteCheck
 
     bundle = load_run(make_run(tmp_path, "r1", [train_row_fix(), workflow_fix()]), ROOT)
     plan = plan_github(bundle, head_sha=HEAD, files=files(), comments=[], review_comments=[])
@@ -156,7 +156,7 @@ def test_the_gate_summary_shows_names_as_code(tmp_path):
     (["--summary-only"], {}, "github"),
     (["--forge", "gitlab"], {"GITHUB_ACTIONS": "true"}, "gitlab")])
 def test_the_forge_is_named_or_detected(argv, env, forge):
-    from aeval.deployments.post import build_parser, forge_of
+    from aeval.deployments.cli.post import build_parser, forge_of
 
     args = build_parser().parse_args(["post", "latest", *argv])
     assert forge_of(args, env) == forge

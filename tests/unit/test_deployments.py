@@ -235,9 +235,9 @@ def test_the_ci_template_sends_a_valid_mr_request():
     import shlex
     import subprocess
 
-    from aeval.deployments.cli import build_parser
+    from aeval.deployments.cli.main import build_parser
 
-    from aeval.requests import MrRequest
+    from aeval.run.requests import MrRequest
 
     ci = list(yaml.safe_load_all((ROOT / "deployments" / "gitlab" /
                                   "aeval.gitlab-ci.yml").read_text()))[1]

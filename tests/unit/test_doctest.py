@@ -1,4 +1,5 @@
-"""The doc-test rules (aeval.doctest): which blocks are illustrative, what a failure proves.
+"""The doc-test rules (aeval.verdicts.doctest): which blocks are illustrative, what a failure
+proves.
 
 The diagnosis tests run the block for real (bash, python, a skill folder on disk) and hand
 its real exit code and output to `diagnose`, so they break when an interpreter's wording does.
@@ -13,7 +14,7 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.doctest import (
+from aeval.verdicts.doctest import (
     BlockOutcome,
     Diagnosis,
     Outcome,
@@ -309,7 +310,7 @@ def test_the_summary_text_word_for_word():
     ("python3 scripts/x.py --force", "Never do this"),
 ])
 def test_a_counter_example_is_skipped_and_takes_nothing_away(code, before):
-    from aeval.doctest import DocBlock
+    from aeval.verdicts.doctest import DocBlock
 
     (plan,) = plan_blocks([DocBlock(7, code, before)])
     assert (plan.line, plan.code, plan.action, plan.reason, plan.taints) == (
@@ -346,7 +347,7 @@ def test_the_skills_own_file_is_discounted_only_by_a_block_that_would_have_made_
 
 
 def test_what_a_failed_block_may_depend_on():
-    from aeval.shellparse import effects
+    from aeval.skill.shellparse import effects
 
     needs = effects('python3 scripts/load.py "$DB_URL" --token "$API_KEY"')
     assert needs.uses == {"DB_URL", "API_KEY"}
@@ -404,8 +405,8 @@ def test_a_missing_interpreter_the_case_declares_is_the_environment(skill):
 
 
 def test_each_step_keeps_the_line_of_the_block_it_came_from():
-    from aeval import markdown
-    from aeval.doctest import doc_blocks
+    from aeval.skill import markdown
+    from aeval.verdicts.doctest import doc_blocks
 
     md = dedent("""\
         # Seg
@@ -434,8 +435,8 @@ def test_each_step_keeps_the_line_of_the_block_it_came_from():
 
 
 def _own(skill, args, exit_code, output, code="python scripts/run.py train", direct=False):
-    from aeval.doctest import diagnose_own
-    from aeval.shellparse import effects
+    from aeval.skill.shellparse import effects
+    from aeval.verdicts.doctest import diagnose_own
 
     d = diagnose_own("scripts/run.py", args, direct, exit_code, output, skill, effects(code),
                      frozenset())
@@ -487,8 +488,8 @@ def test_a_directly_run_file_that_cannot_start_is_an_own_file_defect(skill):
     assert _own(skill, ["train"], 1, "x: bad interpreter: No such file", direct=True)[3] == "file"
     link = skill / "scripts" / "alias.py"
     link.symlink_to("run.py")
-    from aeval.doctest import diagnose_own
-    from aeval.shellparse import effects
+    from aeval.skill.shellparse import effects
+    from aeval.verdicts.doctest import diagnose_own
 
     d = diagnose_own("scripts/alias.py", [], True, 126, "Permission denied", skill,
                      effects("scripts/alias.py"), frozenset())
@@ -529,7 +530,7 @@ def test_an_interpreter_missing_on_the_host_is_a_need(skill, first, exit_code, o
     ("scripts/../../x.py", None),
 ])
 def test_which_word_names_a_file_of_the_skill(skill, word, expected):
-    from aeval.doctest import own_file
+    from aeval.verdicts.doctest import own_file
 
     (skill / "tool.py").write_text("print(1)\n")
     (skill / "lib").mkdir()
@@ -537,7 +538,7 @@ def test_which_word_names_a_file_of_the_skill(skill, word, expected):
 
 
 def test_a_bare_script_name_is_the_skills_only_when_it_keeps_such_files_at_its_root(skill):
-    from aeval.doctest import own_file
+    from aeval.verdicts.doctest import own_file
 
     assert own_file("tool2.py", skill) is None
     assert own_file("tool2.sh", skill) is None

@@ -1,5 +1,5 @@
 """Which command of a failed SKILL.md block the doc test blames, and on which line
-(aeval.doctest.diagnose).
+(aeval.verdicts.doctest.diagnose).
 
 Each block runs for real (bash, python, a skill folder on disk) and its real exit code and
 output go to `diagnose`, as the literal runtime hands them over; ``failed`` is the simple
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aeval.doctest import diagnose, diagnose_own
-from aeval.shellparse import effects
+from aeval.skill.shellparse import effects
+from aeval.verdicts.doctest import diagnose, diagnose_own
 from tests.unit.test_doctest import run_block
 
 FILL = """\
@@ -358,14 +358,14 @@ def test_a_link_run_directly_is_as_executable_as_its_target(skill):
     ("forms.json", "forms.json"),  # a file the skill has
 ])
 def test_which_word_names_a_file_of_the_skill(skill, word, expected):
-    from aeval.doctest import own_file
+    from aeval.verdicts.doctest import own_file
 
     (skill / "forms.json").write_text("{}\n")
     assert own_file(word, skill, ("pdf-forms",)) == expected
 
 
 def test_a_link_in_the_skill_folder_is_not_a_folder_or_file_the_skill_keeps(skill, tmp_path):
-    from aeval.doctest import own_file
+    from aeval.verdicts.doctest import own_file
 
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "util.rb").write_text("puts 1\n")
@@ -379,7 +379,7 @@ def test_a_link_in_the_skill_folder_is_not_a_folder_or_file_the_skill_keeps(skil
 
 
 def test_skipped_blocks_keep_their_line_code_and_whole_reason():
-    from aeval.doctest import plan_blocks
+    from aeval.verdicts.doctest import plan_blocks
 
     console = "$ python scripts/fill.py list\n3 form fields"
     indented = "  # the same, for a folder of forms:\n  # python scripts/fill.py list forms/"
@@ -393,8 +393,8 @@ def test_skipped_blocks_keep_their_line_code_and_whole_reason():
 
 
 def test_a_block_after_blank_lines_keeps_the_line_of_its_first_command():
-    from aeval import markdown
-    from aeval.doctest import doc_blocks
+    from aeval.skill import markdown
+    from aeval.verdicts.doctest import doc_blocks
 
     md = ("# Forms\n\nList the fields:\n\n"
           "```bash\n\n\npython3 scripts/fill.py list\necho done\n```\n")
@@ -404,7 +404,7 @@ def test_a_block_after_blank_lines_keeps_the_line_of_its_first_command():
 
 
 def test_a_clean_block_that_moved_the_shell_does_not_excuse_an_own_file_defect():
-    from aeval.doctest import BlockOutcome, Diagnosis, discounted, plan_blocks
+    from aeval.verdicts.doctest import BlockOutcome, Diagnosis, discounted, plan_blocks
 
     earlier, later = plan_blocks([(3, "cd forms && export FORMS_DIR=$PWD"),
                                   (9, "python scripts/fill.py fill --mode turbo")])

@@ -6,7 +6,8 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.documented import (
+from aeval.events import EVENT_ADAPTER
+from aeval.verdicts.documented import (
     Signature,
     agent_errors,
     documented_signatures,
@@ -14,7 +15,6 @@ from aeval.documented import (
     matches,
     signatures,
 )
-from aeval.events import EVENT_ADAPTER
 from tests.conftest import EXAMPLES
 
 SEG = EXAMPLES / "skills" / "segmentation"
@@ -227,7 +227,7 @@ def test_only_failed_calls_count_and_each_failed_call_once():
 
 
 def test_the_skills_files_are_its_regular_files_without_caches_or_links(tmp_path):
-    from aeval.documented import skill_files
+    from aeval.verdicts.documented import skill_files
 
     for rel in ("SKILL.md", "scripts/run.py", "scripts/__pycache__/run.cpython-311.pyc",
                 ".git/HEAD", "web/node_modules/x/index.js", "web/app.js"):
@@ -239,7 +239,7 @@ def test_the_skills_files_are_its_regular_files_without_caches_or_links(tmp_path
 
 
 def test_what_a_skill_documents_blocks_console_sessions_inline_spans_and_steps():
-    from aeval.documented import documented_commands
+    from aeval.verdicts.documented import documented_commands
 
     md = dedent("""\
         # Seg
@@ -309,7 +309,7 @@ def test_every_documented_command_of_a_call_is_read():
 
 
 def test_a_linked_folder_inside_the_skill_is_not_walked(tmp_path):
-    from aeval.documented import skill_files
+    from aeval.verdicts.documented import skill_files
 
     (tmp_path / "skill" / "scripts").mkdir(parents=True)
     (tmp_path / "skill" / "scripts" / "run.py").write_text("x")
@@ -320,7 +320,7 @@ def test_a_linked_folder_inside_the_skill_is_not_walked(tmp_path):
 
 
 def test_unlabelled_and_terminal_fences_and_two_word_spans_are_documented():
-    from aeval.documented import documented_commands
+    from aeval.verdicts.documented import documented_commands
 
     md = ("# x\n\n```\nscripts/a.sh go\n```\n\n```terminal\n$ scripts/b.sh go\n```\n\n"
           "Run `b.sh x`.\n")

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from aeval.adapters._claude_code_parse import parse_records, read_raw
-from aeval.tasks.grader import (
+from aeval.adapters.runtimes._claude_code_parse import parse_records, read_raw
+from aeval.tasks.case.grader import (
     INJECTION,
     WITHHELD,
     neutralize,

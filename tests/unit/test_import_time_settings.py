@@ -1,5 +1,5 @@
 """No aeval module reads a setting or the environment when it is imported: the warm process
-(`aeval.deployments.warm`) imports them once, with a scrubbed environment, and forks a child
+(`aeval.deployments.servers.warm`) imports them once, with a scrubbed environment, and forks a child
 per invocation, whose settings (AEVAL_MODEL_CONCURRENCY, AEVAL_SANDBOX, ...) exist only after
 the fork. A value read at import would be the warm process's, not the user's: the model
 semaphore made at import ran a `AEVAL_MODEL_CONCURRENCY=8` run with 4 slots."""

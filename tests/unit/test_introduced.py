@@ -1,13 +1,14 @@
-"""Which environment errors a change introduced (aeval/introduced.py), and the gate on them."""
+"""Which environment errors a change introduced (aeval/verdicts/introduced.py), and the gate on
+them."""
 
 from __future__ import annotations
 
 import pytest
 
 from aeval.artifacts import CaseResult, SkillResult
-from aeval.contract import EvalCase
-from aeval.introduced import introduced_reason
-from aeval.verdict import gate
+from aeval.skill.contract import EvalCase
+from aeval.verdicts.introduced import introduced_reason
+from aeval.verdicts.verdict import gate
 
 BASE = EvalCase(id="train", prompt="Train.", expected_outcome="Trained.",
                 setup=["pip install -r $SKILL_DIR/requirements.txt"],

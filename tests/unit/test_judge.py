@@ -7,10 +7,10 @@ import pytest
 
 from aeval.artifacts import ChangeMade, FirstAttemptError, GraderVerdict, ProbeResult
 from aeval.artifacts.case import AssertionSpec
-from aeval.checks import CheckOutcome
-from aeval.contract import FileExists
-from aeval.judge import NO_GRADER, change_evidence, judge
-from aeval.static_check import StaticFinding
+from aeval.skill.contract import FileExists
+from aeval.verdicts.checks import CheckOutcome
+from aeval.verdicts.judge import NO_GRADER, change_evidence, judge
+from aeval.verdicts.static_check import StaticFinding
 
 CHECK = AssertionSpec(id="A1", text="File out.json exists", kind="deterministic",
                       source="author", check=FileExists(type="file_exists", path="out.json"))
@@ -351,7 +351,7 @@ def _failure(seq, excerpt):
 
 
 def test_documented_evidence_quotes_the_last_output_line_of_at_most_three_calls():
-    from aeval.judge import documented_evidence
+    from aeval.verdicts.judge import documented_evidence
 
     long = "E" * 250
     shown = documented_evidence([_failure(5, "Traceback\n  File run.py\nKeyError: 'x'\n"),
@@ -367,7 +367,7 @@ def test_documented_evidence_quotes_the_last_output_line_of_at_most_three_calls(
 
 
 def test_static_evidence_lists_at_most_three_findings():
-    from aeval.judge import static_evidence
+    from aeval.verdicts.judge import static_evidence
 
     findings = [StaticFinding(file="SKILL.md", line=n, kind="missing", path="scripts/run.py",
                               problem=MISSING.problem) for n in (3, 5, 8, 13)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from aeval.adapters import get_runtime
 
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
+from aeval.isolation.shell import base_env
 from aeval.runtime import EventRecorder, Limits, RunRequest
-from aeval.shell import base_env
 
 
 def request(tmp_path, steps, timeout=30, env_extra=None):

@@ -7,7 +7,7 @@ import base64
 import io
 import logging
 
-from aeval.tasks.progress import redact_logs
+from aeval.tasks.run.progress import redact_logs
 
 SECRET = "ghp_logcanary_5Tq2Xw8Rz"
 
@@ -60,7 +60,7 @@ def test_a_case_in_a_worker_adds_its_secrets_to_the_runs():
 def test_a_records_stack_info_is_redacted_too():
     """`logger.warning(..., stack_info=True)` prints the stack under the message: a frame's
     source line holding the secret must not reach a handler."""
-    from aeval.redact import RedactingFilter, Redactor
+    from aeval.isolation.redact import RedactingFilter, Redactor
 
     secret = "hf_Q7vX2pLr9kT4mZ8wB3nY6cJ1dF5gH0sAe"
     out = io.StringIO()

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from aeval.workspace import diff_skill, manifest, prepare_workspace, render_diff
+from aeval.isolation.workspace import diff_skill, manifest, prepare_workspace, render_diff
 from tests.conftest import EXAMPLES
 
 
@@ -124,7 +124,7 @@ BASELINE = {"SKILL.md": "file 0644 aa11", "scripts": "dir 0755",
 
 
 def test_a_file_edited_and_put_back_is_a_change_with_what_the_watch_saw():
-    from aeval.workspace import restored_changes
+    from aeval.isolation.workspace import restored_changes
 
     touches = [("scripts/run.py", "written", 4.25), ("SKILL.md", "attributes", 2.0),
                ("scripts/run.py", "attributes", 5.0), ("scripts/run.py", "written", 6.0)]
@@ -140,7 +140,7 @@ def test_touched_folders_new_files_and_what_delta_shows_are_not_restored_changes
     """A folder's entries changing touches the folder (a file added to scripts/): that is
     not an edit of the folder put back; a file that is not in the shipped copy, or one
     still changed at the end (Δ shows it), is not one either."""
-    from aeval.workspace import restored_changes
+    from aeval.isolation.workspace import restored_changes
 
     final = {**BASELINE, "scripts/lib/io.py": "file 0644 dd44", "scripts/new.py": "file 0644 e"}
     touches = [("scripts", "written", 1.0), ("scripts/lib", "created", 1.5),
@@ -207,7 +207,7 @@ def test_a_text_edit_has_its_unified_diff_and_the_text_after(tmp_path):
 
 
 def test_a_path_that_is_not_utf8_is_shown_with_escapes():
-    from aeval.workspace import shown_path
+    from aeval.isolation.workspace import shown_path
 
     raw = os.fsdecode(b"scripts/r\xffn.py")
     assert shown_path(raw) == "scripts/r\\xffn.py"
@@ -215,7 +215,7 @@ def test_a_path_that_is_not_utf8_is_shown_with_escapes():
 
 
 def test_the_skill_folder_moved_while_the_runtime_ran_is_one_change_at_the_first():
-    from aeval.workspace import path_changes
+    from aeval.isolation.workspace import path_changes
 
     (c,) = path_changes([("scripts/x", "written", 0.5), (".", "moved", 1.23456),
                          (".", "deleted", 2.0)])
@@ -226,8 +226,8 @@ def test_the_skill_folder_moved_while_the_runtime_ran_is_one_change_at_the_first
 
 
 def test_an_entry_put_back_with_a_new_identity_is_a_change():
-    from aeval.tree import Tree
-    from aeval.workspace import rewritten_changes
+    from aeval.isolation.tree import Tree
+    from aeval.isolation.workspace import rewritten_changes
 
     before = Tree(entries={"run.py": "file 0755 aa", "lib": "dir 0755", "new.py": "file 0644 b",
                            "same.py": "file 0644 c"},

@@ -1,10 +1,11 @@
-"""Reading SKILL.md as a reader does (aeval.markdown): fences inside list items, spans, links."""
+"""Reading SKILL.md as a reader does (aeval.skill.markdown): fences inside list items, spans,
+links."""
 
 from __future__ import annotations
 
 from textwrap import dedent
 
-from aeval.markdown import inline_code, links, parse
+from aeval.skill.markdown import inline_code, links, parse
 
 DOC = dedent("""\
     # Converting slides

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aeval import markdown
+from aeval.skill import markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.adapters._opencode_parse import (
+from aeval.adapters.runtimes._opencode_parse import (
     OpenCodeParser,
     normalize_tool,
     parse_opencode,

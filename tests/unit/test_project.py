@@ -71,8 +71,8 @@ def test_dependencies_point_one_way(layer):
 
 def test_the_layer_check_sees_namespaced_imports(tmp_path):
     py = tmp_path / "m.py"
-    py.write_text("from aeval.flows.evaluate import evaluate\nimport aeval.tasks.grade\n"
-                  "from aeval import adapters\nfrom aeval.store import RunStore\n")
+    py.write_text("from aeval.flows.evaluate import evaluate\nimport aeval.tasks.case.grade\n"
+                  "from aeval import adapters\nfrom aeval.run.store import RunStore\n")
     assert _imports(py) == {"flows", "tasks", "adapters", "aeval"}
 
 
@@ -97,7 +97,7 @@ def test_the_distribution_has_a_free_name_and_the_command_stays_aeval():
 
     dist = distribution("aeval-skills")
     assert [ep.value for ep in dist.entry_points if ep.name == "aeval"] == [
-        "aeval.deployments.program:run"]
+        "aeval.deployments.cli.program:run"]
     top = (dist.read_text("top_level.txt") or "aeval").split()
     assert top == ["aeval"]
 
@@ -116,7 +116,7 @@ def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
     # aeval's hardening module, as is, in a folder it can read
     import tempfile
 
-    from aeval import hardening
+    from aeval.isolation import hardening
 
     shared = Path(tempfile.mkdtemp(prefix="aeval-hardening-"))
     shared.chmod(0o755)
@@ -141,7 +141,7 @@ def test_tool_processes_cannot_read_the_harness_environment(tmp_path):
 
 def test_runtimes_command_lists_every_runtime_with_its_install_command(capsys):
     from aeval.adapters import RUNTIMES, runtime_class
-    from aeval.deployments.cli import main
+    from aeval.deployments.cli.main import main
 
     assert main(["runtimes"]) == 0
     out = capsys.readouterr().out
@@ -157,7 +157,7 @@ def test_runtimes_command_imports_no_sdk():
     import subprocess
     import sys
 
-    code = ("import sys, io, contextlib\nfrom aeval.deployments.cli import main\n"
+    code = ("import sys, io, contextlib\nfrom aeval.deployments.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['runtimes']) == 0\n"
             "heavy = {'litellm', 'claude_agent_sdk', 'prefect', 'pandas'} & set(sys.modules)\n"
             "sys.exit(f'imported {sorted(heavy)}' if heavy else 0)\n")

@@ -9,7 +9,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
 
 CANARY = "hf_Q7vX2pLr9kT4mZ8wB3nY6cJ1dF5gH0sAe"  # looks like a Hugging Face token
 ODD = 'p@ss/w0rd+"key"\\=é'  # URL, JSON and base64 special characters
@@ -129,7 +129,7 @@ def test_wrapped_base64_and_hex_are_redacted_raw_and_in_json(width):
 def test_logging_filter_redacts_message_args_and_exception(tmp_path):
     import logging
 
-    from aeval.redact import RedactingFilter
+    from aeval.isolation.redact import RedactingFilter
 
     log_file = tmp_path / "aeval.log"
     logger = logging.getLogger("aeval.test.redact")
@@ -220,7 +220,7 @@ def test_the_logging_filter_passes_every_record_and_formats_its_arguments_once()
     import io
     import logging
 
-    from aeval.redact import RedactingFilter
+    from aeval.isolation.redact import RedactingFilter
 
     for redactor in (Redactor({}), Redactor({"T": CANARY})):
         out = io.StringIO()

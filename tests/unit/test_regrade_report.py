@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aeval.tasks.compare import agreement_report, regraded_dir
+from aeval.tasks.studies.compare import agreement_report, regraded_dir
 
 from aeval.artifacts import (
     CaseResult,
@@ -20,7 +20,7 @@ from aeval.artifacts import (
     SelfCorrection,
     SkillResult,
 )
-from aeval.store import write_model
+from aeval.run.store import write_model
 
 TEXT = {"A1": "outputs/model.json exists", "A2": "The final mIoU is printed"}
 

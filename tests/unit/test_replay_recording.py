@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.adapters.replay import ReplayRuntime
+from aeval.adapters.runtimes.replay import ReplayRuntime
 
 from aeval.artifacts import ChangeMade, GraderInfo, Grading, GradingSummary, SelfCorrection
 from aeval.events import EndEvent
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
+from aeval.run.store import write_model
 from aeval.runtime import EventRecorder, RunRequest
-from aeval.store import write_model
 
 
 def recording(tmp_path: Path, deleted: list[str]) -> Path:

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from aeval.contract import load_contract, parse_config
 from aeval.errors import ContractError
-from aeval.skill import load_skill
+from aeval.skill.contract import load_contract, parse_config
+from aeval.skill.skill_md import load_skill
 from tests.conftest import EXAMPLES
 
 RESERVED = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_API_KEY",

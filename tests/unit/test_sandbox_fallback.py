@@ -4,10 +4,10 @@ refuses with a clear line, `none` is what was asked. Runs everywhere, bwrap or n
 from __future__ import annotations
 
 import pytest
-from aeval.adapters.sandbox import NoSandbox, make_sandbox, sandbox_status
+from aeval.adapters.sandbox.bwrap import NoSandbox, make_sandbox, sandbox_status
 
-from aeval.sandbox import Sandbox, SandboxPolicy, SandboxUnavailable
-from aeval.shell import base_env, run_command
+from aeval.isolation.sandbox import Sandbox, SandboxPolicy, SandboxUnavailable
+from aeval.isolation.shell import base_env, run_command
 
 
 def test_without_bubblewrap_auto_falls_back_and_require_refuses(tmp_path):

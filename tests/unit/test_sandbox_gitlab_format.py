@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from aeval.tasks.deliver_format import disarm, outdated_body, suggestion_body, untrusted
-from aeval.tasks.deliver_run import LocatedSuggestion
+from aeval.tasks.deliver.bodies import disarm, outdated_body, suggestion_body, untrusted
+from aeval.tasks.deliver.read_run import LocatedSuggestion
 
 from aeval.artifacts import FixSuggestion
 from tests.fakes.gitlab_markdown import AEVAL_HTML, live_text

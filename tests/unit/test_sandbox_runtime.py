@@ -9,15 +9,15 @@ import shutil
 
 import pytest
 from aeval.adapters import get_runtime
-from aeval.adapters.sandbox import bwrap_problem, make_sandbox
+from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
 from pydantic import ValidationError
 
 from aeval.events import ToolResultEvent, read_events
-from aeval.redact import Redactor
+from aeval.isolation.redact import Redactor
+from aeval.isolation.sandbox import SandboxPolicy
+from aeval.isolation.shell import base_env
+from aeval.isolation.workspace import prepare_workspace
 from aeval.runtime import EventRecorder, Limits, RunRequest
-from aeval.sandbox import SandboxPolicy
-from aeval.shell import base_env
-from aeval.workspace import prepare_workspace
 from tests.conftest import EXAMPLES
 
 CANARY = "sk-ant-canary-27182818284590452353"

@@ -1,4 +1,4 @@
-"""What a skill script accepts, read from its source (aeval.script_interface)."""
+"""What a skill script accepts, read from its source (aeval.skill.script_interface)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.script_interface import read_interface
+from aeval.skill.script_interface import read_interface
 
 ARGPARSE_SUBCOMMANDS = dedent("""\
     import argparse

@@ -1,6 +1,6 @@
 """aeval's Prefect servers answer a 503 with a short Retry-After: Prefect's own client then
 retries a refused SQLite write after ~0.1 s instead of its own 2 s
-(aeval.deployments.server_app)."""
+(aeval.deployments.servers.server_app)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import httpx
 import sqlalchemy.exc
-from aeval.deployments.server_app import RetrySoon
+from aeval.deployments.servers.server_app import RetrySoon
 from fastapi import FastAPI
 from prefect.client.base import PrefectHttpxAsyncClient
 from prefect.server.api.server import custom_internal_exception_handler

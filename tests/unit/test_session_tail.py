@@ -8,7 +8,7 @@ import json
 import os
 import threading
 
-from aeval.adapters._cli import SessionTail
+from aeval.adapters.runtimes._cli import SessionTail
 
 PATTERN = ("sessions", "*", "rollout-*.jsonl")
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-from aeval.redact import Redactor
-from aeval.shell import base_env, run_command
+from aeval.isolation.redact import Redactor
+from aeval.isolation.shell import base_env, run_command
 from tests.procs import alive
 
 CANARY = "sk-proj-canary-9d41c7e2b8a64f03"
@@ -26,7 +26,7 @@ def test_500_mb_of_output_keeps_memory_flat_and_keeps_head_and_tail(tmp_path):
     probe = (
         "import json, resource, sys\n"
         "from pathlib import Path\n"
-        "from aeval.shell import base_env, run_command\n"
+        "from aeval.isolation.shell import base_env, run_command\n"
         f"r = run_command({step!r}, Path({str(tmp_path)!r}), base_env(Path({str(tmp_path)!r})),"
         " 120, cap=16000)\n"
         "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"

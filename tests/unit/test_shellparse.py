@@ -1,4 +1,5 @@
-"""What a documented block reads, writes, sets and runs (aeval.shellparse), without running it."""
+"""What a documented block reads, writes, sets and runs (aeval.skill.shellparse), without running
+it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.shellparse import commands, effects, path_like, related
+from aeval.skill.shellparse import commands, effects, path_like, related
 
 
 def test_here_document_bodies_are_data_not_commands():

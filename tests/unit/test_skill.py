@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aeval.errors import ContractError
-from aeval.skill import find_skill_roots, load_skill, nearest_skill_root
+from aeval.skill.skill_md import find_skill_roots, load_skill, nearest_skill_root
 
 
 def make(tmp_path, folder: str, text: str):

@@ -1,4 +1,4 @@
-"""The attempt's Python user site as Δ sees it (`aeval.startup_hooks`): hooks compared by
+"""The attempt's Python user site as Δ sees it (`aeval.isolation.startup_hooks`): hooks compared by
 content and identity, a folder on the way swapped for a symlink, and never followed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aeval.startup_hooks import hook_changes, hook_state, shown, user_site
+from aeval.isolation.startup_hooks import hook_changes, hook_state, shown, user_site
 
 
 def _attempt(tmp_path: Path) -> tuple[Path, Path]:

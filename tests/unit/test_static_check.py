@@ -12,8 +12,8 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.skill import load_skill
-from aeval.static_check import MAX_REFERENCE_BYTES, MAX_SCRIPT_BYTES, static_check
+from aeval.skill.skill_md import load_skill
+from aeval.verdicts.static_check import MAX_REFERENCE_BYTES, MAX_SCRIPT_BYTES, static_check
 
 SKILL_MD = dedent("""\
     ---

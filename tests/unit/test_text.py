@@ -1,13 +1,14 @@
-"""aeval.text: untrusted text made inert, and junit.xml that parses whatever a case held."""
+"""aeval.isolation.text: untrusted text made inert, and junit.xml that parses whatever a case
+held."""
 
 from __future__ import annotations
 
 import pytest
-from aeval.tasks.publish import junit_xml
+from aeval.tasks.run.publish import junit_xml
 from markdown_it import MarkdownIt
 
 from aeval.artifacts import CaseResult, RunManifest
-from aeval.text import code_span, escape_controls, one_line
+from aeval.isolation.text import code_span, escape_controls, one_line
 from tests.unit.test_deliver import check_junit, make_run
 
 

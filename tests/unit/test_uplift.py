@@ -1,11 +1,11 @@
-"""The uplift statistics (aeval/uplift.py) on tables whose answers are checked by hand."""
+"""The uplift statistics (aeval/stats/uplift.py) on tables whose answers are checked by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from aeval.artifacts.uplift import PairOutcome
-from aeval.uplift import (
+from aeval.stats.uplift import (
     mcnemar_exact_p,
     newcombe_paired_ci,
     skill_uplifts,
@@ -141,7 +141,7 @@ def skill(tmp_path):
     (["--model", "openai/x", "--epochs", "0"], "--epochs must be at least 1"),
 ])
 def test_usage_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
-    from aeval.deployments.cli import main
+    from aeval.deployments.cli.main import main
 
     assert main(["uplift", str(skill(tmp_path)), *args]) == 2
     err = capsys.readouterr().err
@@ -149,7 +149,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path, capsys, args, message):
 
 
 def test_a_folder_without_skills_is_a_usage_error(tmp_path, capsys, monkeypatch):
-    from aeval.deployments.cli import main
+    from aeval.deployments.cli.main import main
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # else the missing key is said first
     assert main(["uplift", str(tmp_path), "--model", "openai/x"]) == 2
@@ -159,7 +159,7 @@ def test_a_folder_without_skills_is_a_usage_error(tmp_path, capsys, monkeypatch)
 def test_the_flow_request_refuses_runtimes_without_an_agent():
     from pydantic import ValidationError
 
-    from aeval.requests import UpliftRequest
+    from aeval.run.requests import UpliftRequest
 
     with pytest.raises(ValidationError, match="uplift needs an agent runtime, not literal"):
         UpliftRequest(runtimes=["builtin", "literal"])

@@ -1,5 +1,5 @@
-"""What the warm process serves (`aeval.deployments.warm.refusal`, issue 33): only a `run` or
-`sweep` command line aeval's own parser accepts, never one that turns the sandbox off, in any
+"""What the warm process serves (`aeval.deployments.servers.warm.refusal`, issue 33): only a `run`
+or `sweep` command line aeval's own parser accepts, never one that turns the sandbox off, in any
 spelling argparse takes (a prefix of the flag, ``=``), nor through ``AEVAL_SANDBOX`` in the
 environment the connection sent; and the invocation's quick look (`sandbox_off`) agrees, so a
 user's own ``--sandbox none`` run goes in-process without a round trip."""
@@ -7,7 +7,7 @@ user's own ``--sandbox none`` run goes in-process without a round trip."""
 from __future__ import annotations
 
 import pytest
-from aeval.deployments.warm import refusal, sandbox_off
+from aeval.deployments.servers.warm import refusal, sandbox_off
 
 ENV = {"HOME": "/home/dev", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 SKILLS = "skills/csv-stats"

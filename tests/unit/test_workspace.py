@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from aeval.contract import load_contract
-from aeval.copying import copy_entry
 from aeval.errors import ContractError
-from aeval.redact import Redactor
-from aeval.skill import load_skill
-from aeval.workspace import collect_outputs, diff_skill, manifest, prepare_workspace
+from aeval.isolation.copying import copy_entry
+from aeval.isolation.redact import Redactor
+from aeval.isolation.workspace import collect_outputs, diff_skill, manifest, prepare_workspace
+from aeval.skill.contract import load_contract
+from aeval.skill.skill_md import load_skill
 from tests.conftest import EXAMPLES
 
 

@@ -17,12 +17,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from aeval.adapters.claude_code import ClaudeCodeRuntime  # noqa: E402
+from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime  # noqa: E402
 
 from aeval.errors import EnvironmentFailure  # noqa: E402
-from aeval.redact import Redactor  # noqa: E402
+from aeval.isolation.redact import Redactor  # noqa: E402
+from aeval.isolation.shell import base_env  # noqa: E402
 from aeval.runtime import EventRecorder, Limits, RunRequest  # noqa: E402
-from aeval.shell import base_env  # noqa: E402
 from aeval.testing import Script, ScriptedModelServer, ToolCall, Turn  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
