@@ -1,7 +1,7 @@
-"""The `aeval` command line: the parser and `main`. The commands live in
-``commands_eval.py`` (run, sweep, compare, regrade), ``commands_info.py`` (validate, schema,
-runtimes, show), ``commands_init.py`` (init), ``commands_triggers.py`` (triggers) and
-``post.py`` (post); what they print, in ``console.py``.
+"""The `aeval` command line: the parser and `main`. The commands live beside it in
+``evaluate.py`` (run, sweep, compare, regrade), ``info.py`` (validate, schema, runtimes,
+show), ``init.py`` (init), ``trigger_accuracy.py`` (triggers), ``trigger_deployment.py``
+(trigger), ``uplift.py`` (uplift) and ``post.py`` (post); what they print, in ``console.py``.
 
 Exit codes of `run` (first match wins): `aeval.exit_codes`, the one table the gate, the
 ``--help`` epilog and the README share; 4 (aeval itself failed: one line, the traceback with
