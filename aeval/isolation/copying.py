@@ -222,13 +222,19 @@ def _entry(run: _Run, src: int, dst: int | None, name: str, folder: str, where: 
 
 def _subfolder(run: _Run, src: int, name: str, st: os.stat_result, dst: int | None,
                folder: str, where: str, depth: int) -> None:
-    child = os.open(name, _DIR, dir_fd=src)
+    _copy_folder(run, os.open(name, _DIR, dir_fd=src), st, dst, name, folder, where, depth)
+
+
+def _copy_folder(run: _Run, child: int, st: os.stat_result, dst: int | None, dst_name: str,
+                 folder: str, where: str, depth: int) -> None:
+    """Copy the open folder ``child`` (closed here) as ``dst_name`` in ``dst`` (None: only
+    check it), its mode and times last."""
     out = None
     try:
         if dst is not None:
             with contextlib.suppress(FileExistsError):
-                os.mkdir(name, 0o700, dir_fd=dst)
-            out = os.open(name, _DIR, dir_fd=dst)
+                os.mkdir(dst_name, 0o700, dir_fd=dst)
+            out = os.open(dst_name, _DIR, dir_fd=dst)
         _folder(run, child, out, folder, where, depth)
         if out is not None:
             os.fchmod(out, stat.S_IMODE(st.st_mode))
@@ -309,18 +315,5 @@ def _top(run: _Run, src_parent: int, name: str, to: str, shown: str, dst_parent:
                           "skill folder are copied")
         return
     child = os.open(name, _DIR, dir_fd=src_parent) if name else os.dup(src_parent)
-    out = None
-    try:
-        if dst_parent is not None:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(dst_name, 0o700, dir_fd=dst_parent)
-            out = os.open(dst_name, _DIR, dir_fd=dst_parent)
-        _folder(run, child, out, "" if to == "." else to, "" if shown == "." else shown,
-                depth)
-        if out is not None:
-            os.fchmod(out, stat.S_IMODE(st.st_mode))
-            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-    finally:
-        os.close(child)
-        if out is not None:
-            os.close(out)
+    _copy_folder(run, child, st, dst_parent, dst_name, "" if to == "." else to,
+                 "" if shown == "." else shown, depth)
