@@ -216,13 +216,9 @@ def _entry(run: _Run, src: int, dst: int | None, name: str, folder: str, where: 
         run.refuse(where, f"is {MAX_DEPTH} folders deep: past the bound of aeval's walks, so Δ "
                           "could not cover the copy")
     else:
-        _subfolder(run, src, name, st, dst, f"{folder}/{name}" if folder else name, where,
-                   depth + 1)
-
-
-def _subfolder(run: _Run, src: int, name: str, st: os.stat_result, dst: int | None,
-               folder: str, where: str, depth: int) -> None:
-    _copy_folder(run, os.open(name, _DIR, dir_fd=src), st, dst, name, folder, where, depth)
+        # no frame between: a tree MAX_DEPTH deep stays within Python's recursion limit
+        _copy_folder(run, os.open(name, _DIR, dir_fd=src), st, dst, name,
+                     f"{folder}/{name}" if folder else name, where, depth + 1)
 
 
 def _copy_folder(run: _Run, child: int, st: os.stat_result, dst: int | None, dst_name: str,
