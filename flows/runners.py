@@ -233,10 +233,13 @@ def dask_preflight(address: str, paths: list[str], store: str, sandboxed: bool,
     import aeval
 
     root = Path(store)
-    root.mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(16)
     marker = root / f".aeval-preflight-{token[:12]}"
-    marker.write_text(token)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        marker.write_text(token)
+    except OSError as exc:
+        return f"--dask {address}: cannot write the run store {store}: {exc.strerror or exc}"
     try:
         with Client(address, timeout=timeout_s, set_as_default=False) as client:
             workers = list(client.scheduler_info().get("workers", {}))

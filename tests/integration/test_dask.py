@@ -277,3 +277,13 @@ def test_a_worker_that_cannot_see_the_run_store_is_refused(scheduler, tmp_path):
                     "mounted at the same path)"), line
     assert healthy not in line
     assert not (store / "runs").exists() and not list(store.iterdir())
+
+
+def test_a_scheduler_without_workers_is_refused(scheduler, tmp_path):
+    """No worker at all: exit 2 at once, one line (before: the run waited for a worker that
+    never came)."""
+    address, _start_worker = scheduler
+    done = _aeval_on(address, tmp_path / "store", "http://127.0.0.1:9/api")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    assert _refusal(done).startswith(f"aeval: --dask {address}: the scheduler has no "
+                                     "workers"), done.stderr
