@@ -171,7 +171,7 @@ def running_postgres(timeout_s: float = 60) -> Iterator[Postgres]:
             try:
                 pg.query("postgres", "SELECT 1")
                 break
-            except (OSError, Exception) as exc:  # starting up: refused, or "starting up"
+            except Exception as exc:  # refused, or asyncpg's "the database is starting up"
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"postgres not ready after {timeout_s:.0f} s: {exc}; "
                                        f"{log.read_text(errors='replace')[-2000:]}") from exc
