@@ -180,3 +180,87 @@ def use_global_model_limit(limit: int, name: str = MODEL_LIMIT) -> str:
         client.upsert_global_concurrency_limit_by_name(name, limit)
     os.environ[MODEL_LIMIT_VAR] = name
     return name
+
+
+PREFLIGHT_TIMEOUT_S = 30.0
+
+
+def worker_problems(version: str, paths: list[str], store: str, token_name: str, token: str,
+                    sandboxed: bool) -> list[str]:
+    """Run on a Dask worker (`Client.run`) before any case: why this worker cannot run the
+    run's cases, empty when it can. ``version`` is the caller's aeval; ``paths`` the skills;
+    ``store`` the run store, where the caller wrote ``token`` into ``token_name`` (the same
+    folder, not merely the same path); ``sandboxed``: the caller runs the cases under
+    bubblewrap (--sandbox require, or auto where bwrap works), so every worker must too."""
+    import shutil
+    from pathlib import Path
+
+    from aeval.adapters.sandbox.bwrap import bwrap_problem
+
+    import aeval
+
+    problems = []
+    if aeval.__version__ != version:
+        problems.append(f"aeval {aeval.__version__}, not {version} as the caller's")
+    for path in paths:
+        if not Path(path).exists():
+            problems.append(f"cannot see the skills at {path}")
+    try:
+        seen = (Path(store) / token_name).read_text()
+    except OSError as exc:
+        seen = f"({exc.strerror or exc})"
+    if seen != token:
+        problems.append(f"cannot see the run store {store} this machine writes "
+                        "(a shared file system mounted at the same path)")
+    if shutil.which("bash") is None:
+        problems.append("bash not found on PATH")
+    if sandboxed and (why := bwrap_problem()) is not None:
+        problems.append(f"no sandbox: {why}")
+    return problems
+
+
+def dask_preflight(address: str, paths: list[str], store: str, sandboxed: bool,
+                   timeout_s: float = PREFLIGHT_TIMEOUT_S) -> str | None:
+    """Ask every worker of the Dask scheduler at ``address`` whether it can run the cases
+    (`worker_problems`, through `distributed.Client.run`), before anything runs. None when
+    all can; otherwise one line naming the first worker that cannot and why (and how many
+    others cannot). Raises OSError when the scheduler cannot be reached."""
+    import secrets
+    from pathlib import Path
+
+    from distributed import Client
+
+    import aeval
+
+    root = Path(store)
+    token = secrets.token_hex(16)
+    marker = root / f".aeval-preflight-{token[:12]}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        marker.write_text(token)
+    except OSError as exc:
+        return f"--dask {address}: cannot write the run store {store}: {exc.strerror or exc}"
+    try:
+        with Client(address, timeout=timeout_s, set_as_default=False) as client:
+            workers = list(client.scheduler_info().get("workers", {}))
+            if not workers:
+                return (f"--dask {address}: the scheduler has no workers "
+                        "(start them with `dask worker ADDRESS --preload aeval.flows.runners`)")
+            answers = client.run(worker_problems, aeval.__version__,
+                                 [str(Path(p).resolve()) for p in paths],
+                                 str(root.resolve()), marker.name, token, sandboxed,
+                                 on_error="return")
+    finally:
+        marker.unlink(missing_ok=True)
+    bad = {}
+    for worker, answer in sorted(answers.items()):
+        if isinstance(answer, BaseException):  # e.g. an aeval without this function
+            bad[worker] = [f"cannot run aeval's check ({type(answer).__name__}: "
+                           f"{str(answer)[:200]}): is the same aeval installed?"]
+        elif answer:
+            bad[worker] = answer
+    if not bad:
+        return None
+    worker, problems = next(iter(bad.items()))
+    more = f" (and {len(bad) - 1} more of {len(answers)} workers)" if len(bad) > 1 else ""
+    return f"--dask {address}: worker {worker} cannot run the cases: {'; '.join(problems)}{more}"

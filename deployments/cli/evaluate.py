@@ -58,6 +58,28 @@ def check_sandbox(mode: str) -> str | None:
     return mode
 
 
+def dask_workers_refused(address: str | None, paths: list, store: Path,
+                         sandbox: str) -> int | None:
+    """Before anything runs on a Dask scheduler (``--dask tcp://...``): every worker can run
+    the cases (`aeval.flows.runners.dask_preflight`), else one line and exit 2 (3 when the
+    scheduler cannot be reached). None: go on (threads, a local cluster, or all workers fit)."""
+    from aeval.flows.runners import LOCAL, dask_preflight
+    from aeval.tasks.case.sandboxing import run_sandbox_status
+
+    if not address or address == LOCAL:
+        return None
+    sandboxed = sandbox != "none" and run_sandbox_status(sandbox).used == "bwrap"
+    try:
+        problem = dask_preflight(address, [str(p) for p in paths], str(store), sandboxed)
+    except OSError as exc:
+        print(f"aeval: --dask {address}: cannot reach the scheduler: {exc}", file=sys.stderr)
+        return 3
+    if problem is None:
+        return None
+    print(f"aeval: {problem}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
     """The run's manifest: what the flow returned, or, when the flow call raised after the run
     was published (the Prefect API lost or refused its flow run), the manifest aeval's own
@@ -127,6 +149,9 @@ def resume_run(args: argparse.Namespace) -> int:
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
         return EXIT_USAGE
+    refused = dask_workers_refused(args.dask, old.skill_roots, RunLayout(run_dir).store, sandbox)
+    if refused is not None:
+        return refused
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
@@ -244,6 +269,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    if (refused := dask_workers_refused(args.dask, roots, store, sandbox)) is not None:
+        return refused
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
     prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
     prefect_ready()  # before any flow: with a scrubbed environment
@@ -303,6 +330,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (ImportError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    # the sweep's evaluate runs take the default --sandbox auto
+    if (refused := dask_workers_refused(args.dask, [args.marketplace], store,
+                                        "auto")) is not None:
+        return refused
     prefect_ready()
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)

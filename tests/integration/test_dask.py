@@ -141,3 +141,149 @@ def test_model_calls_stay_bounded_across_dask_worker_processes(tmp_path: Path):
     # one call in flight at a time: each request arrives after the previous one was answered
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= delay - 0.1, gaps
+
+
+# Issue 29, item 4: a remote Dask scheduler's workers are asked, before anything runs, whether
+# they can run the cases (`aeval.flows.runners.dask_preflight`, through Client.run).
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    import contextlib
+    import signal
+
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait)
+
+
+DASK = str(Path(sys.executable).parent / "dask")
+
+
+@pytest.fixture
+def scheduler(tmp_path: Path):
+    """A real `dask scheduler` on loopback; yields (address, start_worker), where
+    start_worker(env, prefix) starts a real `dask worker` (under ``prefix``, e.g. a bwrap
+    command line) with ``env`` and returns its address once the scheduler has it."""
+    from distributed import Client
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = []
+    log = (tmp_path / "dask.log").open("wb")
+    procs.append(subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port",
+                                   str(port), "--no-dashboard"], stdout=log,
+                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  start_new_session=True))
+
+    def start_worker(env: dict[str, str], prefix: tuple[str, ...] = ()) -> str:
+        with Client(address, timeout=60) as client:
+            before = set(client.scheduler_info()["workers"])
+            procs.append(subprocess.Popen(
+                [*prefix, DASK, "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+                 "--no-dashboard", "--no-nanny", "--preload", "aeval.flows.runners"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True))
+            client.wait_for_workers(len(before) + 1, timeout=90)
+            (new,) = set(client.scheduler_info()["workers"]) - before
+            return new
+
+    try:
+        yield address, start_worker
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory: pytest.TempPathFactory):
+    """A real Prefect server (aeval's server app on loopback) for the scheduler's workers."""
+    from tests.api_proxy import prefect_server
+
+    with prefect_server(tmp_path_factory.mktemp("dask-preflight") / "home") as (port, _env):
+        yield f"http://127.0.0.1:{port}/api"
+
+
+def _aeval_on(address: str, store: Path, api: str, *extra: str) -> subprocess.CompletedProcess:
+    """`aeval run hello-docs --dask ADDRESS` reporting to the Prefect server at ``api``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
+    env["PREFECT_API_URL"] = api
+    return subprocess.run([AEVAL, "run", str(EXAMPLES / "skills" / "hello-docs"), "--out",
+                           str(store), "--runtime", "literal", "--dask", address, *extra],
+                          env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def _refusal(proc: subprocess.CompletedProcess) -> str:
+    """The one `aeval:` line of a refused run (its other stderr lines are warnings)."""
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("aeval: ")]
+    assert len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return lines[0]
+
+
+def test_a_worker_without_bubblewrap_refuses_a_sandbox_require_run(scheduler, prefect_api,
+                                                                   tmp_path):
+    """The worker's PATH has bash but no bwrap; this machine has bwrap, and --sandbox require:
+    exit 2 before any case, one line naming the worker and bwrap, no run in the store (before:
+    the run started and every case on that worker ended in an error of its own)."""
+    address, start_worker = scheduler
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "bash").symlink_to(shutil.which("bash"))
+    worker = start_worker({**os.environ, "PREFECT_API_URL": prefect_api,
+                           "PATH": f"{bindir}{os.pathsep}{Path(sys.executable).parent}"})
+    store = tmp_path / "store"
+    done = _aeval_on(address, store, prefect_api, "--sandbox", "require")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    line = _refusal(done)
+    assert line.startswith(f"aeval: --dask {address}: worker {worker} cannot run the cases: "
+                           "no sandbox: bwrap not found on PATH"), line
+    assert "run store" not in line and "aeval 0" not in line, line  # only what is wrong
+    assert not (store / "runs").exists() and not list(store.iterdir()), list(store.iterdir())
+
+
+def test_a_worker_that_cannot_see_the_run_store_is_refused(scheduler, tmp_path):
+    """A healthy worker and one in a mount namespace (real bubblewrap) where the run store's
+    folder is an empty tmpfs: the same path, another folder. Exit 2 naming that worker and
+    the store, whatever the sandbox mode, before any flow (no Prefect server is asked: the
+    API URL is a closed port); with the healthy worker alone, the preflight passes."""
+    from aeval.flows.runners import dask_preflight
+
+    address, start_worker = scheduler
+    hidden = tmp_path / "shared"
+    store = hidden / "store"
+    store.mkdir(parents=True)
+    healthy = start_worker(dict(os.environ))
+    assert dask_preflight(address, [str(EXAMPLES / "skills" / "hello-docs")], str(store),
+                          sandboxed=True) is None
+    blind = start_worker(dict(os.environ), ("bwrap", "--dev-bind", "/", "/", "--tmpfs",
+                                            str(hidden), "--die-with-parent", "--"))
+    done = _aeval_on(address, store, "http://127.0.0.1:9/api", "--sandbox", "none")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    line = _refusal(done)
+    assert line == (f"aeval: --dask {address}: worker {blind} cannot run the cases: cannot "
+                    f"see the run store {store} this machine writes (a shared file system "
+                    "mounted at the same path)"), line
+    assert healthy not in line
+    assert not (store / "runs").exists() and not list(store.iterdir())
+
+
+def test_a_scheduler_without_workers_is_refused(scheduler, tmp_path):
+    """No worker at all: exit 2 at once, one line (before: the run waited for a worker that
+    never came)."""
+    address, _start_worker = scheduler
+    done = _aeval_on(address, tmp_path / "store", "http://127.0.0.1:9/api")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    assert _refusal(done).startswith(f"aeval: --dask {address}: the scheduler has no "
+                                     "workers"), done.stderr
