@@ -285,6 +285,8 @@ class Command:
                 rest = rest[1:]
             if rest and rest[0] == "run" and PurePosixPath(prog).name in ("deno", "bun"):
                 rest = rest[1:]
+                while rest and rest[0].startswith("-"):  # `deno run --allow-read x.ts`
+                    rest = rest[1:]
             return (rest[0], rest[1:]) if rest else (None, [])
         if "/" in prog:
             return prog, words[1:]

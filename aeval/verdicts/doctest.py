@@ -114,10 +114,11 @@ def _probe(argv: list[str]) -> bool:
 
 
 def _install_step(code: str) -> str | None:
-    """The skip reason when a block only installs host software and probes what is then on
+    """The skip reason when a block installs host software and probes what is then on
     PATH (``npm install -g X && X --version``, ``pip install X`` then ``which X``): an
     install step, whatever its lines look like. None for any other block."""
     installed: list[str] = []
+    probed = False
     for cmd in commands(code):
         argv = cmd.target_argv()
         if not argv:
@@ -125,10 +126,12 @@ def _install_step(code: str) -> str | None:
         if _INSTALL.match(" ".join(cmd.argv)):
             verb = next((i for i, a in enumerate(argv) if a in ("install", "add", "i")), 0)
             installed += [a for a in argv[verb + 1:] if not a.startswith("-")]
-        elif not (_probe(argv) or argv[0] in ("head", "echo") and cmd.piped):
+        elif _probe(argv) or argv[0] in ("head", "echo") and cmd.piped:
+            probed = True
+        else:
             return None
-    if not installed:
-        return None
+    if not installed or not probed:
+        return None  # installs alone: the plain install skip says so
     what = ", ".join(installed[:3]) + (" ..." if len(installed) > 3 else "")
     return (f"an install step (installs {what} and checks it is there): installing host "
             "software is the case's setup")
@@ -189,14 +192,14 @@ def plan_blocks(blocks: list[DocBlock] | list[tuple[int, str]]) -> list[BlockPla
             plan = BlockPlan(line, code, "skip", "an example of what not to do", taints=False)
         elif why:
             plan = BlockPlan(line, code, "skip", f"placeholder: {why}")
+        elif (step := _install_step(code)) is not None:
+            plan = BlockPlan(line, code, "skip", step, taints=False)
         elif all(_INSTALL.match(c) for c in commands_):
             # Installing host software is the environment's job (the case's `setup`), and a
             # doc test must not change the machine it runs on. A later block that lacks what
             # this installs is diagnosed `needs X` by itself, so the skip taints nothing.
             plan = BlockPlan(line, code, "skip", "installs host software (declare it in "
                                                  "the case's setup)", taints=False)
-        elif (step := _install_step(code)) is not None:
-            plan = BlockPlan(line, code, "skip", step, taints=False)
         else:
             plan = BlockPlan(line, code, "run")
         out.append(BlockPlan(plan.line, plan.code, plan.action, plan.reason, plan.taints, eff))

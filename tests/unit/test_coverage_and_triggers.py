@@ -298,3 +298,17 @@ def test_an_invalid_skill_is_listed_and_the_others_are_planned(tmp_path):
                                                       for d in plan.distractors]}
     finally:
         shutil.rmtree(prepared.workspace_root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("command", [
+    "python3 {baseDir}/scripts/stats.py data.csv",
+    'python3 "${CLAUDE_SKILL_DIR}/scripts/stats.py" data.csv',
+    "python3 $CLAUDE_SKILL_DIR/scripts/stats.py data.csv",
+    "python3 /mnt/skills/user/csv-stats/scripts/stats.py data.csv",
+    "cd /mnt/skills/public/csv-stats && python3 scripts/stats.py data.csv",
+])
+def test_every_spelling_of_the_skill_folder_is_the_copy(ws, command):
+    workspace, skill = ws
+    assert command_uses(command, workspace, skill)[0] == ("scripts/stats.py", "executed")
+    if "/mnt/" in command:  # another skill's install path is not this copy
+        assert command_uses(command.replace("csv-stats", "pdf"), workspace, skill) == []
