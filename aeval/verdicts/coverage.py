@@ -14,9 +14,9 @@ Two sources, joined per file:
 
 Paths are attributed to the skill copy when, after ``$SKILL_DIR`` (any spelling of it,
 `aeval.skill.shellparse.as_skill_var`: ``{baseDir}``, ``${CLAUDE_SKILL_DIR}``, the claude.ai
-install path) is expanded and a relative path is taken from the workspace root (or from the folder a ``cd``
-earlier in the same command moved to), the path (or the file it resolves to through
-symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
+install path) is expanded and a relative path is taken from the workspace root (or from
+the folder a ``cd`` earlier in the same command moved to), the path (or the file it
+resolves to through symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
 Prefect, no I/O beyond resolving symlinks.
 """
 

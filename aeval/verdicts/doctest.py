@@ -126,7 +126,7 @@ def _install_step(code: str) -> str | None:
         if _INSTALL.match(" ".join(cmd.argv)):
             verb = next((i for i, a in enumerate(argv) if a in ("install", "add", "i")), 0)
             installed += [a for a in argv[verb + 1:] if not a.startswith("-")]
-        elif _probe(argv) or argv[0] in ("head", "echo") and cmd.piped:
+        elif _probe(argv) or (argv[0] in ("head", "echo") and cmd.piped):
             probed = True
         else:
             return None

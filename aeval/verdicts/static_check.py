@@ -150,6 +150,9 @@ class _Checker:
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", t) or placeholder(t):
             return None  # a URL (https:, mailto:, tel:, data:, ...) or a placeholder
         t = unquote(t.split("#", 1)[0].split("?", 1)[0])
+        rest = skill_root_rest(t, self.names)  # `{baseDir}/x.md`, `/mnt/skills/user/<name>/x.md`
+        if rest is not None:
+            t, base = rest, "."
         if not t or t.startswith(("/", "~")):
             return None  # an anchor of this document, an absolute or a home path
         rel = norm(posixpath.normpath(posixpath.join(base, t)))

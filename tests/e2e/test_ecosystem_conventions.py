@@ -348,7 +348,7 @@ def doc_test_of(rd: Path, case: dict) -> dict:
 
 
 def test_a_clean_marketplace_of_other_styles_passes_and_is_exercised(tmp_path):
-    code, skills, rd = run(tmp_path, clean())
+    code, skills, _ = run(tmp_path, clean())
     found = {n: s["status"] for n, s in skills.items()}
     for name in ("scan-basedir", "scan-claude-var", "scan-mnt"):
         (case,) = skills[name]["cases"]

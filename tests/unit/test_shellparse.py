@@ -100,7 +100,8 @@ def test_wrappers_and_their_options_are_skipped(code, argv):
 # ---- issue 31: the skill folder's spellings, and what an interpreter runs -------------------
 
 @pytest.mark.parametrize("text, names, expected", [
-    ("python3 {baseDir}/scripts/scan.py --path .", (), "python3 $SKILL_DIR/scripts/scan.py --path ."),
+    ("python3 {baseDir}/scripts/scan.py --path .", (),
+     "python3 $SKILL_DIR/scripts/scan.py --path ."),
     ('python3 "${CLAUDE_SKILL_DIR}/scripts/scan.py"', (), 'python3 "$SKILL_DIR/scripts/scan.py"'),
     ("$CLAUDE_SKILL_DIR/bin/tool", (), "$SKILL_DIR/bin/tool"),
     ("${SKILL_DIR}/x.py", (), "$SKILL_DIR/x.py"),
@@ -112,7 +113,8 @@ def test_wrappers_and_their_options_are_skipped(code, argv):
      "python /mnt/skills/public/docx/ooxml/unpack.py"),
     ("ls /mnt/skills/user/pdfx/x", ("pdf",), "ls /mnt/skills/user/pdfx/x"),
     # the reader's variables and placeholders stay what they are
-    ("echo ${baseDir}/x $CLAUDE_SKILL_DIRS {input}", (), "echo ${baseDir}/x $CLAUDE_SKILL_DIRS {input}"),
+    ("echo ${baseDir}/x $CLAUDE_SKILL_DIRS {input}", (),
+     "echo ${baseDir}/x $CLAUDE_SKILL_DIRS {input}"),
 ])
 def test_every_spelling_of_the_skill_folder_reads_as_skill_dir(text, names, expected):
     assert as_skill_var(text, names) == expected
@@ -122,7 +124,8 @@ def test_the_spellings_keep_every_line_where_it_was():
     block = "cd {baseDir}\npython3 {baseDir}/scripts/a.py \\\n  --in /mnt/skills/user/s/x.csv\n"
     out = as_skill_var(block, ("s",), to="${SKILL_DIR}")
     assert out.count("\n") == block.count("\n")
-    assert out == "cd ${SKILL_DIR}\npython3 ${SKILL_DIR}/scripts/a.py \\\n  --in ${SKILL_DIR}/x.csv\n"
+    assert out == ("cd ${SKILL_DIR}\npython3 ${SKILL_DIR}/scripts/a.py \\\n"
+                   "  --in ${SKILL_DIR}/x.csv\n")
 
 
 @pytest.mark.parametrize("word, rest", [

@@ -717,3 +717,14 @@ def test_a_console_sessions_continuation_lines_are_read(tmp_path):
     line = md.read_text().splitlines().index("$ python3 \\") + 1
     assert findings(skill) == [f"SKILL.md line {line}: runs scripts/list_fields.py, which the "
                                "skill does not have"]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_link_through_the_skill_folders_spelling_is_the_skills(tmp_path, spelling):
+    skill = _scanner(tmp_path, spelling)
+    md = skill / "SKILL.md"
+    md.write_text(md.read_text() + f"\nSee [the rules]({spelling}/references/rules.md) and "
+                                   f"[the changelog]({spelling}/CHANGELOG.md).\n")
+    line = len(md.read_text().splitlines())
+    assert findings(skill) == [f"SKILL.md line {line}: links to CHANGELOG.md, which the skill "
+                               "does not have"]
