@@ -161,7 +161,8 @@ class LiteralRuntime:
                 if time.monotonic() >= deadline:
                     timed_out = True
             else:
-                d = diagnose(plan.code, r.exit_code, output, skill_dir, declared, failed, names)
+                # the code that ran: its words are what bash's ERR trap names
+                d = diagnose(code, r.exit_code, output, skill_dir, declared, failed, names)
                 if d.tool is not None and d.tool in declared:
                     recorder.end("failed", d.reason)
                     raise RuntimeUnavailable(f"{where}: host tool {d.tool} is missing although "
