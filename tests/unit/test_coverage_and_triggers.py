@@ -312,3 +312,19 @@ def test_every_spelling_of_the_skill_folder_is_the_copy(ws, command):
     assert command_uses(command, workspace, skill)[0] == ("scripts/stats.py", "executed")
     if "/mnt/" in command:  # another skill's install path is not this copy
         assert command_uses(command.replace("csv-stats", "pdf"), workspace, skill) == []
+
+
+def test_a_load_through_the_install_path_is_that_skills_load(ws):
+    """claude.ai's install path names the skill by its folder: `/mnt/skills/user/<name>/`
+    loads <name>, whichever skill is under test; `{baseDir}` is the one under test."""
+    workspace, skill = ws
+    other = skill.parent / "release-notes"
+    other.mkdir()
+    skills = {"csv-stats": skill, "release-notes": other}
+    events = [call(0, "bash", command="cat /mnt/skills/user/release-notes/SKILL.md"),
+              call(1, "read_file", path="/mnt/skills/public/csv-stats/SKILL.md"),
+              call(2, "bash", command="head -40 {baseDir}/SKILL.md"),
+              call(3, "bash", command="cat /mnt/skills/user/docx/SKILL.md")]
+    loads = skill_loads(events, workspace, skills, skill_var=skill)
+    assert [(ld.skill, ld.seq) for ld in loads] == [
+        ("release-notes", 0), ("csv-stats", 1), ("csv-stats", 2)]
