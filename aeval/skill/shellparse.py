@@ -34,8 +34,7 @@ _VALUED = {
     "env": ("-u", "--unset", "-C", "--chdir"),
     "exec": ("-a",),
     "uv": ("--with", "--with-requirements", "--with-editable", "--python", "-p", "--project",
-           "--directory", "--extra", "--group", "--env-file", "--package", "--index",
-           "--from", "--script"),
+           "--directory", "--extra", "--group", "--env-file", "--package", "--index"),
     "npx": ("-p", "--package", "-c", "--call"),
 }
 # ---- the skill folder's spellings -----------------------------------------------------------

@@ -144,6 +144,7 @@ def test_the_rest_after_the_skill_folder(word, rest):
     ("uv run --with pandas --python 3.11 scripts/fit_curve.py data.csv",
      "scripts/fit_curve.py", False),
     ("uv run python scripts/fit_curve.py data.csv", "scripts/fit_curve.py", False),
+    ("uv run --script scripts/fit_curve.py data.csv", "scripts/fit_curve.py", False),
     ("uv run scripts/serve", "scripts/serve", True),  # not a .py: uv starts it as a program
     ("poetry run scripts/fit.py", "scripts/fit.py", True),
     ("node scripts/render.js in.md", "scripts/render.js", False),
