@@ -22,6 +22,7 @@ from typing import ClassVar
 from aeval.errors import RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
 from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.skill.shellparse import as_skill_var
 from aeval.verdicts.doctest import (
     BlockOutcome,
     BlockPlan,
@@ -100,7 +101,9 @@ class LiteralRuntime:
         """SKILL.md's shell blocks as a doc test (see `aeval.verdicts.doctest`).
 
         Every runnable block runs (a failure does not stop the others: each is its own
-        evidence), from the skill copy with ``$SKILL_DIR`` set, under an ERR trap that names
+        evidence), from the skill copy with ``$SKILL_DIR`` and ``$CLAUDE_SKILL_DIR`` set and
+        the other spellings of the skill folder (``{baseDir}``, ``/mnt/skills/user/<name>``)
+        read as ``$SKILL_DIR``, under an ERR trap that names
         the simple command that failed. A failure is discounted only when the block depends
         on one that did not run cleanly. Raises RuntimeUnavailable when a tool the contract
         declares in ``host_tools`` is missing: the environment, not the skill, is at fault.
@@ -116,7 +119,9 @@ class LiteralRuntime:
         skill_dir = Path(request.skill_dir)
         names = tuple(dict.fromkeys((request.skill_name, skill_dir.name)))
         shipped = skill_files(skill_dir)
-        env = {**request.env, "SKILL_DIR": str(skill_dir)}
+        # Claude Code's variable too: a block that names ${CLAUDE_SKILL_DIR}, or a script of
+        # the skill that reads it, finds the copy
+        env = {**request.env, "SKILL_DIR": str(skill_dir), "CLAUDE_SKILL_DIR": str(skill_dir)}
         plans = plan_blocks(blocks)
         declared = frozenset(host_tools)
         outcomes: list[BlockOutcome] = []
@@ -137,7 +142,9 @@ class LiteralRuntime:
             call_id = f"block-{i}"
             recorder.tool_call(call_id, "bash", {"command": plan.code})
             nonce = secrets.token_hex(8)
-            r = self._run(_with_err_trap(plan.code, nonce), skill_dir, env,
+            # `{baseDir}/x`, `/mnt/skills/user/<name>/x`: the copy's x (the line count holds)
+            code = as_skill_var(plan.code, names, to="${SKILL_DIR}")
+            r = self._run(_with_err_trap(code, nonce), skill_dir, env,
                           min(remaining, self.block_timeout_s), request.limits.output_cap,
                           request, recorder)
             output, failed = _take_marker(r.combined(), nonce)
@@ -154,7 +161,8 @@ class LiteralRuntime:
                 if time.monotonic() >= deadline:
                     timed_out = True
             else:
-                d = diagnose(plan.code, r.exit_code, output, skill_dir, declared, failed, names)
+                # the code that ran: its words are what bash's ERR trap names
+                d = diagnose(code, r.exit_code, output, skill_dir, declared, failed, names)
                 if d.tool is not None and d.tool in declared:
                     recorder.end("failed", d.reason)
                     raise RuntimeUnavailable(f"{where}: host tool {d.tool} is missing although "

@@ -20,7 +20,8 @@ OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")", "\n")
 REDIRECTS = ("<<<", "<<-", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", ">", "<")
 # programs whose first word does not end the prefix: the real command comes after them
 WRAPPERS = frozenset({"sudo", "env", "time", "nice", "nohup", "timeout", "exec", "command",
-                      "builtin", "stdbuf", "xvfb-run", "caffeinate", "uv", "poetry", "pipenv"})
+                      "builtin", "stdbuf", "xvfb-run", "caffeinate", "uv", "poetry", "pipenv",
+                      "npx", "bunx"})
 # interpreters whose first non-option argument is the script they run
 INTERPRETERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|bash|sh|zsh|dash|ksh|"
                           r"ruby|perl|php|Rscript|lua|tclsh|pwsh|tsx|ts-node|osascript)$")
@@ -32,7 +33,52 @@ _VALUED = {
     "stdbuf": ("-i", "-o", "-e"),
     "env": ("-u", "--unset", "-C", "--chdir"),
     "exec": ("-a",),
+    "uv": ("--with", "--with-requirements", "--with-editable", "--python", "-p", "--project",
+           "--directory", "--extra", "--group", "--env-file", "--package", "--index"),
+    "npx": ("-p", "--package", "-c", "--call"),
 }
+# ---- the skill folder's spellings -----------------------------------------------------------
+# Every reader (S0, the doc test, the documented-command matcher, coverage, triggers) takes
+# the skill folder's spellings from here: the variable aeval sets, Claude Code's variable and
+# its `{baseDir}` token, and the claude.ai install path `/mnt/skills/user|public/<name>/`.
+SKILL_DIR_VARS = frozenset({"SKILL_DIR", "CLAUDE_SKILL_DIR"})
+_SKILL_SPELLING = re.compile(
+    r"\$(?:\{(?:SKILL_DIR|CLAUDE_SKILL_DIR)\}|(?:SKILL_DIR|CLAUDE_SKILL_DIR)(?![A-Za-z0-9_]))|"
+    r"(?<![$\w])\{baseDir\}|"
+    r"(?<![\w.~/-])/mnt/skills/(?:user|public)/(?P<name>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)")
+_SKILL_ROOT = re.compile(r'^"?\$SKILL_DIR(?![A-Za-z0-9_])"?/?')
+MAX_SPELLING_TEXT = 4_000_000  # a longer text is left as written (linear, but bounded)
+
+
+def as_skill_var(text: str, names: tuple[str, ...] = (), to: str = "$SKILL_DIR",
+                 installed_to: str | None = None) -> str:
+    """``text`` with every spelling of the skill folder written ``to`` (``$SKILL_DIR``):
+    ``${CLAUDE_SKILL_DIR}``, ``$CLAUDE_SKILL_DIR``, ``{baseDir}``, ``${SKILL_DIR}``, and
+    ``/mnt/skills/user/<name>`` or ``/mnt/skills/public/<name>`` when ``<name>`` is one of
+    ``names`` (the skill's names; another skill's install path is not this skill's folder).
+    Nothing else changes: no line is added or removed. ``{baseDir}`` is the folder, never a
+    placeholder; ``${baseDir}`` is a variable the reader sets. ``installed_to``: what the
+    install path of ``<name>`` becomes instead (coverage: the folder of that name)."""
+    if len(text) > MAX_SPELLING_TEXT or not any(k in text for k in ("SKILL_DIR", "{baseDir}",
+                                                                     "/mnt/skills/")):
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name is None:
+            return to
+        if name not in names:
+            return m.group(0)
+        return to if installed_to is None else installed_to
+    return _SKILL_SPELLING.sub(sub, text)
+
+
+def skill_root_rest(word: str, names: tuple[str, ...] = ()) -> str | None:
+    """The path after the skill folder's spelling that begins ``word`` (``""`` for the folder
+    itself: ``$SKILL_DIR``, ``"{baseDir}"/``); None when ``word`` does not begin with one."""
+    w = as_skill_var(word.strip(), names)
+    m = _SKILL_ROOT.match(w)
+    return w[m.end():].strip('"') if m else None
 RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
                       "{", "}", "esac"})
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -183,24 +229,43 @@ class Command:
     def target_argv(self) -> list[str]:
         """argv from the real program on: ``timeout 60 env A=1 python3 x.py`` ->
         ``python3 x.py``."""
+        return self._unwrap()[0]
+
+    def _unwrap(self) -> tuple[list[str], bool]:
+        """target_argv, and whether ``uv run`` runs it (``uv run x.py`` runs x.py with
+        Python: the file needs no executable bit)."""
         words = list(self.argv)
+        uv = False
         while words and PurePosixPath(words[0]).name in WRAPPERS:
             name = PurePosixPath(words[0]).name
             words = words[1:]
             if name in ("uv", "poetry", "pipenv"):
                 if words and words[0] == "run":
                     words = words[1:]
+                    uv = name == "uv"
                 else:
-                    return [name, *words]
+                    return [name, *words], False
             if name == "command" and words[:1] in (["-v"], ["-V"]):
-                return [name, *words]  # `command -v python3` looks a program up, runs nothing
+                return [name, *words], False  # `command -v python3` looks a program up
             while words and (words[0].startswith("-") or _ASSIGN.match(words[0])):
                 flag = words.pop(0)
                 if flag in _VALUED.get(name, ()):
                     words = words[1:]
             if name == "timeout" and words and re.match(r"^\d+(\.\d+)?[smhd]?$", words[0]):
                 words = words[1:]
-        return words
+        return words, uv
+
+    def runs_directly(self) -> bool:
+        """Whether the file `script` names is started by the kernel (it needs the executable
+        bit and a usable interpreter line): ``./scripts/x.py``, ``$SKILL_DIR/bin/tool``; not
+        when an interpreter runs it (``python3 x.py``, ``bash x.sh``, ``node x.js``, ``npx
+        tsx x.ts``, ``deno run x.ts``) nor ``uv run x.py`` (uv gives a ``.py`` file to
+        Python; any other file it starts as a program)."""
+        words, uv = self._unwrap()
+        script, _ = self.script()
+        if script is None or words[:1] != [script]:
+            return False
+        return not (uv and PurePosixPath(script).suffix in (".py", ".pyw"))
 
     def script(self) -> tuple[str | None, list[str]]:
         """The file this command runs and its arguments: the program itself when it names a
@@ -219,6 +284,8 @@ class Command:
                 rest = rest[1:]
             if rest and rest[0] == "run" and PurePosixPath(prog).name in ("deno", "bun"):
                 rest = rest[1:]
+                while rest and rest[0].startswith("-"):  # `deno run --allow-read x.ts`
+                    rest = rest[1:]
             return (rest[0], rest[1:]) if rest else (None, [])
         if "/" in prog:
             return prog, words[1:]
@@ -292,9 +359,9 @@ def path_like(word: str) -> bool:
     option, no variable other than $SKILL_DIR, no glob."""
     if not word or word.startswith("-") or "://" in word or word.startswith(("$(", "`")):
         return False
-    if any(c in word for c in "*?[]{}<>|;`\n"):
+    if any(c in as_skill_var(word) for c in "*?[]{}<>|;`\n"):
         return False
-    rest = re.sub(r"\$\{?SKILL_DIR\}?/?", "", word)
+    rest = re.sub(r"\$\{?SKILL_DIR\}?/?", "", as_skill_var(word))
     if "$" in rest:
         return False
     return "/" in word or (bool(_EXT.search(word)) and not re.fullmatch(r"[\d.]+", word))
@@ -302,6 +369,7 @@ def path_like(word: str) -> bool:
 
 def _plain(word: str) -> bool:
     """A word that is a literal path (no variable but $SKILL_DIR, no glob, no descriptor)."""
+    word = as_skill_var(word)
     rest = re.sub(r"\$\{?SKILL_DIR\}?/?", "", word)
     return bool(word) and "$" not in rest and not any(c in word for c in "*?[]{}`&") \
         and "://" not in word
@@ -310,7 +378,7 @@ def _plain(word: str) -> bool:
 def norm(path: str) -> str:
     """A path as the doc test compares paths: ``$SKILL_DIR/``, ``./`` and a trailing slash
     removed, ``a//b`` collapsed."""
-    p = re.sub(r"^\$\{?SKILL_DIR\}?/?", "", path.strip())
+    p = re.sub(r"^\$\{?SKILL_DIR\}?/?", "", as_skill_var(path.strip()))
     while p.startswith("./"):
         p = p[2:]
     p = re.sub(r"/+", "/", p).rstrip("/")
@@ -376,8 +444,8 @@ def effects(code: str) -> Effects:
             eff.sets.add(args[0])
         if prog in ("cd", "pushd") and not cmd.subshell:
             target = args[0] if args else "~"
-            eff.cd = None if norm(target) in (".", "") or re.match(
-                r"^\$\{?SKILL_DIR\}?/?$", target) else target
+            eff.cd = None if norm(target) in (".", "") or skill_root_rest(target) == "" \
+                else target
         made: list[str] = []
         if prog in ("mkdir", "touch", "tee"):
             made += args

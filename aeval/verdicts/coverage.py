@@ -12,10 +12,11 @@ Two sources, joined per file:
   or re-moded -> written. An execution shows to inotify only as an open by the interpreter,
   so *executed* comes from the events alone, and a file executed is not also listed as read.
 
-Paths are attributed to the skill copy when, after ``$SKILL_DIR`` / ``${SKILL_DIR}`` is
-expanded and a relative path is taken from the workspace root (or from the folder a ``cd``
-earlier in the same command moved to), the path (or the file it resolves to through
-symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
+Paths are attributed to the skill copy when, after ``$SKILL_DIR`` (any spelling of it,
+`aeval.skill.shellparse.as_skill_var`: ``{baseDir}``, ``${CLAUDE_SKILL_DIR}``, the claude.ai
+install path) is expanded and a relative path is taken from the workspace root (or from
+the folder a ``cd`` earlier in the same command moved to), the path (or the file it
+resolves to through symlinks) lies inside the copy. Paths outside it are ignored. Pure: no
 Prefect, no I/O beyond resolving symlinks.
 """
 
@@ -32,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.events import Event, ToolCallEvent
+from aeval.skill.shellparse import as_skill_var
 
 Use = Literal["read", "executed", "written"]
 PATH_KEYS = ("path", "file_path", "filePath", "notebook_path", "target_file")
@@ -45,7 +47,6 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "{", "}", "then", "do", "else",
                          "!", "if", "while", "until"})
 _REDIRECTS = frozenset({">", ">>", "1>", "2>", "&>", "1>>", "2>>"})
-_SKILL_VAR = re.compile(r"\$\{SKILL_DIR\}|\$SKILL_DIR\b")
 
 
 class ResourceUse(BaseModel):
@@ -75,8 +76,13 @@ class ResourceUse(BaseModel):
         return set(self.read) | set(self.executed) | set(self.written)
 
 
-def _expand(raw: str, skill_var: Path) -> str:
-    return _SKILL_VAR.sub(str(skill_var).replace("\\", "\\\\"), raw.strip())
+def _expand(raw: str, skill_var: Path, skill_dir: Path | None = None) -> str:
+    """``raw`` with the skill folder's spellings (``$SKILL_DIR``, ``${CLAUDE_SKILL_DIR}``,
+    ``{baseDir}``) made ``skill_var``, and the claude.ai install path of ``skill_dir``'s own
+    name (``/mnt/skills/user/<name>``) made ``skill_dir``."""
+    folder = skill_dir or skill_var
+    return as_skill_var(raw.strip(), (folder.name,), to=str(skill_var),
+                        installed_to=str(folder))
 
 
 def skill_relative(raw: str, workspace: Path, skill_dir: Path,
@@ -89,7 +95,7 @@ def skill_relative(raw: str, workspace: Path, skill_dir: Path,
     path) counts."""
     if not raw or "\0" in raw:
         return None
-    text = _expand(raw, skill_var or skill_dir)
+    text = _expand(raw, skill_var or skill_dir, skill_dir)
     p = Path(text)
     if not p.is_absolute():
         p = Path(workspace) / p

@@ -38,7 +38,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from aeval.skill.shellparse import Command, Effects, commands, effects, norm, path_like, related
+from aeval.skill.shellparse import (
+    Command,
+    Effects,
+    as_skill_var,
+    commands,
+    effects,
+    norm,
+    path_like,
+    related,
+    skill_root_rest,
+)
 
 # ---- placeholders ---------------------------------------------------------------------------
 
@@ -89,13 +99,53 @@ _INSTALL = re.compile(
 _CONSOLE = re.compile(r"^\s*[$>] \S", re.M)
 
 
+_PROBES = frozenset({"--version", "-v", "-V", "version", "--help", "-h"})
+_LOOKUPS = frozenset({"which", "type", "hash", "whereis"})
+
+
+def _probe(argv: list[str]) -> bool:
+    """``X --version``, ``X -v``, ``which X``, ``command -v X``, ``type X``: a look at an
+    installed program (on PATH: no path, no file of the skill), nothing else run."""
+    if len(argv) == 2 and "/" not in argv[0] and argv[1] in _PROBES:
+        return True
+    if len(argv) >= 2 and argv[0] in _LOOKUPS:
+        return all("/" not in a for a in argv[1:])
+    return len(argv) >= 3 and argv[0] == "command" and argv[1] in ("-v", "-V")
+
+
+def _install_step(code: str) -> str | None:
+    """The skip reason when a block installs host software and probes what is then on
+    PATH (``npm install -g X && X --version``, ``pip install X`` then ``which X``): an
+    install step, whatever its lines look like. None for any other block."""
+    installed: list[str] = []
+    probed = False
+    for cmd in commands(code):
+        argv = cmd.target_argv()
+        if not argv:
+            return None
+        if _INSTALL.match(" ".join(cmd.argv)):
+            verb = next((i for i, a in enumerate(argv) if a in ("install", "add", "i")), 0)
+            installed += [a for a in argv[verb + 1:] if not a.startswith("-")]
+        elif _probe(argv) or (argv[0] in ("head", "echo") and cmd.piped):
+            probed = True
+        else:
+            return None
+    if not installed or not probed:
+        return None  # installs alone: the plain install skip says so
+    what = ", ".join(installed[:3]) + (" ..." if len(installed) > 3 else "")
+    return (f"an install step (installs {what} and checks it is there): installing host "
+            "software is the case's setup")
+
+
 def _commands(code: str) -> list[str]:
     """The command lines of a block (comments and blank lines dropped)."""
     return [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
 
 def placeholder(code: str) -> str | None:
-    """Why ``code`` is illustrative rather than runnable (None when it looks runnable)."""
+    """Why ``code`` is illustrative rather than runnable (None when it looks runnable). The
+    skill folder's spellings (``{baseDir}``, ``${CLAUDE_SKILL_DIR}``) are no placeholders."""
+    code = as_skill_var(code)
     for rx, what in _PLACEHOLDERS:
         m = rx.search(code)
         if m:
@@ -142,6 +192,8 @@ def plan_blocks(blocks: list[DocBlock] | list[tuple[int, str]]) -> list[BlockPla
             plan = BlockPlan(line, code, "skip", "an example of what not to do", taints=False)
         elif why:
             plan = BlockPlan(line, code, "skip", f"placeholder: {why}")
+        elif (step := _install_step(code)) is not None:
+            plan = BlockPlan(line, code, "skip", step, taints=False)
         elif all(_INSTALL.match(c) for c in commands_):
             # Installing host software is the environment's job (the case's `setup`), and a
             # doc test must not change the machine it runs on. A later block that lacks what
@@ -156,7 +208,6 @@ def plan_blocks(blocks: list[DocBlock] | list[tuple[int, str]]) -> list[BlockPla
 
 # ---- the skill's own files ------------------------------------------------------------------
 
-_SKILL_VAR = re.compile(r'^"?\$\{?(?:SKILL_DIR|CLAUDE_SKILL_DIR)\}?"?/')
 # the folders skills keep their files in: a path under one names the skill's own file even
 # when the whole folder is gone (`dist/`, `bin/`, `node_modules/` are the reader's project)
 SKILL_FOLDERS = frozenset({"scripts", "references", "reference", "assets", "templates"})
@@ -166,7 +217,9 @@ SCRIPT_EXT = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".rb"
 
 def own_file(word: str, skill_dir: Path, names: tuple[str, ...] = ()) -> str | None:
     """The skill-relative path a command word names as a file of the skill itself, whether or
-    not it exists: ``$SKILL_DIR/x``; a path through a folder named after the skill
+    not it exists: ``$SKILL_DIR/x`` (or any spelling of the skill folder, see
+    `aeval.skill.shellparse.as_skill_var`: ``{baseDir}/x``, ``/mnt/skills/user/<name>/x``);
+    a path through a folder named after the skill
     (``.claude/skills/<name>/x``, ``~/skills/<name>/x``); a relative path that exists in the
     skill, or starts in one of its folders or in `SKILL_FOLDERS` (``scripts/x.py``); a bare
     ``x.py`` when the skill keeps other such files at its root. None for a word that names no
@@ -175,8 +228,9 @@ def own_file(word: str, skill_dir: Path, names: tuple[str, ...] = ()) -> str | N
     w = word.strip()
     if not w or "://" in w or w.startswith("-"):
         return None
-    direct = bool(_SKILL_VAR.match(w))
-    w = _SKILL_VAR.sub("", w)
+    rest = skill_root_rest(w, names)
+    direct = bool(rest)
+    w = rest if rest else w
     if "$" in w or any(c in w for c in "*?[]{}<>`"):
         return None
     parts = PurePosixPath(w).parts
@@ -379,6 +433,31 @@ def _near_own_module(missing: str, output: str, skill_dir: Path) -> Diagnosis | 
                                "a misspelled import of the skill's own module", file=file)
 
 
+# bash's own report of a script it cannot parse: `scripts/x.sh: line 7: syntax error near
+# unexpected token `fi'`, `/abs/x.sh: line 9: syntax error: unexpected end of file`
+_SHELL_SYNTAX = re.compile(r"^(?P<path>[^\n:]{1,4096}): line (?P<line>\d{1,9}): "
+                           r"(?P<msg>syntax error[^\n]{0,300})$", re.M)
+
+
+def _shell_syntax_error(output: str, skill_dir: Path) -> Diagnosis | None:
+    """A defect when bash could not parse a shell script of the skill (its message names
+    the file and line): the skill's code, never the environment (bash's word "token" is
+    no credential)."""
+    root = skill_dir.resolve()
+    for m in _SHELL_SYNTAX.finditer(output):
+        p = Path(m.group("path").strip())
+        try:
+            full = (p if p.is_absolute() else skill_dir / p).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if full.is_relative_to(root) and full.is_file():
+            rel = full.relative_to(root).as_posix()
+            return Diagnosis("defect", f"bash cannot parse the skill's {rel}: line "
+                                       f"{m.group('line')}: {m.group('msg')}", file=rel,
+                             own="file")
+    return None
+
+
 def _last_line(output: str) -> str:
     lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "no output"
@@ -411,8 +490,7 @@ def _own_command(cmd: Command, skill_dir: Path, names: tuple[str, ...]) -> tuple
     rel = own_file(script, skill_dir, names)
     if rel is None:
         return None
-    direct = cmd.target_argv()[:1] == [script]
-    return rel, args, direct
+    return rel, args, cmd.runs_directly()
 
 
 def _inputs_missing(args: list[str], skill_dir: Path, block: Effects) -> list[str]:
@@ -482,6 +560,9 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
             return Diagnosis("missing_tool", f"needs {program}", program)
     if exit_code is None or exit_code > 128:
         return None  # killed (a timeout, a signal): not the skill's answer
+    syntax = _shell_syntax_error(output, skill_dir)
+    if syntax is not None:
+        return syntax
     missing = _missing(output, skill_dir, declared)
     if missing is not None:
         return missing
@@ -566,6 +647,9 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
                 return replace(d, at=at)
             break
 
+    syntax = _shell_syntax_error(output, skill_dir)
+    if syntax is not None:
+        return syntax
     missing = _missing(output, skill_dir, declared)
     if missing is not None:
         return missing

@@ -28,10 +28,10 @@ from pathlib import Path, PurePosixPath
 
 from aeval.events import REFUSALS, Event, ToolCallEvent, ToolResultEvent, calls_by_id
 from aeval.skill import markdown
-from aeval.skill.shellparse import Command, commands
+from aeval.skill.shellparse import Command, as_skill_var, commands
 
 _ACTION = re.compile(r"^[A-Za-z][A-Za-z0-9_:-]{0,63}$")
-_SKILL_VARS = ("$SKILL_DIR/", "${SKILL_DIR}/")
+_SKILL_VAR = "$SKILL_DIR/"  # every spelling of the skill folder reads so (`as_skill_var`)
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _MAX_NESTING = 3  # `bash -c "sh -c '...'"` and deeper: read three shells down
 _NOT_RUN = (".md", ".txt", ".json", ".yaml", ".yml", ".csv")  # documentation files are read
@@ -95,11 +95,9 @@ def _simple_commands(command: str, depth: int = 0) -> list[Command]:
 def _skill_path(token: str, skill_files: frozenset[str], skill_roots: tuple[str, ...]
                 ) -> str | None:
     """The skill file a token names, relative to the skill root, or None."""
-    t = token
-    for var in _SKILL_VARS:
-        if t.startswith(var):
-            t = t[len(var):]
-            break
+    t = as_skill_var(token)
+    if t.startswith(_SKILL_VAR):
+        t = t[len(_SKILL_VAR):]
     else:
         for root in skill_roots:
             if root and t.startswith(root.rstrip("/") + "/"):
@@ -142,7 +140,7 @@ def misplaced_skill_paths(command: str, skill_files: frozenset[str],
     out = []
     for cmd in _simple_commands(command):
         for w in [*cmd.argv, *cmd.reads]:
-            if w.startswith(_SKILL_VARS):  # $SKILL_DIR is the copy, wherever it is
+            if as_skill_var(w).startswith(_SKILL_VAR):  # the copy, wherever it is
                 continue
             parts = PurePosixPath(w.removeprefix("./")).parts
             for i in range(1, len(parts)):

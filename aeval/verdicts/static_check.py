@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.skill import markdown
 from aeval.skill.script_interface import Interface, read_interface
-from aeval.skill.shellparse import commands, effects, norm, related
+from aeval.skill.shellparse import commands, effects, norm, related, skill_root_rest
 from aeval.skill.skill_md import SKILL_FILE, Skill
 from aeval.verdicts.doctest import counter_example, own_file, placeholder
 
@@ -150,6 +150,9 @@ class _Checker:
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", t) or placeholder(t):
             return None  # a URL (https:, mailto:, tel:, data:, ...) or a placeholder
         t = unquote(t.split("#", 1)[0].split("?", 1)[0])
+        rest = skill_root_rest(t, self.names)  # `{baseDir}/x.md`, `/mnt/skills/user/<name>/x.md`
+        if rest is not None:
+            t, base = rest, "."
         if not t or t.startswith(("/", "~")):
             return None  # an anchor of this document, an absolute or a home path
         rel = norm(posixpath.normpath(posixpath.join(base, t)))
@@ -186,7 +189,7 @@ class _Checker:
             at = line + (cmd.line + (0 if inline else 1))
             argv = cmd.target_argv()
             if argv and PurePosixPath(argv[0]).name in ("cd", "pushd") and not cmd.subshell:
-                if len(argv) < 2 or not re.match(r"^\"?\$\{?SKILL_DIR\}?\"?/?$", argv[1]):
+                if len(argv) < 2 or skill_root_rest(argv[1], self.names) != "":
                     return  # after a `cd` elsewhere (home, for a bare one) the block's
                     # relative paths are someone else's
                 continue
@@ -201,7 +204,7 @@ class _Checker:
                     self.reference(value, at, file, via, produced)
             if ran is None:  # not the skill's, a placeholder, missing or made by the docs
                 continue
-            if argv[0] == script:  # run directly, not given to an interpreter
+            if cmd.runs_directly():  # not given to an interpreter (nor `uv run x.py`)
                 self.startable(ran, at, file, via)
             self.interface(ran, args, at, file, via)
 
@@ -282,15 +285,26 @@ def _is_console(fence: markdown.Fence) -> bool:
         re.search(r"^\s*\$ \S", fence.code, re.M))
 
 
+_CONTINUED = re.compile(r"^\s*> ?(.*)$")
+
+
 def _console_commands(code: str) -> str | None:
-    """The commands of a console session (``$ `` lines, prompts removed), in place: other
-    lines blank, so line numbers hold. None when the block has no prompt (an unlabelled
-    fence is then output or a listing, not commands)."""
+    """The commands of a console session (``$ `` lines, prompts removed, and the ``> ``
+    lines that continue one: after a line ending in a backslash, ``|``, ``&&`` or ``||``),
+    in place: other lines blank, so line numbers hold. None when the block has no prompt
+    (an unlabelled fence is then output or a listing, not commands)."""
     lines = code.split("\n")
-    found = [_PROMPT.match(ln) for ln in lines]
-    if not any(found):
+    if not any(_PROMPT.match(ln) for ln in lines):
         return None
-    return "\n".join(m.group(1) if m else "" for m in found)
+    out: list[str] = []
+    more = False  # the last command line kept asks for another
+    for ln in lines:
+        m = _PROMPT.match(ln)
+        c = _CONTINUED.match(ln) if m is None and more else None
+        kept = m.group(1) if m else c.group(1) if c else None
+        out.append(kept if kept is not None else "")
+        more = kept is not None and kept.rstrip().endswith(("\\", "|", "&&", "||"))
+    return "\n".join(out)
 
 
 def _read(path: Path) -> Interface | None:

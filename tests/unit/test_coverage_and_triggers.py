@@ -298,3 +298,33 @@ def test_an_invalid_skill_is_listed_and_the_others_are_planned(tmp_path):
                                                       for d in plan.distractors]}
     finally:
         shutil.rmtree(prepared.workspace_root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("command", [
+    "python3 {baseDir}/scripts/stats.py data.csv",
+    'python3 "${CLAUDE_SKILL_DIR}/scripts/stats.py" data.csv',
+    "python3 $CLAUDE_SKILL_DIR/scripts/stats.py data.csv",
+    "python3 /mnt/skills/user/csv-stats/scripts/stats.py data.csv",
+    "cd /mnt/skills/public/csv-stats && python3 scripts/stats.py data.csv",
+])
+def test_every_spelling_of_the_skill_folder_is_the_copy(ws, command):
+    workspace, skill = ws
+    assert command_uses(command, workspace, skill)[0] == ("scripts/stats.py", "executed")
+    if "/mnt/" in command:  # another skill's install path is not this copy
+        assert command_uses(command.replace("csv-stats", "pdf"), workspace, skill) == []
+
+
+def test_a_load_through_the_install_path_is_that_skills_load(ws):
+    """claude.ai's install path names the skill by its folder: `/mnt/skills/user/<name>/`
+    loads <name>, whichever skill is under test; `{baseDir}` is the one under test."""
+    workspace, skill = ws
+    other = skill.parent / "release-notes"
+    other.mkdir()
+    skills = {"csv-stats": skill, "release-notes": other}
+    events = [call(0, "bash", command="cat /mnt/skills/user/release-notes/SKILL.md"),
+              call(1, "read_file", path="/mnt/skills/public/csv-stats/SKILL.md"),
+              call(2, "bash", command="head -40 {baseDir}/SKILL.md"),
+              call(3, "bash", command="cat /mnt/skills/user/docx/SKILL.md")]
+    loads = skill_loads(events, workspace, skills, skill_var=skill)
+    assert [(ld.skill, ld.seq) for ld in loads] == [
+        ("release-notes", 0), ("csv-stats", 1), ("csv-stats", 2)]

@@ -544,3 +544,50 @@ def test_a_bare_script_name_is_the_skills_only_when_it_keeps_such_files_at_its_r
     assert own_file("tool2.sh", skill) is None
     (skill / "setup.sh").write_text("echo\n")
     assert own_file("tool2.sh", skill) == "tool2.sh" and own_file("tool2.py", skill) is None
+
+
+# ---- issue 31: the skill folder's spellings are no placeholders; install steps ---------------
+
+@pytest.mark.parametrize("code", [
+    "python3 {baseDir}/scripts/scan_secrets.py --path . --format sarif",
+    'python3 "${CLAUDE_SKILL_DIR}/scripts/scan_secrets.py" --path .',
+    "python3 /mnt/skills/user/secret-scan/scripts/scan_secrets.py --path .",
+    "cd {baseDir} && ./scripts/scan_secrets.py --format json",
+])
+def test_a_block_through_the_skill_folders_spelling_runs(code):
+    (plan,) = plan_blocks([(9, code)])
+    assert (plan.action, plan.reason) == ("run", None)
+
+
+@pytest.mark.parametrize("code, why", [
+    ("python3 {baseDir}/scripts/scan_secrets.py --path <repo>", "'<repo>'"),
+    ("python3 {baseDir}/scripts/scan_secrets.py --path {input}", "'{input}'"),
+])
+def test_placeholders_beside_the_spelling_are_still_placeholders(code, why):
+    (plan,) = plan_blocks([(9, code)])
+    assert plan.action == "skip" and why in (plan.reason or ""), plan
+
+
+@pytest.mark.parametrize("code, installs", [
+    ("npm install -g some-cli\nsome-cli --version", "some-cli"),
+    ("npm i -g @mermaid-js/mermaid-cli\nmmdc --version | head -1", "@mermaid-js/mermaid-cli"),
+    ("pip install ruff; ruff --version", "ruff"),
+    ("brew install jq\nwhich jq\ncommand -v jq", "jq"),
+    ("sudo apt-get install -y poppler-utils\npdftotext -v", "poppler-utils"),
+    ("uv tool install ruff\nruff -V", "ruff"),
+])
+def test_an_install_only_block_is_an_install_step_and_taints_nothing(code, installs):
+    (plan,) = plan_blocks([(12, code)])
+    assert plan.action == "skip" and not plan.taints, plan
+    assert plan.reason == (f"an install step (installs {installs} and checks it is there): "
+                           "installing host software is the case's setup")
+
+
+@pytest.mark.parametrize("code", [
+    "npm install -g some-cli\nsome-cli scan .",  # it uses what it installed
+    "pip install -r requirements.txt\npython3 scripts/check.py --version",  # the skill's own
+    "npm install -g some-cli\n./bin/some-cli --version",
+])
+def test_an_install_beside_a_real_command_still_runs(code):
+    (plan,) = plan_blocks([(12, code)])
+    assert plan.action == "run", plan

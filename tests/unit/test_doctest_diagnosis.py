@@ -8,6 +8,7 @@ command bash's ERR trap names, or None when bash named none.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -467,3 +468,87 @@ def test_a_script_that_fails_after_the_block_redirected_fine_is_still_the_skill(
     d = diagnosed(skill, "python scripts/fill.py fill --mode turbo > outputs/fields.txt",
                   "python scripts/fill.py fill --mode turbo > outputs/fields.txt")
     assert d.kind == "defect", d
+
+
+# ---- issue 31: an interpreter's script, and bash's own syntax errors -------------------------
+
+FIT_BROKEN = """\
+# /// script
+# requires-python = ">=3.10"
+# dependencies = []
+# ///
+import argparse
+
+p = argparse.ArgumentParser(prog="fit_curve.py")
+p.add_argument("csv")
+a = p.parse_args()
+rows = [line.split(",") for line in open(a.csv)][1:]
+print(f"fitted {len(rows)} points"
+"""
+
+
+def test_a_script_uv_runs_that_python_cannot_parse_fails_with_its_syntax_error(tmp_path):
+    """`uv run scripts/fit_curve.py` gives the file to Python: no exec bit, no interpreter
+    line needed, and the real cause is what Python said. uv is not on this machine: the
+    script's own interpreter gives the output uv would have relayed."""
+    skill = tmp_path / "curve-fit"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "scripts" / "fit_curve.py").write_text(FIT_BROKEN)
+    (skill / "data.csv").write_text("x,y\n0,1\n1,3\n")
+    exit_code, output = run_block("python3 scripts/fit_curve.py data.csv", skill)
+    assert exit_code == 1 and "SyntaxError" in output, output
+    d = diagnose("uv run scripts/fit_curve.py data.csv", exit_code, output, skill,
+                 failed="uv run scripts/fit_curve.py data.csv")
+    assert d.kind == "defect", d
+    assert d.reason.startswith("SyntaxError: '(' was never closed raised in the skill's "
+                               "scripts/fit_curve.py:11"), d.reason
+    assert "not executable" not in d.reason
+
+
+ROTATE_BROKEN = """\
+#!/usr/bin/env bash
+set -euo pipefail
+keep=5 dry_run=0 dir=logs
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) keep=$2; shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
+    *) dir=$1; shift ;;
+  esac
+done
+for f in "$dir"/*.log; do
+  if [ "$dry_run" = 1 ]
+    echo "would rotate $f (keep $keep)"
+  fi
+done
+"""
+
+
+@pytest.mark.parametrize("code", [
+    "bash scripts/rotate.sh --keep 5 --dry-run logs",
+    "./scripts/rotate.sh --keep 5 --dry-run logs",
+    'bash "$SKILL_DIR/scripts/rotate.sh" --dry-run',
+])
+def test_a_skill_shell_script_bash_cannot_parse_is_a_defect_not_the_environment(tmp_path,
+                                                                                code):
+    skill = tmp_path / "log-rotate"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "scripts" / "rotate.sh").write_text(ROTATE_BROKEN)
+    os.chmod(skill / "scripts" / "rotate.sh", 0o755)
+    exit_code, output = run_block(f"SKILL_DIR={skill}\n{code}", skill)
+    assert "syntax error near unexpected token `fi'" in output, output
+    d = diagnose(code, exit_code, output, skill, failed=code.replace('"', ""))
+    assert (d.kind, d.file) == ("defect", "scripts/rotate.sh"), d
+    assert d.reason == ("bash cannot parse the skill's scripts/rotate.sh: line 14: syntax "
+                        "error near unexpected token `fi'")
+
+
+def test_a_token_the_environment_lacks_is_still_the_environment(tmp_path):
+    skill = tmp_path / "gh-report"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "scripts" / "report.sh").write_text(
+        '#!/usr/bin/env bash\n[ -n "${GH_TOKEN:-}" ] || { echo "error: no GitHub token '
+        'configured (set GH_TOKEN)" >&2; exit 1; }\n')
+    exit_code, output = run_block("bash scripts/report.sh --repo x/y", skill)
+    d = diagnose("bash scripts/report.sh --repo x/y", exit_code, output, skill)
+    assert d.kind == "inconclusive", d

@@ -344,3 +344,25 @@ def test_failures_are_read_past_refused_calls_and_results_without_a_call():
     assert errors[1] == ("names .agents/skills/segmentation/scripts/run.py, not in this "
                          "runtime's skill copy (.opencode/skills/segmentation/): the agent's "
                          "path, the skill never ran")
+
+
+def test_the_skill_folders_other_spellings_name_the_copy_and_documented_commands():
+    """Claude Code's ``${CLAUDE_SKILL_DIR}`` and ``{baseDir}`` are the copy, wherever it is:
+    a failed call through them ran the documented command, and is not the agent's path."""
+    for command in (f"python3 ${{CLAUDE_SKILL_DIR}}/{TRAIN}", f"python3 $CLAUDE_SKILL_DIR/{TRAIN}",
+                    f"python3 {{baseDir}}/{TRAIN}"):
+        calls = _events((command, 1))
+        assert agent_errors(calls, FILES, OPENCODE_ROOTS) == {}, command
+        assert len(failed_documented_calls(calls, DOCS, FILES, OPENCODE_ROOTS)) == 1, command
+    md = dedent("""\
+        ---
+        name: segmentation
+        description: Segment images.
+        ---
+        ```bash
+        python3 ${CLAUDE_SKILL_DIR}/scripts/run.py segment_train --data fixtures --epochs 2
+        ```
+        """)
+    (sig,) = documented_signatures(md, [], FILES)
+    assert (sig.file, sig.action, sig.flags) == ("scripts/run.py", "segment_train",
+                                                 frozenset({"--data", "--epochs"}))

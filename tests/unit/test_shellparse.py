@@ -7,7 +7,14 @@ from textwrap import dedent
 
 import pytest
 
-from aeval.skill.shellparse import commands, effects, path_like, related
+from aeval.skill.shellparse import (
+    as_skill_var,
+    commands,
+    effects,
+    path_like,
+    related,
+    skill_root_rest,
+)
 
 
 def test_here_document_bodies_are_data_not_commands():
@@ -88,3 +95,67 @@ def test_related_paths():
 def test_wrappers_and_their_options_are_skipped(code, argv):
     (cmd,) = commands(code)
     assert cmd.target_argv() == argv
+
+
+# ---- issue 31: the skill folder's spellings, and what an interpreter runs -------------------
+
+@pytest.mark.parametrize("text, names, expected", [
+    ("python3 {baseDir}/scripts/scan.py --path .", (),
+     "python3 $SKILL_DIR/scripts/scan.py --path ."),
+    ('python3 "${CLAUDE_SKILL_DIR}/scripts/scan.py"', (), 'python3 "$SKILL_DIR/scripts/scan.py"'),
+    ("$CLAUDE_SKILL_DIR/bin/tool", (), "$SKILL_DIR/bin/tool"),
+    ("${SKILL_DIR}/x.py", (), "$SKILL_DIR/x.py"),
+    ("python /mnt/skills/user/pdf/scripts/fill.py a.pdf", ("pdf",),
+     "python $SKILL_DIR/scripts/fill.py a.pdf"),
+    ("cat /mnt/skills/public/pdf/REFERENCE.md", ("pdf",), "cat $SKILL_DIR/REFERENCE.md"),
+    # another skill's install path is not this skill's folder
+    ("python /mnt/skills/public/docx/ooxml/unpack.py", ("pdf",),
+     "python /mnt/skills/public/docx/ooxml/unpack.py"),
+    ("ls /mnt/skills/user/pdfx/x", ("pdf",), "ls /mnt/skills/user/pdfx/x"),
+    # the reader's variables and placeholders stay what they are
+    ("echo ${baseDir}/x $CLAUDE_SKILL_DIRS {input}", (),
+     "echo ${baseDir}/x $CLAUDE_SKILL_DIRS {input}"),
+])
+def test_every_spelling_of_the_skill_folder_reads_as_skill_dir(text, names, expected):
+    assert as_skill_var(text, names) == expected
+
+
+def test_the_spellings_keep_every_line_where_it_was():
+    block = "cd {baseDir}\npython3 {baseDir}/scripts/a.py \\\n  --in /mnt/skills/user/s/x.csv\n"
+    out = as_skill_var(block, ("s",), to="${SKILL_DIR}")
+    assert out.count("\n") == block.count("\n")
+    assert out == ("cd ${SKILL_DIR}\npython3 ${SKILL_DIR}/scripts/a.py \\\n"
+                   "  --in ${SKILL_DIR}/x.csv\n")
+
+
+@pytest.mark.parametrize("word, rest", [
+    ("{baseDir}/scripts/x.py", "scripts/x.py"), ('"{baseDir}"', ""),
+    ("${CLAUDE_SKILL_DIR}", ""), ("$SKILL_DIR/", ""), ("scripts/x.py", None),
+    ("${baseDir}/x", None),
+])
+def test_the_rest_after_the_skill_folder(word, rest):
+    assert skill_root_rest(word) == rest
+
+
+@pytest.mark.parametrize("code, script, direct", [
+    ("./scripts/fit.py data.csv", "./scripts/fit.py", True),
+    ("{baseDir}/scripts/scan.py --path .", "{baseDir}/scripts/scan.py", True),
+    ("uv run scripts/fit_curve.py data.csv", "scripts/fit_curve.py", False),
+    ("uv run --with pandas --python 3.11 scripts/fit_curve.py data.csv",
+     "scripts/fit_curve.py", False),
+    ("uv run python scripts/fit_curve.py data.csv", "scripts/fit_curve.py", False),
+    ("uv run --script scripts/fit_curve.py data.csv", "scripts/fit_curve.py", False),
+    ("uv run scripts/serve", "scripts/serve", True),  # not a .py: uv starts it as a program
+    ("poetry run scripts/fit.py", "scripts/fit.py", True),
+    ("node scripts/render.js in.md", "scripts/render.js", False),
+    ("bash scripts/rotate.sh --dry-run", "scripts/rotate.sh", False),
+    ("sh scripts/rotate.sh", "scripts/rotate.sh", False),
+    ("deno run --allow-read scripts/check.ts", "scripts/check.ts", False),
+    ("npx tsx scripts/build.ts --out dist", "scripts/build.ts", False),
+    ("npx -y tsx scripts/build.ts", "scripts/build.ts", False),
+    ("python -m scripts.fit data.csv", None, False),
+])
+def test_a_script_an_interpreter_runs_is_not_run_directly(code, script, direct):
+    (cmd,) = commands(code)
+    assert cmd.script()[0] == script
+    assert cmd.runs_directly() is direct

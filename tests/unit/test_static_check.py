@@ -566,3 +566,165 @@ def test_a_skill_whose_folder_is_gone_is_checked_without_raising(tmp_path):
         "SKILL.md line 7: links to references/fields.md, which the skill does not have",
         "SKILL.md line 8: links to FORMS.md, which the skill does not have",
         "SKILL.md line 10: runs scripts/fields.py, which the skill does not have"]
+
+
+# ---- issue 31: other ecosystems' conventions --------------------------------------------------
+
+SCAN_PY = dedent("""\
+    #!/usr/bin/env python3
+    \"\"\"Scan a tree for hard-coded secrets.\"\"\"
+    import argparse
+
+    p = argparse.ArgumentParser(prog="scan_secrets.py")
+    p.add_argument("--path", default=".")
+    p.add_argument("--format", choices=["sarif", "json"], default="json")
+    p.add_argument("--fail-on-findings", action="store_true")
+    print(p.parse_args())
+    """)
+
+
+def _scanner(root: Path, spelling: str, script: str = SCAN_PY, mode: int = 0o755) -> Path:
+    skill = root / "secret-scan"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "references").mkdir()
+    (skill / "references" / "rules.md").write_text("# Rules\n\naws-access-key-id\n")
+    (skill / "SKILL.md").write_text(dedent(f"""\
+        ---
+        name: secret-scan
+        description: Scan a repository for hard-coded secrets and report them as SARIF.
+        ---
+        # Secret scanning
+
+        The rules are in `{spelling}/references/rules.md`.
+
+        ```bash
+        python3 {spelling}/scripts/scan_secrets.py --path . --format sarif
+        ```
+
+        Or run it as a program: `{spelling}/scripts/scan_secrets.py --path src --format json`
+        """))
+    (skill / "scripts" / "scan_secrets.py").write_text(script)
+    os.chmod(skill / "scripts" / "scan_secrets.py", mode)
+    return skill
+
+
+SPELLINGS = ["{baseDir}", "${CLAUDE_SKILL_DIR}", "$CLAUDE_SKILL_DIR",
+             "/mnt/skills/user/secret-scan", "/mnt/skills/public/secret-scan"]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_script_named_through_the_skill_folders_spelling_is_checked(tmp_path, spelling):
+    assert findings(_scanner(tmp_path / "clean", spelling)) == []
+    renamed = SCAN_PY.replace('"--format"', '"--output-format"')
+    assert findings(_scanner(tmp_path / "planted", spelling, renamed)) == [
+        "SKILL.md line 10: documents the option --format for scripts/scan_secrets.py, which "
+        "does not accept it",
+        "SKILL.md line 13: documents the option --format for scripts/scan_secrets.py, which "
+        "does not accept it"]
+    gone = _scanner(tmp_path / "gone", spelling)
+    (gone / "scripts" / "scan_secrets.py").rename(gone / "scripts" / "scan.py")
+    (gone / "references" / "rules.md").unlink()
+    assert findings(gone) == [
+        "SKILL.md line 7: names references/rules.md, which the skill does not have",
+        "SKILL.md line 10: runs scripts/scan_secrets.py, which the skill does not have",
+        "SKILL.md line 13: runs scripts/scan_secrets.py, which the skill does not have"]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_script_run_directly_through_the_spelling_still_needs_its_exec_bit(tmp_path,
+                                                                             spelling):
+    assert findings(_scanner(tmp_path, spelling, mode=0o644)) == [
+        "SKILL.md line 13: runs scripts/scan_secrets.py directly, but it is not executable "
+        "(mode 644; git update-index --chmod=+x scripts/scan_secrets.py)"]
+
+
+def test_another_skills_install_path_is_not_this_skills(tmp_path):
+    skill = build(tmp_path)
+    md = skill / "SKILL.md"
+    md.write_text(md.read_text() + "\nConvert first: `python /mnt/skills/public/docx/ooxml/"
+                                   "unpack.py in.docx out/`\n")
+    assert findings(skill) == []
+
+
+FIT_PY = dedent("""\
+    # /// script
+    # requires-python = ">=3.10"
+    # dependencies = ["numpy"]
+    # ///
+    import argparse
+
+    p = argparse.ArgumentParser(prog="fit_curve.py")
+    p.add_argument("csv")
+    p.add_argument("--degree", type=int, default=1)
+    print(p.parse_args())
+    """)
+
+
+@pytest.mark.parametrize("command", [
+    "uv run scripts/fit_curve.py data.csv",
+    "uv run --with numpy scripts/fit_curve.py data.csv --degree 2",
+    "uv run python scripts/fit_curve.py data.csv",
+    "python3 scripts/fit_curve.py data.csv",
+])
+def test_a_script_an_interpreter_runs_needs_no_exec_bit_nor_interpreter_line(tmp_path,
+                                                                             command):
+    skill = build(tmp_path, {"SKILL.md": dedent(f"""\
+        ---
+        name: curve-fit
+        description: Fit a polynomial to measured data.
+        ---
+        ```bash
+        {command}
+        ```
+        """), "scripts/fit_curve.py": FIT_PY}, executable=())
+    assert findings(skill) == []
+    # the interface is still read: an option the script lacks is named
+    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text().replace(
+        "data.csv", "data.csv --order 2"))
+    assert findings(skill) == ["SKILL.md line 6: documents the option --order for "
+                               "scripts/fit_curve.py, which does not accept it"]
+
+
+def test_a_python_script_run_directly_still_needs_exec_bit_and_interpreter_line(tmp_path):
+    skill = build(tmp_path, {"SKILL.md": "---\nname: curve-fit\ndescription: Fit.\n---\n"
+                                         "```bash\n./scripts/fit_curve.py data.csv\n```\n",
+                             "scripts/fit_curve.py": FIT_PY}, executable=())
+    assert [f.split(", but ")[1] for f in findings(skill)] == [
+        "it is not executable (mode 644; git update-index --chmod=+x scripts/fit_curve.py)"]
+    os.chmod(skill / "scripts" / "fit_curve.py", 0o755)
+    assert findings(skill) == ["SKILL.md line 6: runs scripts/fit_curve.py directly, but it "
+                               "has no interpreter line (#!)"]
+
+
+def test_a_console_sessions_continuation_lines_are_read(tmp_path):
+    skill = build(tmp_path)
+    md = skill / "SKILL.md"
+    md.write_text(md.read_text() + dedent("""\
+
+        A session:
+
+        ```console
+        $ python3 \\
+        >   scripts/list_fields.py --json \\
+        >   form.pdf
+        {"fields": ["name", "date"]}
+        > not a continuation: output
+        $ ls out/ | \\
+        > grep -c pdf
+        1
+        ```
+        """))
+    line = md.read_text().splitlines().index("$ python3 \\") + 1
+    assert findings(skill) == [f"SKILL.md line {line}: runs scripts/list_fields.py, which the "
+                               "skill does not have"]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_link_through_the_skill_folders_spelling_is_the_skills(tmp_path, spelling):
+    skill = _scanner(tmp_path, spelling)
+    md = skill / "SKILL.md"
+    md.write_text(md.read_text() + f"\nSee [the rules]({spelling}/references/rules.md) and "
+                                   f"[the changelog]({spelling}/CHANGELOG.md).\n")
+    line = len(md.read_text().splitlines())
+    assert findings(skill) == [f"SKILL.md line {line}: links to CHANGELOG.md, which the skill "
+                               "does not have"]
