@@ -15,8 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from tests.integration.test_prefect_server import (
     stop,
     tail,
     wait_for_deployment,
+    wait_healthy,
 )
 from tests.postgres import Postgres, running_postgres
 
@@ -68,19 +67,7 @@ def pg_server(postgres: Postgres,
             start_new_session=True)
     api = f"http://127.0.0.1:{port}/api"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"prefect server exited {proc.returncode}:\n{tail(log)}")
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"prefect server not healthy after 120 s:\n{tail(log)}")
-            time.sleep(0.5)
+        wait_healthy(proc, api, log, 120)
         yield {**clients, "PREFECT_API_URL": api, "PREFECT_RUNNER_POLL_FREQUENCY": "2",
                "PREFECT_SERVER_LOGGING_LEVEL": "WARNING"}
     finally:

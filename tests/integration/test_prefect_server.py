@@ -65,6 +65,24 @@ def tail(path: Path, n: int = 40) -> str:
     return "\n".join(lines[-n:])
 
 
+def wait_healthy(proc: subprocess.Popen, api: str, log: Path, timeout: float) -> None:
+    """Until ``prefect server start`` answers /health; the test fails with its log's tail if
+    it exits or stays unhealthy for ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"prefect server exited {proc.returncode}:\n{tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{api}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"prefect server not healthy after {timeout:.0f} s:\n{tail(log)}")
+        time.sleep(0.5)
+
+
 def sh(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c",
                            "user.name=t", *args], check=True, capture_output=True,
@@ -86,19 +104,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     api = f"http://127.0.0.1:{port}/api"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"prefect server exited {proc.returncode}:\n{tail(log)}")
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"prefect server not healthy after 90 s:\n{tail(log)}")
-            time.sleep(0.5)
+        wait_healthy(proc, api, log, 90)
         yield {**env, "PREFECT_API_URL": api, "PREFECT_RUNNER_POLL_FREQUENCY": "2",
                "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO"}
     finally:
