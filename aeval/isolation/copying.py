@@ -179,31 +179,89 @@ def _link(run: _Run, src_dir: int, name: str, folder: str, dst_dir: int | None,
         os.symlink(target, dst_name, dir_fd=dst_dir)
 
 
-def _folder(run: _Run, src: int, dst: int | None, folder: str, shown: str, depth: int) -> None:
-    """Copy the entries of the folder ``src`` (``folder``: its canonical path in the skill,
-    ``shown``: as problems name it) into ``dst`` (None: only check)."""
+@dataclass
+class _Level:
+    """One open folder of the walk: its entries still to copy, and where they go."""
+
+    src: int  # the folder in the skill (closed when the level ends)
+    dst: int | None  # its copy (None: only check)
+    st: os.stat_result  # the folder's mode and times, set on the copy last
+    folder: str  # canonical path in the skill ("" at the top)
+    shown: str  # as problems name it
+    depth: int
+    names: list[str]  # the entries still to copy, last first
+
+
+def _open_level(run: _Run, child: int, st: os.stat_result, dst: int | None, dst_name: str,
+                folder: str, shown: str, depth: int) -> _Level:
+    """The open folder ``child`` (closed by `_close_level`) as ``dst_name`` in ``dst``."""
+    out = None
     try:
-        names = sorted(os.listdir(src))
-    except OSError as exc:
-        run.refuse(shown or ".", f"cannot be listed: {exc.strerror}")
-        return
-    for name in names:
-        if name in run.skip_names:
-            continue
-        where = f"{shown}/{name}" if shown else name
-        run.entries += 1
-        if run.entries > run.limit:
-            run.refuse(shown or ".", f"has more than {run.limit} entries: past the bound of "
-                                     "aeval's walks, so Δ could not cover the copy")
-            raise _Full
+        if dst is not None:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(dst_name, 0o700, dir_fd=dst)
+            out = os.open(dst_name, _DIR, dir_fd=dst)
         try:
-            _entry(run, src, dst, name, folder, where, depth)
+            names = sorted(os.listdir(child), reverse=True)
         except OSError as exc:
-            run.refuse(where, f"cannot be copied: {exc.strerror or exc}")
+            run.refuse(shown or ".", f"cannot be listed: {exc.strerror}")
+            names = []
+    except BaseException:
+        os.close(child)
+        raise
+    return _Level(child, out, st, folder, shown, depth,
+                  [n for n in names if n not in run.skip_names])
 
 
-def _entry(run: _Run, src: int, dst: int | None, name: str, folder: str, where: str,
-           depth: int) -> None:
+def _close_level(level: _Level, finished: bool) -> None:
+    """Close a level's descriptors; a finished copy gets its folder's mode and times."""
+    try:
+        if finished and level.dst is not None:
+            os.fchmod(level.dst, stat.S_IMODE(level.st.st_mode))
+            os.utime(level.dst, ns=(level.st.st_atime_ns, level.st.st_mtime_ns))
+    finally:
+        os.close(level.src)
+        if level.dst is not None:
+            os.close(level.dst)
+
+
+def _copy_folder(run: _Run, child: int, st: os.stat_result, dst: int | None, dst_name: str,
+                 folder: str, where: str, depth: int) -> None:
+    """Copy the open folder ``child`` (closed here) as ``dst_name`` in ``dst`` (None: only
+    check it), every folder's mode and times after its entries.
+
+    The walk keeps its own stack of open folders rather than recursing: a tree
+    ``MAX_DEPTH`` deep costs no Python frames, whatever the caller's stack already holds."""
+    stack = [_open_level(run, child, st, dst, dst_name, folder, where, depth)]
+    try:
+        while stack:
+            level = stack[-1]
+            if not level.names:
+                _close_level(stack.pop(), True)
+                continue
+            name = level.names.pop()
+            where = f"{level.shown}/{name}" if level.shown else name
+            run.entries += 1
+            if run.entries > run.limit:
+                run.refuse(level.shown or ".", f"has more than {run.limit} entries: past the "
+                                               "bound of aeval's walks, so Δ could not cover "
+                                               "the copy")
+                raise _Full
+            try:
+                deeper = _entry(run, level, name, where)
+            except OSError as exc:
+                run.refuse(where, f"cannot be copied: {exc.strerror or exc}")
+                continue
+            if deeper is not None:
+                stack.append(deeper)
+    finally:
+        while stack:
+            _close_level(stack.pop(), False)
+
+
+def _entry(run: _Run, level: _Level, name: str, where: str) -> _Level | None:
+    """Copy one entry of ``level``; a folder is returned opened, for the walk to enter."""
+    src, dst, folder = level.src, level.dst, level.folder
     st = os.stat(name, dir_fd=src, follow_symlinks=False)
     if stat.S_ISLNK(st.st_mode):
         _link(run, src, name, folder, dst, name, where)
@@ -212,33 +270,13 @@ def _entry(run: _Run, src: int, dst: int | None, name: str, folder: str, where: 
     elif not stat.S_ISDIR(st.st_mode):
         run.refuse(where, f"is {kind_of(st.st_mode)}: only files, folders and links inside "
                           "the skill folder are copied")
-    elif depth + 1 >= MAX_DEPTH:
+    elif level.depth + 1 >= MAX_DEPTH:
         run.refuse(where, f"is {MAX_DEPTH} folders deep: past the bound of aeval's walks, so Δ "
                           "could not cover the copy")
     else:
-        # no frame between: a tree MAX_DEPTH deep stays within Python's recursion limit
-        _copy_folder(run, os.open(name, _DIR, dir_fd=src), st, dst, name,
-                     f"{folder}/{name}" if folder else name, where, depth + 1)
-
-
-def _copy_folder(run: _Run, child: int, st: os.stat_result, dst: int | None, dst_name: str,
-                 folder: str, where: str, depth: int) -> None:
-    """Copy the open folder ``child`` (closed here) as ``dst_name`` in ``dst`` (None: only
-    check it), its mode and times last."""
-    out = None
-    try:
-        if dst is not None:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(dst_name, 0o700, dir_fd=dst)
-            out = os.open(dst_name, _DIR, dir_fd=dst)
-        _folder(run, child, out, folder, where, depth)
-        if out is not None:
-            os.fchmod(out, stat.S_IMODE(st.st_mode))
-            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-    finally:
-        os.close(child)
-        if out is not None:
-            os.close(out)
+        return _open_level(run, os.open(name, _DIR, dir_fd=src), st, dst, name,
+                           f"{folder}/{name}" if folder else name, where, level.depth + 1)
+    return None
 
 
 def _dest_folder(dest: Path, trusted: Path) -> int:
