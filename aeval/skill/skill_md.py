@@ -66,6 +66,43 @@ class Skill(BaseModel):
         return [(f.line, f.code.strip()) for f in self.fences() if f.shell and f.code.strip()]
 
 
+def _read_skill_md(skill_dir: Path, skill_md: Path, where: str) -> str:
+    """SKILL.md's text, read only when it is the skill's own: a link may point to another
+    file of the skill, never out of it (aeval often runs as root: a SKILL.md linked to
+    ``/proc/self/environ`` or another team's file would be read with aeval's rights, before
+    the copy check refuses the link). At most `SKILL_MD_MAX_BYTES` are read, whatever the
+    size the file claims (a /proc file says 0)."""
+    try:
+        real, home = skill_md.resolve(strict=True), skill_dir.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from None
+    if not real.is_relative_to(home):
+        raise ContractError([Problem(where, "", f"is a symlink to {os.readlink(skill_md)}, "
+                                                "outside the skill folder: not read (a skill "
+                                                "is copied alone)")])
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            size, chunks, got = os.fstat(fd).st_size, [], 0
+            while size <= SKILL_MD_MAX_BYTES and got <= SKILL_MD_MAX_BYTES:
+                chunk = os.read(fd, min(1 << 16, SKILL_MD_MAX_BYTES + 1 - got))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+        finally:
+            os.close(fd)
+        if size > SKILL_MD_MAX_BYTES or got > SKILL_MD_MAX_BYTES:
+            said = f"{size:,} bytes" if size > SKILL_MD_MAX_BYTES else \
+                f"over {SKILL_MD_MAX_BYTES:,} bytes read"
+            raise ContractError([Problem(where, "", f"{said}, larger than the "
+                                                    f"{SKILL_MD_MAX_BYTES:,}-byte (1 MiB) "
+                                                    "limit for SKILL.md")])
+        return b"".join(chunks).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from exc
+
+
 def load_skill(skill_dir: Path) -> Skill:
     """Parse ``skill_dir/SKILL.md``. Raises ContractError naming every problem found."""
     skill_dir = Path(skill_dir)
@@ -73,15 +110,7 @@ def load_skill(skill_dir: Path) -> Skill:
     where = str(skill_md)
     if not skill_md.is_file():
         raise ContractError([Problem(str(skill_dir), "", f"no {SKILL_FILE} in this folder")])
-    try:
-        size = skill_md.stat().st_size
-        if size > SKILL_MD_MAX_BYTES:
-            raise ContractError([Problem(where, "", f"{size:,} bytes, larger than the "
-                                                    f"{SKILL_MD_MAX_BYTES:,}-byte (1 MiB) "
-                                                    "limit for SKILL.md")])
-        text = skill_md.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ContractError([Problem(where, "", f"cannot be read: {exc}")]) from exc
+    text = _read_skill_md(skill_dir, skill_md, where)
     m = _FRONTMATTER_RE.match(text)
     if not m:
         raise ContractError(
