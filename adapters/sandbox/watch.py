@@ -172,6 +172,7 @@ class SkillWatch:
                                  if e.is_dir(follow_symlinks=False))
             except OSError:
                 continue
+        self._wake = os.pipe()  # `stop` writes a byte: the loop's poll returns at once
         self._thread = threading.Thread(target=self._loop, name="aeval-skill-watch",
                                         daemon=True)
         self._thread.start()
@@ -199,6 +200,8 @@ class SkillWatch:
         assert self._inotify is not None
         poller = select.poll()
         poller.register(self._inotify.fileno(), select.POLLIN)
+        wake_r, _ = self._wake
+        poller.register(wake_r, select.POLLIN)
         while not self._stop.is_set():
             if poller.poll(100):  # wait unlocked: `quiet_uses` must not wait on it
                 self._drain(timeout_ms=0)
@@ -262,7 +265,14 @@ class SkillWatch:
                 del _ACTIVE[self.root.resolve()]
         if self._thread is not None:
             self._stop.set()
+            # the loop's poll returns now, not at its next 100 ms tick: two watches per
+            # attempt waited up to 100 ms each here (110 ms mean under load), in every case
+            with contextlib.suppress(OSError):
+                os.write(self._wake[1], b"x")
             self._thread.join(timeout=5)
+            for fd in self._wake:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         with self._lock:
             if self._inotify is not None:
                 self._inotify.close()

@@ -67,6 +67,12 @@ SERVER_ENV = {
     # service matched every event of a run against none (~8 % of a reused server's CPU in a
     # warm one-skill run). A Prefect server of your own (PREFECT_API_URL) keeps them.
     "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
+    # the task-run recorder writes the task runs and states from the clients' events one
+    # event per transaction by default (batch size 1): at 8 case chains it fell behind, and
+    # what it had not written when the embedded server stopped never reached the database
+    # (a 200-case CI run: 107-117 of its 462 task runs in the UI; 462 with 50, and ~15 % less
+    # of the server's CPU; benchmarks/README.md, issue 29)
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "50",
 }
 """What aeval's own Prefect servers (embedded or reused) run with: the API and the services of
 an ephemeral server (flow and task runs, events), no UI, no block registration, no

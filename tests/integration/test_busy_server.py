@@ -45,6 +45,17 @@ def aeval(proxy: ApiProxy, env: dict[str, str], *args: str,
                           stdin=subprocess.DEVNULL)
 
 
+def server_api(port: int, method: str, path: str, body: dict | None = None) -> None:
+    """One request of the test's own to the server (not through the proxy), with Prefect's
+    client and so its retries: a 503 of a server still writing the last run's events is
+    retried, as it is for aeval (a plain urlopen failed the cleanup in CI once)."""
+    from prefect.client.base import PrefectHttpxSyncClient
+
+    with PrefectHttpxSyncClient(base_url=f"http://127.0.0.1:{port}/api/", timeout=60,
+                                enable_csrf_support=False) as client:
+        client.request(method, path, json=body).raise_for_status()
+
+
 def verdicts(store: Path) -> dict[str, tuple[str, str]]:
     """``skill/case`` -> (status, reason) from the only run's run.json."""
     (run_dir,) = (store / "runs").iterdir()
@@ -179,8 +190,6 @@ def test_a_runtime_limit_set_on_the_server_bounds_its_chains_in_the_process(serv
     """`prefect concurrency-limit create runtime:literal 2` (the v2 limit
     `tag:runtime:literal`): read once per run, at most 2 literal case chains run at once in
     the aeval process, whatever --concurrency; the attempts' own clocks say so."""
-    import urllib.request
-
     port, env = server
     mp = tmp_path / "mp"
     write_marketplace(mp, 1, 8)
@@ -188,18 +197,14 @@ def test_a_runtime_limit_set_on_the_server_bounds_its_chains_in_the_process(serv
     for case in config["evals"]:
         case["steps"] = ["sleep 1", *case["steps"]]
     (mp / "mark-checked-000" / "eval.config").write_text(json.dumps(config))
-    api = f"http://127.0.0.1:{port}/api/v2/concurrency_limits/"
-    body = json.dumps({"name": "tag:runtime:literal", "limit": 2}).encode()
-    urllib.request.urlopen(urllib.request.Request(
-        api, data=body, method="POST", headers={"content-type": "application/json"}),
-        timeout=30).close()
+    limits = "v2/concurrency_limits/"
+    server_api(port, "POST", limits, {"name": "tag:runtime:literal", "limit": 2})
     try:
         with ApiProxy("127.0.0.1", port).running() as proxy:
             done = aeval(proxy, env, "run", str(mp), "--runtime", "literal", "--concurrency",
                          "6", "--out", str(tmp_path / "out"), "-q")
     finally:
-        urllib.request.urlopen(urllib.request.Request(api + "tag:runtime:literal",
-                                                      method="DELETE"), timeout=30).close()
+        server_api(port, "DELETE", limits + "tag:runtime:literal")
     assert done.returncode == 0, done.stderr[-3000:]
     from datetime import datetime
 

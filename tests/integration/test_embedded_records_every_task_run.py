@@ -1,0 +1,56 @@
+"""What the Prefect UI shows of a CI run (one embedded server per invocation): every case's
+task run and its final state reach the server's database before the server stops.
+
+Prefect's task-run recorder writes one event per transaction by default; with 8 case chains
+at once it fell behind, and when aeval stopped its embedded server at the end of the run the
+events it had not written yet were dropped: a 200-case run showed 107-117 of its 462 task
+runs (issue 29). The artifacts and events were all there; only the task runs were missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aeval.tasks.case.chain import STATE_NAMES
+
+from tests.api_proxy import write_marketplace
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+AEVAL = str(Path(sys.executable).parent / "aeval")
+SKILLS, CASES = 8, 10
+
+
+def test_a_ci_run_records_every_case_task_run_and_its_state(tmp_path: Path):
+    market = tmp_path / "marketplace"
+    write_marketplace(market, SKILLS, CASES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(CI="true", AEVAL_SERVER="embedded", PREFECT_HOME=str(tmp_path / "home"),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    done = subprocess.run([AEVAL, "run", str(market), "--runtime", "literal", "--concurrency",
+                           "8", "--out", str(tmp_path / "out"), "-q"], env=env,
+                          capture_output=True, text=True, timeout=540,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    db = sqlite3.connect(tmp_path / "home" / "prefect.db")
+    ((flow_run,),) = db.execute("SELECT id FROM flow_run").fetchall()
+    cases = db.execute("SELECT name, state_type, state_name FROM task_run WHERE flow_run_id = ? "
+                       "AND name LIKE 'case %'", (flow_run,)).fetchall()
+    runs = SKILLS * (CASES + 1)  # each skill's cases and its SKILL.md doc test
+    assert len(cases) == runs, f"{len(cases)} of {runs} case task runs recorded"
+    # each in its verdict's named state (aeval.tasks.case.chain.case_state), as run.json says
+    (manifest,) = (tmp_path / "out" / "runs").glob("*/run.json")
+    verdicts = {f"case {s['name']}/{c['case_id']} [literal]": c["status"]
+                for s in json.loads(manifest.read_text())["skills"] for c in s["cases"]}
+    assert len(verdicts) == runs
+    assert {name: (state, state_name) for name, state, state_name in cases} == {
+        name: ("COMPLETED", STATE_NAMES[status]) for name, status in verdicts.items()}
+    executes = db.execute("SELECT count(*) FROM task_run WHERE flow_run_id = ? AND name LIKE "
+                          "'execute %' AND state_type = 'COMPLETED'", (flow_run,)).fetchone()
+    assert executes == (runs,)
