@@ -1,6 +1,6 @@
 """Planted-defect recall and false alarms of `aeval run` over the recall corpus
-(tests/corpus/: three marketplaces written the way public ones are, and the defects planted
-in them, plants.json).
+(tests/corpus/: six marketplaces written the way public ones are, the last three in issue
+31's styles, and the defects planted in them, plants.json).
 
     .venv/bin/python benchmarks/recall.py                  # every marketplace and plant
     .venv/bin/python benchmarks/recall.py --plant P09      # one plant (and its baseline)
@@ -15,7 +15,8 @@ failed expectations) names the expected line (`line N` or `<file>:N`) and the ca
 whether the other skills kept their verdicts; then the totals:
 
 - recall: plants whose skill fails with the right line and cause, over all plants;
-- false alarms: `fail`, `error` or `internal` skills of the unplanted marketplaces, plus
+- false alarms: `fail`, `error` or `internal` skills of the unplanted marketplaces, a
+  non-zero `aeval validate` on one of them, plus
   other skills whose verdict changed under a plant;
 - dishonest passes: `pass` cases of the unplanted marketplaces whose resource record shows
   nothing of the skill ran (no file executed, none read but SKILL.md);
@@ -74,6 +75,8 @@ class Run:
     wall_s: float
     skills: dict[str, SkillView] = field(default_factory=dict)
     problem: str = ""
+    validate: int | None = None
+    """`aeval validate`'s exit on the unplanted marketplace (None for a planted run)."""
 
 
 def run_one(marketplace: str, plant: Plant | None, work: Path, prefect_home: Path,
@@ -88,11 +91,15 @@ def run_one(marketplace: str, plant: Plant | None, work: Path, prefect_home: Pat
     timed = run_timed([str(aeval_exe()), "run", str(root), "--out", str(out), "-q"], env,
                       timeout=timeout)
     skills, problem = read_run(root, out)
+    validate = None
+    if plant is None:
+        validate = run_timed([str(aeval_exe()), "validate", str(root)], env,
+                             timeout=timeout).returncode
     if problem:
         said = (timed.stdout + timed.stderr).strip().splitlines()
         problem = f"{problem}; exit {timed.returncode}: {one_line(said[-1] if said else '', 200)}"
     return Run(marketplace, plant.id if plant else None, timed.returncode,
-               round(timed.wall_s, 1), skills, problem)
+               round(timed.wall_s, 1), skills, problem, validate)
 
 
 def _table(rows: list[list[str]], head: list[str]) -> str:
@@ -117,12 +124,14 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
                                     + one_line(v.cases[0].evidence if v.cases else ""))
             dishonest += [f"{name}/{folder}/{c.case_id}" for c in v.cases
                           if c.status == "pass" and c.honest is False]
+        if run.validate not in (0, None):
+            false_alarms.append(f"{name}: aeval validate exited {run.validate} (unplanted)")
         found = len(set(expected) & set(run.skills))
         rows.append([name, f"{found}/{len(expected)}", str(statuses.count("pass")),
                      str(statuses.count("untested")), str(sum(s in BAD for s in statuses)),
-                     str(run.exit), f"{run.wall_s:.0f}", run.problem])
+                     str(run.exit), str(run.validate), f"{run.wall_s:.0f}", run.problem])
     print(_table(rows, ["marketplace", "found", "pass", "untested", "fail/error", "exit",
-                        "wall s", "problem"]))
+                        "validate", "wall s", "problem"]))
     if results:
         print()
         print("Plants")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -23,13 +24,16 @@ from aeval.errors import RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 from aeval.skill.shellparse import as_skill_var
+from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
     BlockPlan,
     DocBlock,
-    diagnose,
+    did_nothing,
     discounted,
+    not_run,
     plan_blocks,
+    promised,
     summarize,
     taints,
 )
@@ -127,6 +131,7 @@ class LiteralRuntime:
         outcomes: list[BlockOutcome] = []
         unclean: list[tuple[BlockPlan, BlockOutcome]] = []  # what later blocks may lack
         timed_out = False
+        quiet: set[int] = set()  # clean blocks that said they did nothing
         for i, plan in enumerate(plans, 1):
             where = f"SKILL.md line {plan.line}" if plan.line else f"block {i}"
             if plan.action == "skip":
@@ -152,6 +157,8 @@ class LiteralRuntime:
                                  duration_s=round(r.duration_s, 3), truncated=r.truncated)
             if r.ok:
                 outcomes.append(BlockOutcome(plan.line, "ok"))
+                if did_nothing(output):
+                    quiet.add(i - 1)
                 if taints(plan, outcomes[-1]):
                     unclean.append((plan, outcomes[-1]))
                 continue
@@ -168,6 +175,16 @@ class LiteralRuntime:
                     raise RuntimeUnavailable(f"{where}: host tool {d.tool} is missing although "
                                              "the case declares it in host_tools")
                 line = plan.line + d.at if plan.line and d.at is not None else plan.line
+                ran = [b for k, (b, o) in enumerate(zip(blocks, outcomes, strict=False))
+                       if o.outcome == "ok" and k not in quiet]
+                said = promised(d.input, ran) if d.input and not unclean else None
+                if said is not None:  # SKILL.md said an earlier, clean block writes it
+                    d = replace(d, kind="defect", reason=f"SKILL.md says an earlier block, "
+                                f"which ran cleanly, writes {d.input} ({said!r}); this block "
+                                f"does not find it: {d.reason}")
+                rest = not_run(code, d.at, plan.line)
+                if rest is not None:  # bash -e stopped the block: say what it never reached
+                    d = replace(d, reason=f"{d.reason}; {rest}")
                 outcome = BlockOutcome(line, d.kind, d.reason, d.tool,
                                        evidence=output[-EVIDENCE_CAP:])
                 if d.kind == "defect":

@@ -36,7 +36,8 @@ class Examined(BaseModel):
                           "contract's steps follow them. None for the generic tier (its case "
                           "is the doc test) or a SKILL.md without shell blocks.")
     static_findings: list[StaticFinding] = Field(
-        default_factory=list, description="The static skill check's findings (S0).")
+        default_factory=list, description="The static skill check's failing findings (S0); "
+                                          "its warnings are in `warnings`.")
     problems: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

@@ -9,7 +9,9 @@ at least the same length ends it, and the block's lines lose the opening fence's
 A fence that is never closed is not a block (CommonMark would run it to the end of the file,
 which turns the rest of the prose into code). Inline code spans may use several backticks
 (```` ``a `b` c`` ````); links are ``[text](target)``, ``![alt](target)`` and reference
-definitions ``[id]: target``.
+definitions ``[id]: target``. A fence without a language (or ``text``) may draw a layout
+tree (``├── scripts/``, or an indented listing under ``name/``): `layout_tree` reads its
+entries as paths.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Span:
 
     line: int
     text: str
+    start: int = 0  # where the span starts in its line (an inline code span's opening tick)
 
 
 def _dedent(line: str, width: int) -> str:
@@ -140,7 +143,7 @@ def inline_code(prose: list[tuple[int, str]]) -> list[Span]:
         for start, end, run in _code_spans(text):
             content = text[start + run:end - run]
             if content.strip():
-                out.append(Span(line, content.strip() if run > 1 else content))
+                out.append(Span(line, content.strip() if run > 1 else content, start))
     return out
 
 
@@ -187,3 +190,47 @@ def links(prose: list[tuple[int, str]]) -> list[Span]:
         if d:
             out.append(Span(line, d["target"].strip("<>")))
     return out
+
+
+# a layout tree: box-drawing guides (├── └── │), or ASCII ones (|-- `--), before each name
+_GUIDE = re.compile(r"^[ \t│├└─┬┼|`+\\-]*+")
+_BOX = re.compile(r"[├└│]|^[ \t]*+(?:\|--|`--|\+--)", re.M)
+LISTING_LANGS = frozenset({"", "text", "txt", "plaintext", "plain", "tree"})
+MAX_TREE_LINES = 500
+MAX_TREE_LINE = 300  # a longer line is prose or data, not an entry
+_ENTRY = re.compile(r"(\S*+)(\s*+)(.*)")  # a name, then a note: `fit.py  # the fit`
+_NOTE = frozenset("#<←→(-—–/:")
+
+
+def layout_tree(code: str) -> list[tuple[int, str, bool]] | None:
+    """The entries of a layout tree as ``(line in the block (1-based), path, at top)``; None
+    when the block is not a tree: one with box-drawing (or ASCII) guides, or an indented
+    listing under a first line ``name/``. A trailing ``# comment`` or ``<- note`` is not part
+    of a name; each name's parent is the last entry less indented."""
+    lines = code.split("\n")
+    if len(lines) > MAX_TREE_LINES or any(len(ln) > MAX_TREE_LINE for ln in lines):
+        return None
+    boxed = bool(_BOX.search(code))
+    body = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip()]
+    if not body:
+        return None
+    if not boxed:
+        first = body[0][1]
+        if not (re.fullmatch(r"[\w.-]+/", first.strip()) and not first[:1].isspace()
+                and len(body) > 1 and all(ln[:1] in " \t" for _, ln in body[1:])):
+            return None
+    entries: list[tuple[int, str, bool]] = []
+    stack: list[tuple[int, str]] = []  # (column, name) of the entries above
+    for i, ln in body:
+        col = _GUIDE.match(ln).end()
+        name, gap, note = _ENTRY.match(ln[col:].strip()).groups()
+        if not name or (note and len(gap) < 2 and note[0] not in _NOTE):
+            if boxed:
+                continue  # `My Documents/`: a name with a space is no file of a skill
+            return None  # prose inside an indented listing: not a tree
+        while stack and stack[-1][0] >= col:
+            stack.pop()
+        path = "/".join([n.rstrip("/") for _, n in stack] + [name])
+        entries.append((i, path, not stack))
+        stack.append((col, name))
+    return entries

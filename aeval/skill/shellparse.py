@@ -218,6 +218,9 @@ class Command:
     subshell: bool = False
     piped: bool = False
     pipeline: int = 0  # commands joined by `|` share this number
+    # the 0-based line each word (argv, input redirection) is first written on: a command
+    # continued over lines (`\`, a console's `> `) names a path on a later line than its own
+    word_lines: dict[str, int] = field(default_factory=dict)
 
     @property
     def program(self) -> str | None:
@@ -319,6 +322,7 @@ def commands(code: str) -> list[Command]:
                 pass  # a here-document delimiter, or a descriptor
             elif redirect.startswith("<"):
                 cur.reads.append(tok.text)
+                cur.word_lines.setdefault(tok.text, tok.line)
             elif not tok.text.startswith("&") and not tok.text.isdigit():
                 cur.writes.append(tok.text)
             redirect = None
@@ -350,6 +354,7 @@ def commands(code: str) -> list[Command]:
             continue
         cur.argv.append(tok.text)
         cur.raw.append(tok.raw)
+        cur.word_lines.setdefault(tok.text, tok.line)
     flush()
     return out
 

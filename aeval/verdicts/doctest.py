@@ -25,27 +25,28 @@ skill folder, while a reader's shell would have stayed where any earlier block w
 whose own skill file is missing, not executable or rejects its documented arguments fails
 whatever came before, unless an earlier block would have made that very file.
 
+This module plans the blocks (`plan_blocks`), names the skill's own files (`own_file`),
+holds what a failed block says (`Diagnosis`) and folds the outcomes (`depends`, `discounted`,
+`summarize`); reading a failed block's output is `aeval.verdicts.diagnosis`.
+
 Pure: no processes here. ``adapters/runtimes/literal.py`` runs the blocks and folds the outcomes
 with `summarize`.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from aeval.skill.shellparse import (
-    Command,
     Effects,
     as_skill_var,
     commands,
     effects,
     norm,
-    path_like,
     related,
     skill_root_rest,
 )
@@ -142,6 +143,34 @@ def _commands(code: str) -> list[str]:
     return [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
 
+_GENERIC_WORDS = frozenset({"example", "examples", "sample", "demo", "foo", "bar", "baz",
+                            "qux", "my", "your", "some", "xxx", "placeholder", "dummy",
+                            "whatever", "new", "another", "other"})
+# words that name the shape of the thing, not what it does
+_SHAPE_WORDS = frozenset({"script", "scripts", "file", "filename", "name", "tool", "module",
+                          "program", "helper", "code"})
+_GENERIC_ALONE = frozenset({"example", "foo", "bar", "baz", "placeholder", "dummy"})
+
+
+def generic_example(rel: str) -> bool:
+    """Whether a script's name is a generic example rather than a file (``script_name.py``,
+    ``my_script.sh``, ``your_tool.js``, ``example.py``): a script's name of shape words and
+    generic words only, with both (``name`` counts as either), or one of a few words that
+    are nothing but an example. What a name says it does is a file: ``sample_data.py``,
+    ``demo_app.py``, ``helper.py``, and any data or template (``assets/sample.csv``).
+    Read only for a file the skill does not have: S0 warns, the doc test is inconclusive."""
+    path = PurePosixPath(rel)
+    if path.suffix not in SCRIPT_EXT:
+        return False
+    words = [w for w in re.split(r"[_\-.\s]+", path.stem.lower()) if w]
+    if not words or not all(w in _GENERIC_WORDS or w in _SHAPE_WORDS for w in words):
+        return False
+    if len(words) == 1:
+        return words[0] in _GENERIC_ALONE
+    return any(w in _SHAPE_WORDS for w in words) and \
+        any(w in _GENERIC_WORDS or w == "name" for w in words)
+
+
 def placeholder(code: str) -> str | None:
     """Why ``code`` is illustrative rather than runnable (None when it looks runnable). The
     skill folder's spellings (``{baseDir}``, ``${CLAUDE_SKILL_DIR}``) are no placeholders."""
@@ -215,6 +244,65 @@ SCRIPT_EXT = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".rb"
               ".R", ".lua", ".ps1")
 
 
+def one_edit(x: str, s: str) -> bool:
+    """Whether ``x`` is ``s`` with one letter added, dropped, changed, or two neighbours
+    swapped, its first letter kept and no version number merely appended."""
+    if x == s or len(s) < 4 or x[0] != s[0] or abs(len(x) - len(s)) > 1:
+        return False
+    if x.startswith(s) and x[len(s):].isdigit():
+        return False  # pathlib2, pickle5: a versioned package of its own
+    if len(x) == len(s):
+        diff = [i for i in range(len(x)) if x[i] != s[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and x[diff[0]] == s[diff[1]] and x[diff[1]] == s[diff[0]])
+    short, long_ = (x, s) if len(x) < len(s) else (s, x)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+# programs an interpreter line names (a version suffix aside: python3.12, ruby3)
+INTERPRETERS = frozenset({
+    "python", "python2", "python3", "pypy", "pypy3", "bash", "sh", "zsh", "dash", "ksh", "fish",
+    "node", "nodejs", "deno", "bun", "ts-node", "tsx", "ruby", "perl", "php", "Rscript", "lua",
+    "pwsh", "tclsh", "osascript", "awk", "gawk", "uv", "julia", "groovy", "swift", "elixir",
+    "tcsh", "csh", "mksh", "ash", "busybox", "jruby", "rdmd", "nim", "runghc", "scala", "kotlin",
+    "guile", "racket", "sbcl", "clojure", "bb", "jq", "make", "expect", "wish"})
+
+
+def interpreter_problem(path: Path) -> str | None:
+    """Why a file run directly cannot start, read from its first line (None: usable): no
+    interpreter line on a non-shell script, CRLF, a relative program, or a program one edit
+    from a known interpreter (``#!/usr/bin/env pyhton3``: a typo, not a tool to install)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None
+    first = head.split(b"\n", 1)[0]
+    if not first.startswith(b"#!"):
+        return None if path.suffix in (".sh", ".bash", "") else "it has no interpreter line (#!)"
+    if first.endswith(b"\r"):
+        return "its interpreter line ends with a carriage return (CRLF line endings)"
+    words = first[2:].decode(errors="replace").split()
+    if not words or not words[0].startswith("/"):
+        return f"its interpreter line names a relative program {(words or [''])[0]!r}"
+    program = PurePosixPath(words[0]).name
+    if program == "env":  # env [-S] [VAR=x] program
+        program = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), "")
+    # a version or ABI suffix is the same interpreter: python3.12, python3m, pythonw, rubyw
+    bare = re.sub(r"(?:[\d.]*[mdw]|[\d.]+)$", "", program)
+    if program and program not in INTERPRETERS and bare not in INTERPRETERS:
+        # a typo changes, swaps or drops a letter (pyhton3, pyton3); a name one letter longer
+        # than an interpreter is more often another program (perls, bashx) than a typo
+        near = next((k for k in sorted(INTERPRETERS) if len(program) <= len(k)
+                     and one_edit(program, k)), None) or \
+            next((k for k in sorted(INTERPRETERS) if len(bare) <= len(k) and one_edit(bare, k)),
+                 None)
+        if near is not None:
+            return (f"its interpreter line names {program!r}, which is no interpreter "
+                    f"(a misspelling of {near}?)")
+    return None
+
+
 def own_file(word: str, skill_dir: Path, names: tuple[str, ...] = ()) -> str | None:
     """The skill-relative path a command word names as a file of the skill itself, whether or
     not it exists: ``$SKILL_DIR/x`` (or any spelling of the skill folder, see
@@ -271,38 +359,11 @@ def counter_example(code: str, before: str = "") -> bool:
     return bool(_BAD_COMMENT.search(code) or _BAD_PROSE.search(before.strip()))
 
 
-# ---- diagnosis of a failed block ------------------------------------------------------------
+
+# ---- what a failed block says ---------------------------------------------------------------
 
 Kind = Literal["missing_tool", "defect", "inconclusive"]
-_CMD_NOT_FOUND = re.compile(
-    r"^(?:\S*(?:bash|sh|zsh|dash)(?::| -c:)? (?:line )?\d*:? ?)?([\w.+-]+): "
-    r"(?:command )?not found\s*$", re.M)
-_NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
-_NODE_NO_MODULE = re.compile(r"Error: Cannot find (?:module|package) '([^'./][^']*)'")
-# a program a script starts that is not installed: node, ruby, go
-_NO_PROGRAM = re.compile(r"\bspawn(?:Sync)? ([\w.+-]+) ENOENT\b|"
-                         r"Errno::ENOENT: No such file or directory - ([\w.+-]+)\b|"
-                         r"exec: \"([\w.+-]+)\": executable file not found")
-_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
-_EXC_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt|KeyError)\b.*)$", re.M)
-_ARGPARSE = re.compile(r"^(?:usage: )?([\w.-]+): error: (argument [^\n]*invalid choice[^\n]*|"
-                       r"unrecognized arguments[^\n]*)$", re.M)
-_NO_FILE = re.compile(r"(?:can't open file|No such file or directory|not found|"
-                      r"Cannot find module|does not exist)", re.I)
-_OS_ERRORS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError",
-              "PermissionError", "FileExistsError")
-# the environment, not the skill: no network, no credential, no display, no service
-_ENVIRONMENT = re.compile(
-    r"api[_ -]?key|\btoken\b|credential|not (?:set|configured)|environment variable|"
-    r"\bauth|login|unauthori[sz]ed|forbidden|\b40[13]\b|\b429\b|\b5\d\d\b|rate.?limit|"
-    r"connect|network|unreachable|resolve|\bdns\b|name or service|timed? ?out|ssl|certificate|"
-    r"proxy|socket|\bhttps?://|\bdisplay\b|x11|wayland|\bgpu\b|cuda|docker|daemon|"
-    r"out of memory|killed|no space left|read-only file system|interrupted", re.I)
-_REJECTION = re.compile(
-    r"usage:|unknown|unrecogni[sz]ed|invalid|not (?:a )?(?:valid|supported|recogni[sz]ed)|"
-    r"unsupported|no such (?:command|action|option|subcommand|mode)|expected one of|"
-    r"choose from|must be one of|unexpected (?:argument|option)|too (?:many|few) arguments|"
-    r"requires? (?:an? )?(?:argument|action|command)", re.I)
+Own = Literal["file", "rejected", "usage", "crash"]
 
 
 @dataclass(frozen=True)
@@ -314,416 +375,33 @@ class Diagnosis:
     reason: str
     tool: str | None = None
     file: str | None = None
-    # an own-file defect: "file" the skill file is missing or cannot start; "rejected" it ran
-    # with the documented arguments and said no
-    own: Literal["file", "rejected"] | None = None
+    # an own-file defect: "file" the skill file is missing or cannot start (or parse, or
+    # imports a module that exists nowhere); "rejected" it ran with the documented arguments
+    # and said no; "usage" its argparse rejected documented words that hold no variable;
+    # "crash" a traceback raised in the skill's code
+    own: Own | None = None
     at: int | None = None  # the failing command's line in the block (0-based), when known
-
-
-def _skill_paths(code: str, skill_dir: Path, names: tuple[str, ...] = ()) -> list[str]:
-    """Words of the block that name a file of the skill: a script path, or a path under one of
-    the skill's own top-level folders, relative to the skill folder."""
-    top = set()
-    if skill_dir.is_dir():
-        try:
-            top = {p.name for p in skill_dir.iterdir() if p.is_dir()}
-        except OSError:
-            top = set()
-    out = []
-    for cmd in commands(code):
-        for w in [*cmd.argv, *cmd.reads]:
-            rel = own_file(w, skill_dir, names)
-            if rel is None:
-                continue
-            p = PurePosixPath(rel)
-            if p.suffix in SCRIPT_EXT or (len(p.parts) > 1 and p.parts[0] in top):
-                out.append(rel)
-    return out
-
-
-def _frames_in_skill(output: str, skill_dir: Path) -> list[tuple[str, int]]:
-    root = skill_dir.resolve()
-    frames = []
-    for path, line in _FRAME.findall(output):
-        p = Path(path)
-        try:
-            full = (p if p.is_absolute() else skill_dir / p).resolve()
-        except (OSError, RuntimeError):
-            continue
-        if full.is_relative_to(root) and full.is_file():
-            frames.append((full.relative_to(root).as_posix(), int(line)))
-    return frames
-
-
-def _missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
-             ) -> Diagnosis | None:
-    """`needs X` when the output says a module or command is not installed."""
-    m = _NO_MODULE.search(output) or _NODE_NO_MODULE.search(output)
-    missing = m.group(1).split(".")[0] if m else None
-    if missing is None:
-        cm = _CMD_NOT_FOUND.search(output)
-        if cm:
-            missing = cm.group(1)
-    if missing is None:
-        pm = _NO_PROGRAM.search(output)
-        if pm:
-            missing = next(g for g in pm.groups() if g)
-    if missing is None or (skill_dir / missing).exists() \
-            or (skill_dir / f"{missing}.py").exists():
-        return None
-    if m is not None and m.re is _NO_MODULE:
-        near = _near_own_module(missing, output, skill_dir)
-        if near is not None:
-            return near
-    if missing in declared:
-        return Diagnosis("inconclusive", f"declared host tool {missing} is missing", missing)
-    return Diagnosis("missing_tool", f"needs {missing}", missing)
-
-
-_MAX_OWN_ENTRIES = 10_000  # a skill folder's entries read for its module names
-
-
-def _own_modules(skill_dir: Path) -> dict[str, str]:
-    """The Python modules the skill ships: each ``.py`` file's stem and each package folder
-    (one with ``__init__.py``), with the first path of that name. Bounded in entries read;
-    symlinks are not followed; dot-folders and caches are skipped."""
-    found: dict[str, str] = {}
-    seen = 0
-    stack = [skill_dir]
-    while stack and seen < _MAX_OWN_ENTRIES:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in entries:
-            seen += 1
-            if e.name.startswith(".") or e.name in ("__pycache__", "node_modules"):
-                continue
-            rel = Path(e.path).relative_to(skill_dir).as_posix()
-            if e.is_dir(follow_symlinks=False):
-                if os.path.isfile(os.path.join(e.path, "__init__.py")):
-                    found.setdefault(e.name, rel + "/")
-                stack.append(Path(e.path))
-            elif e.name.endswith(".py") and e.is_file(follow_symlinks=False):
-                found.setdefault(e.name[:-3], rel)
-    return found
-
-
-def _near_own_module(missing: str, output: str, skill_dir: Path) -> Diagnosis | None:
-    """A defect when the module Python could not find is a near miss (difflib ratio >= 0.85)
-    of one the skill ships, and the import is in the skill's own file: ``import wordcountr``
-    beside ``wordcounter.py`` is the skill's typo, not a module the reader installs. A plural
-    of the skill's module (``requests`` beside ``request.py``) is not a near miss: that is
-    usually a real package of its own."""
-    frames = _frames_in_skill(output, skill_dir)
-    if not frames or len(missing) < 4:
-        return None
-    own = _own_modules(skill_dir)
-    if missing in own:
-        return None  # the skill has it, the import path is the problem: not a typo
-    close = [n for n in difflib.get_close_matches(missing, list(own), n=3, cutoff=0.85)
-             if missing not in (n + "s", n + "es") and n not in (missing + "s", missing + "es")]
-    if not close:
-        return None
-    file, line = frames[-1]
-    return Diagnosis("defect", f"the skill's {file}:{line} imports {missing}, which is not "
-                               f"installed, and the skill ships {close[0]} ({own[close[0]]}): "
-                               "a misspelled import of the skill's own module", file=file)
-
-
-# bash's own report of a script it cannot parse: `scripts/x.sh: line 7: syntax error near
-# unexpected token `fi'`, `/abs/x.sh: line 9: syntax error: unexpected end of file`
-_SHELL_SYNTAX = re.compile(r"^(?P<path>[^\n:]{1,4096}): line (?P<line>\d{1,9}): "
-                           r"(?P<msg>syntax error[^\n]{0,300})$", re.M)
-
-
-def _shell_syntax_error(output: str, skill_dir: Path) -> Diagnosis | None:
-    """A defect when bash could not parse a shell script of the skill (its message names
-    the file and line): the skill's code, never the environment (bash's word "token" is
-    no credential)."""
-    root = skill_dir.resolve()
-    for m in _SHELL_SYNTAX.finditer(output):
-        p = Path(m.group("path").strip())
-        try:
-            full = (p if p.is_absolute() else skill_dir / p).resolve()
-        except (OSError, RuntimeError):
-            continue
-        if full.is_relative_to(root) and full.is_file():
-            rel = full.relative_to(root).as_posix()
-            return Diagnosis("defect", f"bash cannot parse the skill's {rel}: line "
-                                       f"{m.group('line')}: {m.group('msg')}", file=rel,
-                             own="file")
-    return None
-
-
-def _last_line(output: str) -> str:
-    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
-    return lines[-1][:200] if lines else "no output"
-
-
-def _interpreter_problem(path: Path) -> str | None:
-    """Why a file run directly cannot start (None when its first line is usable)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return None
-    first = head.split(b"\n", 1)[0]
-    if not first.startswith(b"#!"):
-        return None if path.suffix in (".sh", ".bash", "") else "it has no interpreter line (#!)"
-    if first.endswith(b"\r"):
-        return "its interpreter line ends with a carriage return (CRLF line endings)"
-    interp = first[2:].strip().split(b" ")[0]
-    if not interp.startswith(b"/"):
-        return f"its interpreter line names a relative program {interp.decode(errors='replace')!r}"
-    return None
-
-
-def _own_command(cmd: Command, skill_dir: Path, names: tuple[str, ...]) -> tuple[str, list[str],
-                                                                                  bool] | None:
-    """(skill file, its arguments, run directly) when ``cmd`` runs a file of the skill."""
-    script, args = cmd.script()
-    if script is None:
-        return None
-    rel = own_file(script, skill_dir, names)
-    if rel is None:
-        return None
-    return rel, args, cmd.runs_directly()
-
-
-def _inputs_missing(args: list[str], skill_dir: Path, block: Effects) -> list[str]:
-    """The path-like arguments that name nothing that exists (inputs the reader supplies),
-    the block's own outputs aside."""
-    out = []
-    for a in args:
-        value = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
-        if not path_like(value) or any(related(norm(value), w) for w in block.writes):
-            continue
-        p = norm(value)
-        if not (Path(p) if p.startswith("/") else skill_dir / p).exists():
-            out.append(value)
-    return out
-
-
-def _shebang_program(path: Path) -> str | None:
-    """The program a file's interpreter line starts (``#!/usr/bin/env node`` -> node)."""
-    try:
-        with open(path, "rb") as fh:
-            first = fh.read(256).split(b"\n", 1)[0].decode(errors="replace")
-    except OSError:
-        return None
-    if not first.startswith("#!"):
-        return None
-    words = first[2:].split()
-    if not words:
-        return None
-    if PurePosixPath(words[0]).name == "env":
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        return rest[0] if rest else None
-    return PurePosixPath(words[0]).name
-
-
-def _documented_words(args: list[str]) -> list[str]:
-    """The words of a documented invocation a script can reject: its action, its flags."""
-    words = [a.split("=", 1)[0] for a in args if a.startswith("-") and len(a) > 1]
-    if args and not args[0].startswith("-") and re.fullmatch(r"[A-Za-z][\w:-]{0,63}", args[0]):
-        words.insert(0, args[0])
-    return words
-
-
-def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None, output: str,
-                 skill_dir: Path, block: Effects, declared: frozenset[str] | set[str]
-                 ) -> Diagnosis | None:
-    """The diagnosis when the failing command ran the skill's own file ``rel`` (None: let the
-    general rules decide)."""
-    path = skill_dir / rel
-    if not path.exists() and not path.is_symlink():
-        return Diagnosis("defect", f"SKILL.md runs {rel}, which the skill does not have",
-                         file=rel, own="file")
-    if direct and path.is_file():
-        mode = path.lstat().st_mode if not path.is_symlink() else path.stat().st_mode
-        if not mode & 0o111:
-            return Diagnosis("defect", f"SKILL.md runs {rel} directly, but it is not executable "
-                                       f"(mode {mode & 0o777:o})", file=rel, own="file")
-        problem = _interpreter_problem(path)
-        if problem is not None and (exit_code in (126, 127, 2) or "bad interpreter" in output):
-            return Diagnosis("defect", f"SKILL.md runs {rel} directly, but {problem}", file=rel,
-                             own="file")
-        program = _shebang_program(path)
-        if problem is None and program and exit_code in (126, 127) and (
-                "bad interpreter" in output or program in output):
-            if program in declared:
-                return Diagnosis("inconclusive", f"declared host tool {program} is missing",
-                                 program)
-            return Diagnosis("missing_tool", f"needs {program}", program)
-    if exit_code is None or exit_code > 128:
-        return None  # killed (a timeout, a signal): not the skill's answer
-    syntax = _shell_syntax_error(output, skill_dir)
-    if syntax is not None:
-        return syntax
-    missing = _missing(output, skill_dir, declared)
-    if missing is not None:
-        return missing
-    frames = _frames_in_skill(output, skill_dir)
-    if frames:
-        return None  # a traceback: the general rules read it
-    for am in _ARGPARSE.finditer(output):
-        if am.group(1) == PurePosixPath(rel).name:
-            return Diagnosis("defect", f"the skill's {am.group(1)} rejects what SKILL.md "
-                                       f"documents: {am.group(2)}", file=rel, own="rejected")
-    words = _documented_words(args)
-    rejection = _REJECTION.search(output)
-    named = [w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", output)]
-    if rejection and named:
-        return Diagnosis("defect", f"the skill's {rel} rejects the documented {named[0]!r}: "
-                                   f"{_last_line(output)}", file=rel, own="rejected")
-    if _ENVIRONMENT.search(output):
-        return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the environment looks "
-                                         f"incomplete: {_last_line(output)}")
-    inputs = _inputs_missing(args, skill_dir, block)
-    if inputs:
-        return Diagnosis("inconclusive", f"{rel} exited {exit_code}; it needs an input the "
-                                         f"reader supplies: {inputs[0]}")
-    if block.uses:
-        return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the block uses "
-                                         f"${sorted(block.uses)[0]}, which the reader sets")
-    shown = " ".join(args)[:120]
-    return Diagnosis("defect", f"the skill's {rel} exited {exit_code} with the documented "
-                               f"arguments `{shown}`: {_last_line(output)}", file=rel,
-                     own="rejected")
-
-
-def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
-             declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
-             names: tuple[str, ...] = ()) -> Diagnosis:
-    """Classify a failed block from its exit code and output (see `_diagnose`); ``at`` is the
-    line of the command that failed when bash named it."""
-    d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names)
-    if d.at is None and failed is not None:
-        named = commands(failed)
-        at = next((c.line for c in commands(code) if named and c.argv == named[0].argv), None)
-        d = replace(d, at=at)
-    return d
-
-
-def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
-              declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
-              names: tuple[str, ...] = ()) -> Diagnosis:
-    """Classify a failed block from its exit code and output.
-
-    ``failed``: the simple command that failed, as bash reported it (the doc test's ERR
-    trap); without it, the block's only command that runs a skill file stands for it.
-    ``declared``: host tools the contract declares (a missing declared tool is
-    inconclusive: the environment lacks what it promised). ``names``: the skill's folder
-    names (paths through them point into the skill).
-    """
-    block = effects(code)
-    for m in _REDIRECT_FAILED.finditer(output):
-        target = norm(m.group("path"))
-        if target in block.writes:  # the shell could not open it: the command never ran
-            folder = PurePosixPath(target).parent
-            return Diagnosis("inconclusive", f"the block writes {target}, and the folder "
-                                             f"{folder}/ it writes into is not here (the "
-                                             "reader's workspace has it)")
-    if failed is not None:
-        suspects = commands(failed)
-        group = [c for c in commands(code) if c.piped and any(
-            c.argv == s.argv for s in suspects)]
-        if group:  # a pipeline: bash names its last command, any of them may have failed
-            pipe = group[0].pipeline
-            suspects += [c for c in commands(code) if c.pipeline == pipe]
-    else:
-        suspects = [c for c in commands(code) if c.script()[0] is not None]
-        suspects = suspects if len(suspects) == 1 else []
-    in_block = commands(code)
-    for cmd in suspects:
-        own = _own_command(cmd, skill_dir, names)
-        if own is not None:
-            d = diagnose_own(*own, exit_code, output, skill_dir, block, declared)
-            if d is not None:
-                at = next((c.line for c in in_block if c.argv == cmd.argv), None)
-                return replace(d, at=at)
-            break
-
-    syntax = _shell_syntax_error(output, skill_dir)
-    if syntax is not None:
-        return syntax
-    missing = _missing(output, skill_dir, declared)
-    if missing is not None:
-        return missing
-    frames = _frames_in_skill(output, skill_dir)
-    if frames:
-        excs = _EXC_LINE.findall(output)
-        exc = excs[-1].strip() if excs else "an exception"
-        file, line = frames[-1]
-        if exc.split(":")[0].split(".")[-1] in _OS_ERRORS and not _names_skill_file(
-                exc, skill_dir):
-            tool = _bare_command(exc)
-            if tool is not None:  # subprocess.run(["soffice", ...]) in a skill script
-                if tool in declared:
-                    return Diagnosis("inconclusive", f"declared host tool {tool} is missing",
-                                     tool)
-                return Diagnosis("missing_tool", f"needs {tool}", tool)
-            return Diagnosis("inconclusive", f"{exc} (an input the block expects is missing)")
-        return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}", file=file)
-
-    named = _skill_paths(code, skill_dir, names)
-    for am in _ARGPARSE.finditer(output):
-        prog, err = am.group(1), am.group(2)
-        for p in named:
-            if PurePosixPath(p).name == prog and (skill_dir / p).is_file():
-                return Diagnosis("defect", f"the skill's {prog} rejects what SKILL.md "
-                                           f"documents: {err}", file=p)
-    for p in named:
-        if not (skill_dir / p).exists() and PurePosixPath(p).name in output \
-                and _NO_FILE.search(output):
-            return Diagnosis("defect", f"SKILL.md runs {p}, which the skill does not have",
-                             file=p)
-
-    if exit_code == 127:
-        return Diagnosis("missing_tool", "needs a command that is not installed (exit 127)")
-    return Diagnosis("inconclusive", f"exited {exit_code}; not in the skill's own code")
-
-
-_REDIRECT_FAILED = re.compile(
-    r"^(?:\S*/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?:cannot create )?(?P<path>[^:\n]+): "
-    r"(?:No such file or directory|Directory nonexistent)$", re.M)
-"""The shell's own message when a redirection cannot open its file (bash, dash)."""
-
-
-def _bare_command(exc_line: str) -> str | None:
-    """The program a skill script tried to start: ``FileNotFoundError: [Errno 2] No such file
-    or directory: 'soffice'`` names a bare command (no folder, no extension)."""
-    m = re.search(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([\w+-]+)'$",
-                  exc_line)
-    return m.group(1) if m else None
-
-
-def _names_skill_file(exc_line: str, skill_dir: Path) -> bool:
-    """Whether an OSError line names a path inside the skill (a file the skill should have)."""
-    for quoted in re.findall(r"'([^']+)'", exc_line):
-        p = PurePosixPath(quoted)
-        if not p.is_absolute() and ".." not in p.parts and len(p.parts) > 1 and \
-                (skill_dir / p.parts[0]).is_dir():
-            return True
-        if p.is_absolute() and Path(quoted).is_relative_to(skill_dir.resolve()):
-            return True
-    return False
+    # the path the block expected and did not find (an input missing), when its error names it
+    input: str | None = None
 
 
 # ---- dependency between blocks --------------------------------------------------------------
 
 def depends(needs: Effects, earlier: Effects, skill_files: frozenset[str] = frozenset(),
-            own: Literal["file", "rejected"] | None = None, file: str | None = None
+            own: Own | None = None, file: str | None = None, said: str = ""
             ) -> str | None:
     """Why a block with ``needs`` may depend on an ``earlier`` block (None: it does not).
 
     ``own``/``file``: an own-file defect and its skill file. A block whose skill file is
     missing or cannot start (``file``) fails whatever came before, unless the earlier block
-    would have made that very file; one whose file rejected its documented arguments
-    (``rejected``) also when the earlier block set a variable it uses or exported one.
+    would have made that very file; so does one whose argparse rejected documented words
+    that hold no variable (``usage``: what argparse read, SKILL.md wrote). A crash in the
+    skill's code (``crash``) fails whatever came before unless the earlier block set a
+    variable the block uses, exported one the crash names (``said``: its message, e.g.
+    ``KeyError: 'API_URL'``) or would have made a path the block names: a ``cd`` or an
+    unrelated export cannot make the skill's code raise. One whose file rejected its
+    documented arguments otherwise (``rejected``) depends also when the earlier block set
+    a variable it uses or exported one.
     Any other failure depends on an earlier block that would have made a path it names,
     set a variable it uses or exported one, or left the reader's shell in another folder.
     ``skill_files``: the skill's files before any block ran (an earlier block that merely
@@ -733,17 +411,28 @@ def depends(needs: Effects, earlier: Effects, skill_files: frozenset[str] = froz
         hit = next((m for m in sorted(made) if related(norm(file), m)), None)
         if hit is not None:
             return f"it would have made {hit}"
-        if own == "file":
+        if own in ("file", "usage"):
             return None
     shared = sorted(needs.uses & earlier.sets)
     if shared:
         return f"it sets ${shared[0]}"
+    if own == "crash":
+        named = sorted(v for v in earlier.exports | earlier.sets
+                       if re.search(rf"(?<!\w){re.escape(v)}(?!\w)", said))
+        if named:  # the crash names the variable (`KeyError: 'REPORT_DIR'`)
+            verb = "exports" if named[0] in earlier.exports else "sets"
+            return f"it {verb} ${named[0]}"
+        return _made(needs, made)
     if earlier.exports:
         return f"it exports ${sorted(earlier.exports)[0]}"
     if own is not None:
         return None
     if earlier.cd is not None:
         return f"the reader's shell would be in {earlier.cd} after it"
+    return _made(needs, made)
+
+
+def _made(needs: Effects, made: set[str]) -> str | None:
     for n in sorted(needs.names | needs.runs):
         hit = next((m for m in sorted(made) if related(n, m)), None)
         if hit is not None:
@@ -777,6 +466,41 @@ class DocTestSummary:
     outcomes: list[BlockOutcome] = field(default_factory=list)
 
 
+# what a step says of itself, in the third person or the passive ("it is written to `x`",
+# "saves the issues to `x`"); an imperative ("Create `config.json`") asks the reader
+_WRITTEN = re.compile(r"\b(?:writes|written|saves|saved|creates|created|produces|produced|"
+                      r"generates|generated|exports|exported|outputs)\b[^`\n]{0,40}"
+                      r"`([^`\n]{1,300})`", re.I)
+_READER = re.compile(r"\byou(?:r|rs|rself)?\b", re.I)
+# a clean exit that says the step did nothing (a credential not set, a dry run)
+_DID_NOTHING = re.compile(r"\b(?:not set|nothing (?:to|was|fetched|written|done)|skipp(?:ed|"
+                          r"ing)|dry[- ]run|no (?:token|credentials?|api key))\b", re.I)
+
+
+def did_nothing(output: str) -> bool:
+    """Whether a block that exited 0 says it did nothing (``GITHUB_TOKEN is not set; nothing
+    fetched``): what it promised to write is then no promise kept or broken."""
+    return bool(_DID_NOTHING.search(output[-4000:]))
+
+
+def promised(path: str, earlier: list[DocBlock]) -> str | None:
+    """The prose before an earlier block that says that block writes ``path`` (``it is
+    written to `plate_layout.json` ``), or None. When every earlier block ran cleanly, a
+    later block that does not find that file found a skill that breaks its own word: the
+    default output moved, a step stopped writing it. A sentence addressed to the reader
+    (``you``, ``your``, an imperative) is the reader's to do, no promise of the skill."""
+    want = os.path.normpath(path)
+    for b in earlier:
+        text = b.before[-2000:]
+        for m in _WRITTEN.finditer(text):
+            sentence = re.split(r"[.!?:;]\s", text[max(0, m.start() - 120):m.start()])[-1]
+            if _READER.search(sentence) or _READER.search(m.group(0)):
+                continue
+            if os.path.normpath(m.group(1).strip().strip("'\"")) == want:
+                return m.group(0)
+    return None
+
+
 def taints(plan: BlockPlan, outcome: BlockOutcome) -> bool:
     """Whether a later block that depends on this one stops being evidence: it did not run
     cleanly (skipped, when its skip takes something away; or failed in any way: a defect, a
@@ -796,10 +520,34 @@ def discounted(plan: BlockPlan, d: Diagnosis,
     for earlier, outcome in unclean:
         if outcome.outcome == "ok" and d.own is not None:
             continue
-        why = depends(plan.effects, earlier.effects, shipped, d.own, d.file if d.own else None)
+        why = depends(plan.effects, earlier.effects, shipped, d.own, d.file if d.own else None,
+                      d.reason)
         if why is not None:
             return f"may depend on line {earlier.line} ({outcome.outcome}: {why})"
     return None
+
+
+def not_run(code: str, at: int | None, first_line: int = 0) -> str | None:
+    """What a block that stopped at its line ``at`` (0-based; bash -e ends a block at its
+    first failing command) never ran: "SKILL.md lines N-M (the rest of the block) were not
+    run" (``first_line``: the SKILL.md line of the block's first line; 0: unknown, the lines
+    are the block's own). None when nothing came after, or the failing line is unknown. A
+    defect later in the block was not tested, and the reader should know."""
+    if at is None:
+        return None
+    later = [c.line for c in commands(code) if c.line > at]
+    if not later:
+        return None
+    lines = code.splitlines()
+    end = max(i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#"))
+    start = min(later)
+    if first_line:
+        where, a, b = "SKILL.md line", first_line + start, first_line + end
+    else:
+        where, a, b = "line", start + 1, end + 1
+    span = f"{where}s {a}-{b}" if b > a else f"{where} {a}"
+    verb = "were" if b > a else "was"
+    return f"{span} (the rest of the block) {verb} not run"
 
 
 def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:

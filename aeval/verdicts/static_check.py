@@ -16,6 +16,19 @@ A finding is one of:
   the script does not accept (read from its argparse / click / ``sys.argv`` dispatch /
   ``case "$1"`` source, see `aeval.skill.script_interface`).
 
+A finding is a **defect** (the skill fails S0) or a **warning** (shown with the skill's lint
+warnings by ``aeval validate`` and ``aeval run``, never a fail): what a block runs, a link,
+an inline command of SKILL.md's prose and a path its prose sends the agent to (``see `x` ``,
+``read``, ``run``, ``in``) are defects; a path SKILL.md's prose only mentions (``A `x`
+script would help``), an inline span of a reference file's
+prose (read by the agent on demand, it names the reader's files and a script's old flags as
+often as the skill's), an inline command SKILL.md gives as an example (``e.g. `...` ``), a
+missing file with a generic example name (``scripts/script_name.py``, ``my_script.sh``,
+``example.py``) and a file a layout tree of the skill lists (``├── scripts/fit.py``) are
+warnings. A fence without a language is read for the lines that run the skill's own scripts
+(``uv run scripts/x.py ...``; output and listings are not commands) and for a layout tree.
+A one-word span is read as a shell word: its quotes are not part of the path.
+
 Not references: placeholders (``<file>``, ``{name}``, ``path/to/``, ``your_...``, an
 all-caps metavar), URLs, absolute paths outside the skill, paths above it (``..``), paths a
 documented command creates (``> out.txt``, ``-o report.pdf``, ``mkdir build``), globs and
@@ -29,15 +42,30 @@ import os
 import posixpath
 import re
 from pathlib import Path, PurePosixPath
+from typing import Literal
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.skill import markdown
 from aeval.skill.script_interface import Interface, read_interface
-from aeval.skill.shellparse import commands, effects, norm, related, skill_root_rest
+from aeval.skill.shellparse import (
+    INTERPRETERS,
+    commands,
+    effects,
+    norm,
+    related,
+    skill_root_rest,
+    tokens,
+)
 from aeval.skill.skill_md import SKILL_FILE, Skill
-from aeval.verdicts.doctest import counter_example, own_file, placeholder
+from aeval.verdicts.doctest import (
+    counter_example,
+    generic_example,
+    interpreter_problem,
+    own_file,
+    placeholder,
+)
 
 MAX_REFERENCE_BYTES = 2_000_000
 MAX_SCRIPT_BYTES = 1_000_000  # a larger script is not read for its interface
@@ -58,6 +86,16 @@ class StaticFinding(BaseModel):
     kind: str = Field(description="missing | not_executable | rejected")
     path: str = Field(description="The skill-relative path concerned.")
     problem: str = Field(description="What is wrong, in one line.")
+    severity: Literal["defect", "warning"] = Field(
+        "defect", description="defect: the skill fails S0 (what a block runs, what a link or "
+                              "SKILL.md names). warning: shown to the user, never a fail (a "
+                              "mention in a reference file's prose, a generic example name, a "
+                              "layout tree's entry).")
+
+    def located(self, root: Path | str) -> str:
+        """The finding as one line naming the file under ``root`` (``aeval validate``)."""
+        via = f" (linked from {SKILL_FILE} line {self.via})" if self.via is not None else ""
+        return f"{Path(root) / self.file}:{self.line}: {self.problem}{via}"
 
     def __str__(self) -> str:
         where = f"{self.file} line {self.line}"
@@ -71,7 +109,8 @@ class _Checker:
         self.root = Path(skill.path)
         self.names = tuple(dict.fromkeys((skill.name, self.root.name)))
         self.findings: list[StaticFinding] = []
-        self.seen: set[tuple[str, int, str]] = set()
+        self.seen: dict[tuple[str, int, str], int] = {}  # -> index in findings
+        self.severity = "defect"  # of what is being read (a reference file's prose: warning)
         try:
             self.top = {p.name for p in self.root.iterdir() if p.is_dir()}
         except OSError:
@@ -80,13 +119,19 @@ class _Checker:
 
     # ---- recording ------------------------------------------------------------------------
     def add(self, file: str, line: int, via: int | None, kind: str, path: str,
-            problem: str) -> None:
+            problem: str, warning: bool = False) -> None:
         key = (file, line, problem)
-        if key in self.seen or len(self.findings) >= MAX_FINDINGS:
+        severity = "warning" if warning else self.severity
+        if key in self.seen:  # the same on one line: a defect outweighs a warning
+            at = self.seen[key]
+            if severity == "defect":
+                self.findings[at] = self.findings[at].model_copy(update={"severity": severity})
             return
-        self.seen.add(key)
+        if sum(f.severity == severity for f in self.findings) >= MAX_FINDINGS:
+            return
+        self.seen[key] = len(self.findings)
         self.findings.append(StaticFinding(file=file, line=line, via=via, kind=kind, path=path,
-                                           problem=problem))
+                                           problem=problem, severity=severity))
 
     # ---- the filesystem of the skill ------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -108,10 +153,10 @@ class _Checker:
         """Check one markdown document; return the linked markdown files (line, path)."""
         fences, prose = markdown.parse(text, offset)
         produced: set[str] = set()
-        shell = [(f.line, _console_commands(f.code) if _is_console(f) else f.code)
-                 for f in fences if (f.shell or f.lang in ("console", "terminal", ""))
-                 and not counter_example(f.code, f.before)]
+        shell = [(f.line, self.block_commands(f)) for f in fences
+                 if not counter_example(f.code, f.before)]
         shell = [(ln, code) for ln, code in shell if code is not None]
+        trees = [f for f in fences if f.lang in markdown.LISTING_LANGS]
         spans = [s for s in markdown.inline_code(prose)]
         for _, code in shell:
             produced |= effects(code).writes
@@ -121,17 +166,33 @@ class _Checker:
         base = str(PurePosixPath(file).parent)  # where the document's links resolve from
         for ln, code in shell:
             self.commands_of(code, ln, file, via, produced)
+        for f in trees:
+            self.tree(f, file, via)
         lines = dict(prose)
+        made: set[tuple[int, str]] = set()  # a path saved on a line is made wherever named there
         for s in spans:
             text_ = s.text.strip()
             if placeholder(text_):
                 continue
+            example = (s.line, text_) in made or _made_or_example(lines[s.line], s)
+            if example:
+                made.add((s.line, text_))
             if " " in text_:
-                self.commands_of(text_, s.line, file, via, produced, inline=True)
-            elif via is None and not _made_or_example(lines[s.line], s.text):
+                # an inline command: SKILL.md's are what the agent runs first (a failing
+                # finding); a reference file's prose, or one given "e.g.", is a warning
+                self.severity = "warning" if via is not None or example else "defect"
+                try:
+                    self.commands_of(text_, s.line, file, via, produced, inline=True)
+                finally:
+                    self.severity = "defect"
+            elif via is None and not example:
                 # a path named in prose: in SKILL.md only (a reference file's prose is read
                 # by the agent on demand and names the reader's files as often as the skill's)
-                self.reference(text_, s.line, file, None, produced)
+                self.severity = "defect" if _directed(lines[s.line], s) else "warning"
+                try:
+                    self.reference(_word(text_), s.line, file, None, produced)
+                finally:
+                    self.severity = "defect"
         linked = []
         for link in markdown.links(prose):
             rel = self.link_target(link.text, base)
@@ -144,6 +205,66 @@ class _Checker:
             elif rel.lower().endswith((".md", ".markdown")) and rel != SKILL_FILE:
                 linked.append((link.line, rel))
         return linked
+
+    def block_commands(self, fence: markdown.Fence) -> str | None:
+        """What a fence runs, in place (other lines blank): a shell block's code, a console
+        session's commands, and the lines of a fence without a language that run the
+        skill's own scripts (``python3 scripts/x.py ...``); None for anything else."""
+        if not (fence.shell or fence.lang in ("console", "terminal", "")):
+            return None
+        if fence.lang in ("console", "terminal") or _PROMPTED.search(fence.code):
+            return _console_commands(fence.code)
+        if fence.shell:
+            return fence.code
+        if markdown.layout_tree(fence.code) is not None:
+            return None
+        lines = fence.code.split("\n")
+        kept = [ln if self.runs_own_script(ln) else "" for ln in lines]
+        if not any(kept):
+            return None
+        # what changes the folder or makes the paths the next lines read is kept too
+        return "\n".join(k or (ln if _SETUP.match(ln) else "")
+                         for k, ln in zip(kept, lines, strict=True))
+
+    def runs_own_script(self, line: str) -> bool:
+        """Whether one line of a fence without a language is a command that runs a file of
+        the skill's own folders: given to an interpreter, or started as a program with
+        arguments or as ``./x`` (a bare path alone is a listing, not a command)."""
+        if line.rstrip().endswith("\\") or len(line) > 2000:
+            return False  # a continued command is not read from a plain fence
+        cmds = commands(line)
+        if len(cmds) != 1:
+            return False
+        cmd = cmds[0]
+        script, args = cmd.script()
+        if script is None or placeholder(script) or not _PLAIN_PATH.match(script):
+            return False  # `scripts/x.py: wrote out.json` is output
+        rel = own_file(script, self.root, self.names)
+        if rel is None or "/" not in rel or rel.split("/", 1)[0] not in self.top:
+            return False
+        argv = cmd.target_argv()
+        interpreted = bool(argv) and bool(INTERPRETERS.match(PurePosixPath(argv[0]).name))
+        return interpreted or bool(args) or script.startswith(("./", "$", "{"))
+
+    def tree(self, fence: markdown.Fence, file: str, via: int | None) -> None:
+        """A layout tree of this skill (its root is the skill's folder, or it lists
+        SKILL.md at its top): each file it lists that the skill lacks is a warning."""
+        entries = markdown.layout_tree(fence.code)
+        if not entries:
+            return
+        root = entries[0][1].rstrip("/")
+        if entries[0][2] and root in (*self.names, "."):  # `pdf-forms/` on its own line
+            entries = [(ln, p.split("/", 1)[1], top) for ln, p, top in entries[1:] if "/" in p]
+        elif not any(p == SKILL_FILE for _, p, _ in entries):
+            return  # the reader's project, or another skill's
+        for ln, rel, _ in entries:
+            if rel.endswith("/") or placeholder(rel) or any(c in rel for c in "*?[]{}<>…") \
+                    or "..." in rel or rel.split("/")[-1].startswith("."):
+                continue
+            if not self.exists(rel) and not self.exists(rel + "/"):
+                self.add(file, fence.line + ln, via, "missing", rel,
+                         f"lists {rel} in a layout tree, which the skill does not have"
+                         f"{self.near_miss(rel)}", warning=True)
 
     def link_target(self, target: str, base: str) -> str | None:
         t = target.strip()
@@ -176,8 +297,11 @@ class _Checker:
             return None
         if not self.exists(rel):
             what = "runs" if executed else "names"
+            generic = generic_example(rel)
             self.add(file, line, via, "missing", rel,
-                     f"{what} {rel}, which the skill does not have{self.near_miss(rel)}")
+                     f"{what} {rel}, which the skill does not have{self.near_miss(rel)}"
+                     + (" (a generic example name: read as an illustration)" if generic
+                        else ""), warning=generic)
             return None
         return rel
 
@@ -200,8 +324,9 @@ class _Checker:
                 if w == script:
                     continue
                 value = w.split("=", 1)[1] if w.startswith("--") and "=" in w else w
-                if "/" in value:
-                    self.reference(value, at, file, via, produced)
+                if "/" in value:  # on the line the word is written on
+                    self.reference(value, line + cmd.word_lines.get(w, cmd.line)
+                                   + (0 if inline else 1), file, via, produced)
             if ran is None:  # not the skill's, a placeholder, missing or made by the docs
                 continue
             if cmd.runs_directly():  # not given to an interpreter (nor `uv run x.py`)
@@ -221,23 +346,9 @@ class _Checker:
                      f"runs {rel} directly, but it is not executable (mode "
                      f"{st.st_mode & 0o777:o}; git update-index --chmod=+x {rel})")
             return
-        try:
-            with open(path, "rb") as fh:
-                first = fh.read(256).split(b"\n", 1)[0]
-        except OSError:
-            return
-        if not first.startswith(b"#!"):
-            if path.suffix not in (".sh", ".bash", ""):
-                self.add(file, line, via, "not_executable", rel,
-                         f"runs {rel} directly, but it has no interpreter line (#!)")
-        elif first.endswith(b"\r"):
-            self.add(file, line, via, "not_executable", rel,
-                     f"runs {rel} directly, but its interpreter line ends with a carriage "
-                     f"return (CRLF line endings)")
-        elif not first[2:].strip().startswith(b"/"):
-            self.add(file, line, via, "not_executable", rel,
-                     f"runs {rel} directly, but its interpreter line names a relative "
-                     f"program {first[2:].strip().decode(errors='replace')!r}")
+        problem = interpreter_problem(path)
+        if problem is not None:
+            self.add(file, line, via, "not_executable", rel, f"runs {rel} directly, but {problem}")
 
     def interface(self, rel: str, args: list[str], line: int, file: str,
                   via: int | None) -> None:
@@ -264,25 +375,45 @@ class _Checker:
                          f"documents the option {flag} for {rel}, which does not accept it")
 
 
-_MADE = re.compile(r"(?:\b(?:save|saved|saves|create|creates|created|write|writes|written|"
-                   r"generate|generates|produce|produces|output|outputs|export|exports|name "
-                   r"it|call it|rename|becomes|will be|e\.g\.|for example|such as|like)\b"
-                   r"[^`]{0,30}$)", re.I)
+_MADE = re.compile(r"(?:(?:\b(?:save|saved|saves|create|creates|created|write|writes|"
+                   r"written|generate|generates|produce|produces|output|outputs|export|"
+                   r"exports|name it|call it|rename|becomes|will be|for example|such as|"
+                   r"like|place|put|copy|drop|examples?\W*:)|\be\.g\.)[^`]{0,30}$)", re.I)
+# the prose before a path tells the agent to open, read or run that file
+_DIRECTED = re.compile(r"\b(?:see|read|reads|load|loads|consult|refer to|open|run|runs|"
+                       r"execute|follow|use|uses|check|in|at|from)\b[^`]{0,30}$", re.I)
+_BEFORE = 80  # characters of prose before a span that say what it is (the patterns end at $)
 
 
-def _made_or_example(line: str, span: str) -> bool:
+def _made_or_example(line: str, span: markdown.Span) -> bool:
     """Whether the prose just before a path says it is made (``save it as `x` ``) or only an
-    example of a name (``e.g. `references/aws.md` ``)."""
-    before, found, _ = line.partition(f"`{span}`")
-    return bool(found and _MADE.search(before))
+    example of a name (``e.g. `references/aws.md` ``, ``**Example**: `scripts/x.py` ``). Only
+    the few words before the span are read: linear in the line, however many spans it has."""
+    return bool(_MADE.search(line[max(0, span.start - _BEFORE):span.start]))
+
+
+def _directed(line: str, span: markdown.Span) -> bool:
+    """Whether the prose just before a path sends the agent to it (``see `x` ``, ``read `x`
+    first``, ``the template in `x` ``): a missing file there is a defect; a path merely
+    mentioned (``A `scripts/rotate_pdf.py` script would help``) is a warning."""
+    return bool(_DIRECTED.search(line[max(0, span.start - _BEFORE):span.start]))
+
+
+def _word(span: str) -> str:
+    """One inline code span read as the one word it is: its quotes removed, as a shell reads
+    them (`` `scripts/x.py"` `` and `` `"scripts/x.py"` `` are ``scripts/x.py``)."""
+    if len(span) > 4096:
+        return span
+    words = [t for t in tokens(span) if not t.op]
+    return words[0].text if len(words) == 1 else span
 
 
 _PROMPT = re.compile(r"^\s*\$ (.*)$")
 
 
-def _is_console(fence: markdown.Fence) -> bool:
-    return fence.lang in ("console", "terminal", "") or bool(
-        re.search(r"^\s*\$ \S", fence.code, re.M))
+_PROMPTED = re.compile(r"^\s*\$ \S", re.M)
+_PLAIN_PATH = re.compile(r"^[\w.$/{}~-]+$")
+_SETUP = re.compile(r"^\s*+(?:cd|pushd|mkdir|cp|mv|touch|ln|export)\s")
 
 
 _CONTINUED = re.compile(r"^\s*> ?(.*)$")

@@ -39,8 +39,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             defective += 1
             print(f"DEFECT  {root}  ({ex.name})")
             for f in ex.static_findings:
-                via = f" (linked from SKILL.md line {f.via})" if f.via is not None else ""
-                print(f"  {root / f.file}:{f.line}: {f.problem}{via}")
+                print(f"  {f.located(root)}")
         else:
             print(f"ok      {root}  ({ex.name}: {len(ex.cases)} case(s), tier {ex.tier})")
         for w in ex.warnings:

@@ -41,9 +41,13 @@ def _examine(root: Path, marketplace: Path | None) -> Examined:
         findings = []
         warnings.append(f"{skill.skill_md}: the static check failed (aeval internal error: "
                         f"{type(exc).__name__}: {str(exc)[:200]})")
+    # an S0 warning (a mention in a reference file's prose, a generic example name, a layout
+    # tree's entry) travels as a lint warning: shown by `validate` and `run`, never a fail
+    warnings += [f.located(root) for f in findings if f.severity == "warning"]
     return Examined(root=root, skill=skill, tier=loaded.tier, contract=loaded.source,
                     cases=loaded.config.evals, doc_case=doc_case(skill, loaded),
-                    static_findings=findings, warnings=warnings)
+                    static_findings=[f for f in findings if f.severity == "defect"],
+                    warnings=warnings)
 
 
 def doc_case(skill, loaded) -> EvalCase | None:

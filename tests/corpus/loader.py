@@ -1,4 +1,4 @@
-"""The recall corpus: three marketplaces written the way public ones are, and the defects
+"""The recall corpus: six marketplaces written the way public ones are, and the defects
 planted in them (`plants.json`), validated by the pydantic models below.
 
 A marketplace lives in ``marketplaces/<name>/``; a plant names the skill folder it edits
@@ -30,6 +30,22 @@ HERE = Path(__file__).resolve().parent
 MARKETPLACES = HERE / "marketplaces"
 PLANTS_FILE = HERE / "plants.json"
 
+STYLES: dict[str, str] = {
+    # issue 18: the first three, at least ten skills each
+    "atelier": "like anthropics/skills: skills/<name>/, office formats, LICENSE files",
+    "codex-kit": "like openai/skills: skills/.system|.curated|.experimental/<name>/",
+    "workbench": "like obra/superpowers: a plugin with skills/ and .claude/skills/",
+    # issue 31: styles the first three never showed, at least six skills each
+    "sentinel": "a security team's Claude Code plugins: plugins/<p>/skills/<s>/, {baseDir} "
+                "and ${CLAUDE_SKILL_DIR} script calls, prose-heavy references, semgrep/codeql",
+    "lab-bench": "a scientific collection: scientific-skills/<name>/, `uv run` PEP 723 "
+                 "scripts, heavy dependencies (rdkit) checked by the script, layout trees",
+    "launchpad": "a vendor's collection: /mnt/skills/public/<name>/ paths, multi-step skills "
+                 "(install, scaffold, bundle), console sessions with `> ` continuations",
+}
+MIN_SKILLS: dict[str, int] = {name: 10 if i < 3 else 6 for i, name in enumerate(STYLES)}
+"""The least number of skills each marketplace must hold."""
+
 Kind = Literal[
     "renamed_script",            # a script renamed, SKILL.md not updated
     "moved_script",              # a script moved to another folder, SKILL.md not updated
@@ -42,6 +58,13 @@ Kind = Literal[
     "reference_script_renamed",  # a script a reference file runs was renamed
     "broken_interpreter",        # CRLF interpreter line, or none on a directly-run .py
     "contract_drift",            # renamed in the script and eval.config's steps, not in SKILL.md
+    # issue 31
+    "renamed_flag",              # an argparse or `case` flag renamed, SKILL.md not updated
+    "syntax_error",              # a Python or bash syntax error in a script SKILL.md runs
+    "broken_import",             # an import of a module that exists nowhere (`datetimes`)
+    "option_raises",             # a documented option crashes the script (a traceback)
+    "changed_output",            # the default output path changed; a later step reads the old one
+    "missing_asset",             # a data file a documented command names is gone
 ]
 
 

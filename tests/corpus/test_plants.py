@@ -1,9 +1,13 @@
-"""The recall corpus holds what it claims, before aeval looks at it: three marketplaces of at
-least ten skills each; the unplanted corpus has no defect of the kinds planted (every link
+"""The recall corpus holds what it claims, before aeval looks at it: the six marketplaces of
+loader.STYLES (the first three of at least ten skills each, issue 31's three of at least six),
+in the layouts they claim; the unplanted corpus has no defect of the kinds planted (every link
 resolves, every script with an interpreter line is executable and committed so, no CRLF);
 every plant applies to a copy, and its `expect.line` is a line that names the cause; and a
 planted block really breaks: run as a reader would (bash, from the skill folder, a private
-/tmp), it exits 0 on the corpus as committed and non-zero once the plant is applied.
+/tmp, no network; the skill folder reachable under every spelling the reader's harness
+gives it: `{baseDir}`, `$CLAUDE_SKILL_DIR`, `/mnt/skills/public/<name>/`; a console session's
+commands with their `> ` continuations), it exits 0 on the corpus as committed and non-zero
+once the plant is applied.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import pytest
 
 from tests.corpus.loader import (
     MARKETPLACES,
+    MIN_SKILLS,
+    STYLES,
     Kind,
     Plant,
     PlantError,
@@ -57,26 +63,60 @@ def prose(text: str) -> str:
     return text
 
 
-def test_three_marketplaces_of_at_least_ten_skills():
+def test_six_marketplaces_each_with_its_least_number_of_skills():
     names = marketplace_names()
-    assert len(names) >= 3, names
+    assert names == sorted(STYLES), names
     for name in names:
-        assert len(skill_folders(name)) >= 10, (name, skill_folders(name))
-    # the layouts aeval must discover: dot-folders and .claude/skills
+        assert len(skill_folders(name)) >= MIN_SKILLS[name], (name, skill_folders(name))
+    assert sorted(MIN_SKILLS.values()) == [6, 6, 6, 10, 10, 10]
+    # the layouts aeval must discover: dot-folders, .claude/skills, plugins, a collection folder
     found = {s for n in names for s in skill_folders(n)}
     assert any(s.startswith("skills/.curated/") for s in found)
     assert any(s.startswith("skills/.system/") for s in found)
     assert any(s.startswith("skills/.experimental/") for s in found)
     assert any(s.startswith(".claude/skills/") for s in found)
+    assert {s.split("/")[1] for s in skill_folders("sentinel")} >= {"sarif-tools", "crypto"}
+    assert all(re.fullmatch(r"plugins/[\w-]+/skills/[\w-]+", s) for s in skill_folders("sentinel"))
+    assert all(s.startswith("scientific-skills/") for s in skill_folders("lab-bench"))
 
 
-def test_at_least_thirty_plants_spread_over_marketplaces_and_kinds():
-    assert len(PLANTS) >= 30
+def _text(name: str) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in (MARKETPLACES / name).rglob("*.md"))
+
+
+def test_issue_31_marketplaces_use_the_conventions_they_claim():
+    sentinel, lab, launchpad = _text("sentinel"), _text("lab-bench"), _text("launchpad")
+    assert "{baseDir}/scripts/" in sentinel and "${CLAUDE_SKILL_DIR}/scripts/" in sentinel
+    assert "`scripts/merge_sarif.py --important`" in sentinel      # a script named in prose
+    assert re.search(r"^semgrep ", sentinel, re.M) and re.search(r"^codeql ", sentinel, re.M)
+    assert re.search(r"^uv run scripts/\w+\.py", lab, re.M)
+    assert "Error: rdkit is not installed. Install with: pip install rdkit" in (
+        MARKETPLACES / "lab-bench/scientific-skills/rdkit-descriptors/scripts/descriptors.py"
+    ).read_text(encoding="utf-8")
+    assert "python scripts/script_name.py --help" in lab
+    assert re.search(r"^```\n[\w-]+/\n├── ", lab, re.M)           # a layout tree, no language
+    assert "/mnt/skills/public/" in launchpad
+    assert "npm install -g pnpm; pnpm --version" in launchpad
+    assert re.search(r"^\$ .*\\\n>  ", launchpad, re.M)            # `$ ` and `> ` lines
+    assert "No package.json found. Run this script from your project root." in (
+        MARKETPLACES / "launchpad/skills/web-artifacts-builder/scripts/bundle-artifact.sh"
+    ).read_text(encoding="utf-8")
+    for name in ("sentinel", "lab-bench", "launchpad"):
+        for folder in skill_folders(name):
+            skill = MARKETPLACES / name / folder
+            assert (skill / "eval.config").is_file(), f"{name}/{folder}: no eval.config"
+            assert any((skill / "scripts").glob("*")), f"{name}/{folder}: no scripts"
+
+
+def test_at_least_fifty_plants_spread_over_marketplaces_and_kinds():
+    assert len(PLANTS) >= 50
     per_mp = Counter(p.marketplace for p in PLANTS)
     assert set(per_mp) == set(marketplace_names()), per_mp
-    assert min(per_mp.values()) >= 8, per_mp
+    for name, count in per_mp.items():
+        assert count >= (8 if MIN_SKILLS[name] == 10 else 5), per_mp
     assert set(get_args(Kind)) == {p.kind for p in PLANTS}, "a kind without a plant"
     assert sum(p.after_skipped for p in PLANTS) >= 5
+    assert sum(p.after_skipped for p in PLANTS if MIN_SKILLS[p.marketplace] == 6) >= 5
     for p in PLANTS:
         assert p.skill in skill_folders(p.marketplace), p.id
 
@@ -174,37 +214,67 @@ INSTALL = re.compile(r"\b(?:pip3?|npm|pnpm|yarn|apt-get|apt|brew|conda|cargo|gem
                      r"(?:-\S+\s+)*(?:install|add|i)\b")
 
 
+def console_commands(body: str) -> str:
+    """A console session's commands as a reader types them: the ``$ `` lines with their
+    ``> `` continuation lines, output lines left out."""
+    out, going = [], False
+    for line in body.splitlines():
+        if line.startswith("$ "):
+            out.append(line[2:])
+            going = True
+        elif going and (line.startswith("> ") or line == ">"):
+            out.append(line[2:])
+        else:
+            going = False
+    return "\n".join(out)
+
+
 def _planted_block(plant: Plant) -> tuple[list[str], str] | None:
     """The shell blocks of ``expect.file`` before the one holding ``expect.line`` (install
-    blocks left out), and that block; None when the line is prose (a link, an inline span)."""
+    blocks left out), and that block; None when the line is prose (a link, an inline span).
+    A console session counts by its commands."""
     path = MARKETPLACES / plant.marketplace / plant.skill / plant.expect.file
-    shell = [b for b in blocks(path.read_text(encoding="utf-8"))
-             if b[2] in ("bash", "sh", "shell")]
+    shell = [b if b[2] != "console" else (*b[:3], console_commands(b[3]))
+             for b in blocks(path.read_text(encoding="utf-8"))
+             if b[2] in ("bash", "sh", "shell", "console")]
     for i, (first, last, _lang, body) in enumerate(shell):
         if first <= plant.expect.line <= last:
             return [b[3] for b in shell[:i] if not INSTALL.search(b[3])], body
     return None
 
 
+def _skill_name(skill_dir: Path) -> str:
+    m = re.search(r"^name:\s*(\S+)", (skill_dir / "SKILL.md").read_text(encoding="utf-8"), re.M)
+    return m.group(1) if m else skill_dir.name
+
+
 def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
                    keep: Path) -> subprocess.CompletedProcess:
     """The blocks of ``prelude`` (their failures ignored), then ``code``, each run by bash
     from ``skill_dir`` as a reader would, in one session: a read-only host, a private /tmp
-    and HOME (bubblewrap); only ``keep``, which holds the skill, is writable."""
+    and HOME, no network (bubblewrap); only ``keep``, which holds the skill, is writable.
+    The skill folder is where the reader's harness puts it: ``{baseDir}`` written out (as
+    Claude Code does), ``CLAUDE_SKILL_DIR`` set, and the folder mounted at claude.ai's
+    ``/mnt/skills/public/<name>/`` and ``/mnt/skills/user/<name>/``."""
     home, scripts = keep / "home", keep / "blocks"
     home.mkdir(exist_ok=True)
     scripts.mkdir(exist_ok=True)
     steps = []
     for i, body in enumerate([*prelude, code]):
+        body = body.replace("{baseDir}", str(skill_dir))
         (scripts / f"{i:02d}.sh").write_text(body + "\n", encoding="utf-8")
         steps.append(f'(cd "$SKILL_DIR" && bash {scripts}/{i:02d}.sh)')
     session = "\n".join(f"{s} >/dev/null 2>&1" for s in steps[:-1]) + "\n" + steps[-1] + "\n"
+    name = _skill_name(skill_dir)
     cmd = [BWRAP, "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
-           "--bind", str(keep), str(keep),
-           "--unshare-pid", "--die-with-parent", "--chdir", str(skill_dir),
+           "--bind", str(keep), str(keep), "--tmpfs", "/mnt",
+           "--bind", str(skill_dir), f"/mnt/skills/public/{name}",
+           "--bind", str(skill_dir), f"/mnt/skills/user/{name}",
+           "--unshare-pid", "--unshare-net", "--die-with-parent", "--chdir", str(skill_dir),
            "bash", "-c", session]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "TMPDIR": "/tmp", "LANG": "C.UTF-8", "SKILL_DIR": str(skill_dir)}
+           "TMPDIR": "/tmp", "LANG": "C.UTF-8", "SKILL_DIR": str(skill_dir),
+           "CLAUDE_SKILL_DIR": str(skill_dir)}
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -224,6 +294,8 @@ def test_planted_block_works_unplanted_and_breaks_planted(plant: Plant, tmp_path
     assert found is not None
     prelude, code = found
     where = f"{plant.id} {plant.skill}/{plant.expect.file}:{plant.expect.line}"
+    if re.search(r"\buv run\b", code) and shutil.which("uv") is None:
+        pytest.skip(f"{where} runs `uv run`: uv is not installed here")
     before = _copy(plant, tmp_path / "before" / plant.marketplace)
     r = _run_as_reader(before / plant.skill, prelude, code, tmp_path / "before")
     assert r.returncode == 0, f"{where} fails unplanted ({r.returncode}): {r.stdout}{r.stderr}"

@@ -1,8 +1,11 @@
 """The recall corpus through `aeval run`, zero-key as CI runs it (no model: the literal
-runtime): the three marketplaces of tests/corpus/ (written the way public ones are: mostly
+runtime): the six marketplaces of tests/corpus/ (written the way public ones are: mostly
 illustrative blocks, placeholders, host tools the reader installs, reference files, scripts
-called from references, dot-folder layouts) give no `fail`, no `error`, no `internal`, and
-every skill folder is found; every planted defect (tests/corpus/plants.json) makes its skill
+called from references, dot-folder layouts; and issue 31's: Claude Code plugins calling
+`{baseDir}` and `${CLAUDE_SKILL_DIR}` scripts, `uv run` scripts with a heavy dependency the
+reader installs, multi-step vendor skills under `/mnt/skills/public/<name>/`) give no
+`fail`, no `error`, no `internal`, and every skill folder is found; `aeval validate` exits 0
+on each of them as committed; every planted defect (tests/corpus/plants.json) makes its skill
 `fail` with the expected line and cause in the evidence, while the other skills keep their
 verdicts.
 
@@ -73,6 +76,14 @@ def unplanted(tmp_path_factory) -> Callable[[str], dict[str, SkillView]]:
         return cache[name]
 
     return get
+
+
+@pytest.mark.parametrize("name", marketplace_names())
+def test_validate_exits_0_on_the_clean_marketplace(name, tmp_path, capsys):
+    root = build_marketplace(name, tmp_path / name)
+    code = main(["validate", str(root)])
+    out = capsys.readouterr().out
+    assert code == 0, "\n".join(ln for ln in out.splitlines() if not ln.startswith("ok "))
 
 
 @pytest.mark.parametrize("name", marketplace_names())

@@ -14,12 +14,12 @@ from textwrap import dedent
 
 import pytest
 
+from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
     Diagnosis,
     Outcome,
     depends,
-    diagnose,
     discounted,
     doc_test_verdict,
     placeholder,
@@ -436,7 +436,7 @@ def test_each_step_keeps_the_line_of_the_block_it_came_from():
 
 def _own(skill, args, exit_code, output, code="python scripts/run.py train", direct=False):
     from aeval.skill.shellparse import effects
-    from aeval.verdicts.doctest import diagnose_own
+    from aeval.verdicts.diagnosis import diagnose_own
 
     d = diagnose_own("scripts/run.py", args, direct, exit_code, output, skill, effects(code),
                      frozenset())
@@ -449,7 +449,7 @@ def test_what_the_skills_own_script_said_decides_and_names_the_file(skill):
     assert _own(skill, ["train", "--mode", "x"], 2,
                 "usage: run.py [-h]\nrun.py: error: argument --mode: invalid choice: 'x'") == (
         "defect", "the skill's run.py rejects what SKILL.md documents: argument --mode: "
-                  "invalid choice: 'x'", "scripts/run.py", "rejected", None)
+                  "invalid choice: 'x'", "scripts/run.py", "usage", None)
     assert _own(skill, ["segment_train", "--data", "d"], 1,
                 "Unknown action segment_train\n") == (
         "defect", "the skill's scripts/run.py rejects the documented 'segment_train': Unknown "
@@ -489,7 +489,7 @@ def test_a_directly_run_file_that_cannot_start_is_an_own_file_defect(skill):
     link = skill / "scripts" / "alias.py"
     link.symlink_to("run.py")
     from aeval.skill.shellparse import effects
-    from aeval.verdicts.doctest import diagnose_own
+    from aeval.verdicts.diagnosis import diagnose_own
 
     d = diagnose_own("scripts/alias.py", [], True, 126, "Permission denied", skill,
                      effects("scripts/alias.py"), frozenset())

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from aeval.skill.shellparse import effects
-from aeval.verdicts.doctest import diagnose, diagnose_own
+from aeval.verdicts.diagnosis import diagnose, diagnose_own
 from tests.unit.test_doctest import run_block
 
 FILL = """\
@@ -100,7 +100,7 @@ REJECTED = ("the skill's fill.py rejects what SKILL.md documents: argument --mod
 def test_the_skill_script_that_failed_is_named_with_its_line(skill, code, failed, at):
     d = diagnosed(skill, code, failed, names=("pdf-forms",) if ".claude" in code else ())
     assert (d.kind, d.reason, d.file, d.own, d.at) == (
-        "defect", REJECTED, "scripts/fill.py", "rejected", at)
+        "defect", REJECTED, "scripts/fill.py", "usage", at)
 
 
 def test_a_failed_command_bash_named_is_placed_on_its_line_whatever_the_rule(skill):
@@ -225,7 +225,7 @@ def test_a_pipeline_tries_the_command_bash_named_before_the_rest_of_it(skill):
     code = "python scripts/check.py form.pdf | python scripts/fill.py fill --mode turbo"
     d = diagnosed(skill, code, "python scripts/fill.py fill --mode turbo")
     assert (d.kind, d.reason, d.file, d.own, d.at) == (
-        "defect", REJECTED, "scripts/fill.py", "rejected", 0)
+        "defect", REJECTED, "scripts/fill.py", "usage", 0)
 
 
 def test_a_module_of_the_skill_its_script_cannot_import_is_a_defect_not_a_need(skill):
@@ -423,7 +423,7 @@ def test_a_skill_script_run_from_a_sourced_file_is_blamed_without_a_line(skill):
     d = diagnosed(skill, "mkdir -p out\nsource scripts/env.sh",
                   "python scripts/fill.py fill --mode turbo")
     assert (d.kind, d.reason, d.file, d.own, d.at) == (
-        "defect", REJECTED, "scripts/fill.py", "rejected", None)
+        "defect", REJECTED, "scripts/fill.py", "usage", None)
 
 
 def test_an_interpreter_line_that_is_not_utf8_is_still_read(skill):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aeval.verdicts.doctest import diagnose
+from aeval.verdicts.diagnosis import diagnose
 from tests.unit.test_doctest import run_block
 
 SKILL_MD = "---\nname: text-tools\ndescription: Count words and fetch pages.\n---\n"

@@ -118,7 +118,22 @@ def build(root: Path, files: dict[str, str] = FILES, executable=EXECUTABLE) -> P
 
 
 def findings(skill: Path) -> list[str]:
-    return [str(f) for f in static_check(load_skill(skill))]
+    """The failing findings (a warning never fails the skill: see `warnings`)."""
+    return [str(f) for f in static_check(load_skill(skill)) if f.severity == "defect"]
+
+
+def warnings(skill: Path) -> list[str]:
+    return [str(f) for f in static_check(load_skill(skill)) if f.severity == "warning"]
+
+
+WARNING = " [a warning]"
+
+
+def marked(skill: Path) -> list[str]:
+    """Every finding, a warning marked as one (an inline span of a reference file's prose is
+    a warning since issue 31: it is read on demand and often names the reader's files)."""
+    return [str(f) + (WARNING if f.severity == "warning" else "")
+            for f in static_check(load_skill(skill))]
 
 
 def test_the_unplanted_skill_has_no_finding(tmp_path):
@@ -271,10 +286,10 @@ RULES = [
      "\n```bash\nscripts/noshebang.sh\n```\n", []),
     ("a reference file's findings name the SKILL.md line that links it",
      "\nMore in [extra](references/extra.md).\n",
-     [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have",
+     [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have{WARNING}",
       f"{EXTRA}: runs scripts/fields.py directly, but it is not executable (mode 644; git "
-      "update-index --chmod=+x scripts/fields.py)",
-      f"{EXTRA}: runs scripts/nosh.py directly, but it has no interpreter line (#!)",
+      f"update-index --chmod=+x scripts/fields.py){WARNING}",
+      f"{EXTRA}: runs scripts/nosh.py directly, but it has no interpreter line (#!){WARNING}",
       f"{EXTRA}: links to scripts/extra_missing.py, which the skill does not have"]),
 ]
 
@@ -288,7 +303,7 @@ def test_each_rule_of_the_check(tmp_path, snippet, expected):
                                     "`scripts/x_missing.py --go`, `scripts/fields.py list f` "
                                     "or `scripts/nosh.py go`.\n"}
     skill = build(tmp_path, files, EXECUTABLE | {"scripts/noshebang.sh", "scripts/nosh.py"})
-    assert findings(skill) == expected
+    assert marked(skill) == expected
 
 
 def test_findings_stop_at_fifty(tmp_path):
@@ -371,11 +386,11 @@ READING = [
      "\nTerms are in [the glossary](references/glossary.markdown).\n",
      {"references/glossary.markdown": "# Glossary\n\nList them: `python3 scripts/terms.py -a`.\n"},
      ["references/glossary.markdown line 3 (linked from SKILL.md line 46): runs "
-      "scripts/terms.py, which the skill does not have"]),
+      f"scripts/terms.py, which the skill does not have{WARNING}"]),
     ("a reference file linked twice is read once, and the ones after it still are",
      "\nAgain: [the fields](references/fields.md), then [extra](references/extra.md).\n",
      {"references/extra.md": "# Extra\n\nRun `python3 scripts/x_missing.py --go`.\n"},
-     [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]),
+     [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have{WARNING}"]),
     # ---- inline code spans ----------------------------------------------------------------
     ("what an inline command writes is not missing",
      "\nDump them with `python3 scripts/fields.py list form.pdf > references/form-fields.txt`"
@@ -434,7 +449,7 @@ READING = [
     ("an inline command of a reference file names the SKILL.md line that links it",
      "\nMore in [extra](references/extra.md).\n",
      {"references/extra.md": "# Extra\n\nOr `python3 scripts/fields.py list references/a.pdf`.\n"},
-     [f"{EXTRA}: names references/a.pdf, which the skill does not have"]),
+     [f"{EXTRA}: names references/a.pdf, which the skill does not have{WARNING}"]),
     ("the same missing file twice on one line is one finding",
      "\n```bash\npython3 scripts/gone.py a.pdf && python3 scripts/gone.py b.pdf\n```\n",
      {}, [_missing(47, "runs", "scripts/gone.py")]),
@@ -457,9 +472,9 @@ READING = [
       "scripts/crlf.py": "#!/usr/bin/env python3\r\nprint(1)\r\n",
       "scripts/rel.py": "#!python3\nprint(1)\n"},
      [f"{EXTRA}: runs scripts/crlf.py directly, but its interpreter line ends with a carriage "
-      "return (CRLF line endings)",
+      f"return (CRLF line endings){WARNING}",
       f"{EXTRA}: runs scripts/rel.py directly, but its interpreter line names a relative "
-      "program 'python3'"]),
+      f"program 'python3'{WARNING}"]),
 ]
 
 
@@ -470,7 +485,7 @@ def test_how_links_spans_and_blocks_are_read(tmp_path, snippet, files, expected)
     files = {**FILES, "SKILL.md": SKILL_MD + snippet, **files}
     skill = build(tmp_path, files, EXECUTABLE | (files.keys() & {
         "scripts/setup.bash", "bin/tool", "scripts/crlf.py", "scripts/rel.py"}))
-    assert findings(skill) == expected
+    assert marked(skill) == expected
 
 
 def test_a_world_writable_script_without_execute_bits_is_not_executable(tmp_path):
@@ -508,14 +523,15 @@ def test_a_script_is_read_for_its_interface_up_to_a_size(tmp_path, size, expecte
 
 
 @pytest.mark.parametrize(("size", "expected"), [
-    (MAX_REFERENCE_BYTES, [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]),
+    (MAX_REFERENCE_BYTES, [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not "
+                           f"have{WARNING}"]),
     (MAX_REFERENCE_BYTES + 1, []),
 ], ids=["at the limit: read", "past it: passed over"])
 def test_a_reference_file_is_read_up_to_a_size(tmp_path, size, expected):
     files = {**FILES, "SKILL.md": SKILL_MD + "\nMore in [extra](references/extra.md).\n",
              "references/extra.md": _padded("# Extra\n\nRun `python3 scripts/x_missing.py a`.\n",
                                             size)}
-    assert findings(build(tmp_path, files)) == expected
+    assert marked(build(tmp_path, files)) == expected
 
 
 def test_an_unreadable_reference_file_is_passed_over_and_the_next_is_read(tmp_path):
@@ -527,8 +543,8 @@ def test_an_unreadable_reference_file_is_passed_over_and_the_next_is_read(tmp_pa
         "references/extra.md": "# Extra\n\nRun `python3 scripts/x_missing.py a`.\n"}
     skill = build(tmp_path, files)
     (skill / "references" / "shared.md").symlink_to(tmp_path / "elsewhere" / "shared.md")
-    assert findings(skill) == [
-        f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]
+    assert marked(skill) == [
+        f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have{WARNING}"]
 
 
 def test_files_in_latin_1_are_still_read(tmp_path):
@@ -541,10 +557,10 @@ def test_files_in_latin_1_are_still_read(tmp_path):
             "import argparse", "import argparse  # Autor: J\xfcrgen").encode("latin-1"))
     (skill / "references" / "extra.md").write_bytes(
         "# Extra (\xfcbersetzt)\n\nRun `python3 scripts/x_missing.py a`.\n".encode("latin-1"))
-    assert findings(skill) == [
+    assert marked(skill) == [
         "SKILL.md line 27: documents the option --flatten for scripts/fill.py, which does not "
         "accept it",
-        f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have"]
+        f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have{WARNING}"]
 
 
 def test_a_relative_interpreter_that_is_not_utf_8_is_shown(tmp_path):
@@ -727,4 +743,25 @@ def test_a_link_through_the_skill_folders_spelling_is_the_skills(tmp_path, spell
                                    f"[the changelog]({spelling}/CHANGELOG.md).\n")
     line = len(md.read_text().splitlines())
     assert findings(skill) == [f"SKILL.md line {line}: links to CHANGELOG.md, which the skill "
+                               "does not have"]
+
+
+@pytest.mark.parametrize("fence, block", [
+    ("console", "$ python3 /mnt/skills/public/mcp-builder/scripts/evaluation.py \\\n"
+                ">     --eval-file assets/evaluation.xml \\\n>     --dry-run"),
+    ("bash", "python3 scripts/evaluation.py \\\n    --eval-file assets/evaluation.xml \\\n"
+             "    --dry-run"),
+])
+def test_a_path_on_a_continuation_line_is_named_on_its_own_line(tmp_path, fence, block):
+    # mcp-builder's evaluation file is named on the second line of a continued command: the
+    # finding points at that line, where the author has to look (it named the first)
+    skill = build(tmp_path, {
+        "SKILL.md": "---\nname: mcp-builder\ndescription: Build and evaluate MCP servers.\n"
+                    f"---\n# Evaluate\n\n```{fence}\n{block}\n```\n",
+        "scripts/evaluation.py": "import argparse\np = argparse.ArgumentParser()\n"
+                                 "p.add_argument('--eval-file')\n"
+                                 "p.add_argument('--dry-run', action='store_true')\n"
+                                 "p.parse_args()\n",
+        "assets/evaluation.example.xml": "<evaluation/>\n"}, executable=set())
+    assert findings(skill) == ["SKILL.md line 9: names assets/evaluation.xml, which the skill "
                                "does not have"]

@@ -1,0 +1,451 @@
+"""Reading a failed doc-test block: its exit code and output, and what they prove about the
+skill (`diagnose`). The rules are the ones `aeval.verdicts.doctest` states: a defect only in
+the skill's own code or interface, `needs X` for a host tool or module the reader installs,
+anything else inconclusive.
+
+Pure: no processes here; the outputs are untrusted text, read by bounded regular expressions.
+"""
+
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+
+from aeval.skill.shellparse import (
+    Command,
+    Effects,
+    commands,
+    effects,
+    norm,
+    path_like,
+    related,
+)
+from aeval.verdicts.doctest import (
+    SCRIPT_EXT,
+    Diagnosis,
+    generic_example,
+    interpreter_problem,
+    own_file,
+)
+from aeval.verdicts.missing import frames_in_skill, install_advice, missing, shipped_named
+
+_EXC_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt|KeyError)\b.*)$", re.M)
+# argparse's error line: ``prog: error: ...``, a subcommand's ``prog sub: error: ...``
+_ARGPARSE = re.compile(r"^(?:usage: )?([\w.-]+)(?: [\w:.-]+){0,3}: error: "
+                       r"(argument [^\n]*invalid choice[^\n]*|"
+                       r"unrecognized arguments[^\n]*|"
+                       r"the following arguments are required[^\n]*)$", re.M)
+_NO_FILE = re.compile(r"(?:can't open file|No such file or directory|not found|"
+                      r"Cannot find module|does not exist)", re.I)
+_OS_ERRORS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError",
+              "PermissionError", "FileExistsError")
+# the environment, not the skill: no network, no credential, no display, no service
+_ENVIRONMENT = re.compile(
+    r"api[_ -]?key|(?<!unexpected )\btoken\b|credential|not (?:set|configured)|"
+    r"environment variable|"
+    r"\bauth|login|unauthori[sz]ed|forbidden|\b40[13]\b|\b429\b|\b5\d\d\b|rate.?limit|"
+    r"connect|network|unreachable|resolve|\bdns\b|name or service|timed? ?out|ssl|certificate|"
+    r"proxy|socket|\bhttps?://|\bdisplay\b|x11|wayland|\bgpu\b|cuda|docker|daemon|"
+    r"out of memory|killed|no space left|read-only file system|interrupted", re.I)
+# a script of the skill refusing to run without the reader's project: "No package.json found.
+# Run this script from your project root.", "not a git repository"
+_PRECONDITION = re.compile(
+    r"\bno (?!such\b)[^\n]{0,60}?\bfound\b|\b(?:cannot|can't|could not|couldn't|unable to) "
+    r"(?:find|locate)\b|\bnot found\b|\b(?:does not|doesn't) exist\b|\bnot a git repository\b|"
+    r"\bmust be run (?:from|in|inside)\b|\brun (?:this|it|the script|me)?\b[^\n]{0,40}\b"
+    r"(?:from|in|inside) (?:the |your |a )?(?:project|repo(?:sitory)?|workspace|app)\b", re.I)
+_SKILL_VARS = frozenset({"SKILL_DIR", "CLAUDE_SKILL_DIR"})  # aeval sets these; no block can
+_REJECTION = re.compile(
+    r"usage:|unknown|unrecogni[sz]ed|invalid|not (?:a )?(?:valid|supported|recogni[sz]ed)|"
+    r"unsupported|no such (?:command|action|option|subcommand|mode)|expected one of|"
+    r"choose from|must be one of|unexpected (?:argument|option)|too (?:many|few) arguments|"
+    r"requires? (?:an? )?(?:argument|action|command)", re.I)
+
+
+
+
+def _skill_paths(code: str, skill_dir: Path, names: tuple[str, ...] = ()) -> list[str]:
+    """Words of the block that name a file of the skill: a script path, or a path under one of
+    the skill's own top-level folders, relative to the skill folder."""
+    top = set()
+    if skill_dir.is_dir():
+        try:
+            top = {p.name for p in skill_dir.iterdir() if p.is_dir()}
+        except OSError:
+            top = set()
+    out = []
+    for cmd in commands(code):
+        for w in [*cmd.argv, *cmd.reads]:
+            rel = own_file(w, skill_dir, names)
+            if rel is None:
+                continue
+            p = PurePosixPath(rel)
+            if p.suffix in SCRIPT_EXT or (len(p.parts) > 1 and p.parts[0] in top):
+                out.append(rel)
+    return out
+
+
+# bash's own report of a script it cannot parse: `scripts/x.sh: line 7: syntax error near
+# unexpected token `fi'`, `/abs/x.sh: line 9: syntax error: unexpected end of file`; dash's
+# `scripts/x.sh: 4: Syntax error: end of file unexpected (expecting "fi")`
+_SHELL_SYNTAX = re.compile(r"^(?P<path>[^\n:]{1,4096}): (?:line )?(?P<line>\d{1,9}): "
+                           r"(?P<msg>[Ss]yntax error[^\n]{0,300})$", re.M)
+
+
+def _shell_syntax_error(output: str, skill_dir: Path) -> Diagnosis | None:
+    """A defect when bash could not parse a shell script of the skill (its message names
+    the file and line): the skill's code, never the environment (bash's word "token" is
+    no credential)."""
+    root = skill_dir.resolve()
+    for m in _SHELL_SYNTAX.finditer(output):
+        p = Path(m.group("path").strip())
+        try:
+            full = (p if p.is_absolute() else skill_dir / p).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if full.is_relative_to(root) and full.is_file():
+            rel = full.relative_to(root).as_posix()
+            return Diagnosis("defect", f"bash cannot parse the skill's {rel}: line "
+                                       f"{m.group('line')}: {m.group('msg')}", file=rel,
+                             own="file")
+    return None
+
+
+def _last_line(output: str) -> str:
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+def _own_command(cmd: Command, skill_dir: Path, names: tuple[str, ...]) -> tuple[str, list[str],
+                                                                                  bool] | None:
+    """(skill file, its arguments, run directly) when ``cmd`` runs a file of the skill."""
+    script, args = cmd.script()
+    if script is None:
+        return None
+    rel = own_file(script, skill_dir, names)
+    if rel is None:
+        return None
+    return rel, args, cmd.runs_directly()
+
+
+def _inputs_missing(args: list[str], skill_dir: Path, block: Effects) -> list[str]:
+    """The path-like arguments that name nothing that exists (inputs the reader supplies),
+    the block's own outputs aside."""
+    out = []
+    for a in args:
+        value = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
+        if not path_like(value) or any(related(norm(value), w) for w in block.writes):
+            continue
+        p = norm(value)
+        if not (Path(p) if p.startswith("/") else skill_dir / p).exists():
+            out.append(value)
+    return out
+
+
+def _shebang_program(path: Path) -> str | None:
+    """The program a file's interpreter line starts (``#!/usr/bin/env node`` -> node)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.read(256).split(b"\n", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if not words:
+        return None
+    if PurePosixPath(words[0]).name == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else None
+    return PurePosixPath(words[0]).name
+
+
+def _documented_words(args: list[str]) -> list[str]:
+    """The words of a documented invocation a script can reject: its action, its flags."""
+    words = [a.split("=", 1)[0] for a in args if a.startswith("-") and len(a) > 1]
+    if args and not args[0].startswith("-") and re.fullmatch(r"[A-Za-z][\w:-]{0,63}", args[0]):
+        words.insert(0, args[0])
+    return words
+
+
+def _unparsed_or_missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
+                         ) -> Diagnosis | None:
+    """What is read first from any failed block's output, before its traceback: a skill
+    script the shell could not parse, then a module or command that is missing."""
+    syntax = _shell_syntax_error(output, skill_dir)
+    return syntax if syntax is not None else missing(output, skill_dir, declared)
+
+
+def _unlisted(args: list[str], output: str, error: str) -> str:
+    """For argparse's "the following arguments are required", the documented flags its usage
+    line does not list (a renamed ``--effect-size`` shows as "required: --cohens-d"; the flag
+    SKILL.md passes is the one to fix), as a clause of the reason, or ""."""
+    if not error.startswith("the following arguments are required"):
+        return ""
+    usage = re.search(r"^usage: (.*(?:\n {2,}.*)*)", output, re.M)
+    if usage is None or len(usage.group(1)) > 20_000:
+        return ""
+    listed = set(re.findall(r"(?<![\w-])(-{1,2}[\w][\w-]*)", usage.group(1)))
+    flags = [a.split("=", 1)[0] for a in args if re.fullmatch(r"-{1,2}[A-Za-z][\w-]*(=.*)?", a)]
+    gone = [f for f in dict.fromkeys(flags) if f not in listed]
+    if not gone:
+        return ""
+    return f" (SKILL.md passes {', '.join(gone[:3])}, which its usage does not list)"
+
+
+def _illustration(rel: str) -> Diagnosis:
+    """A block that runs a generic example name the skill does not have (``python
+    scripts/script_name.py --help`` in a "writing scripts" section): it shows the shape of a
+    command, so its failure says nothing of the skill (S0 warns about the name)."""
+    return Diagnosis("inconclusive", f"runs {rel}, a generic example name the skill does not "
+                                     "have: an illustration, not a command of the skill")
+
+
+def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None, output: str,
+                 skill_dir: Path, block: Effects, declared: frozenset[str] | set[str]
+                 ) -> Diagnosis | None:
+    """The diagnosis when the failing command ran the skill's own file ``rel`` (None: let the
+    general rules decide)."""
+    path = skill_dir / rel
+    if not path.exists() and not path.is_symlink():
+        if generic_example(rel):
+            return _illustration(rel)
+        return Diagnosis("defect", f"SKILL.md runs {rel}, which the skill does not have",
+                         file=rel, own="file")
+    if direct and path.is_file():
+        mode = path.lstat().st_mode if not path.is_symlink() else path.stat().st_mode
+        if not mode & 0o111:
+            return Diagnosis("defect", f"SKILL.md runs {rel} directly, but it is not executable "
+                                       f"(mode {mode & 0o777:o})", file=rel, own="file")
+        problem = interpreter_problem(path)
+        if problem is not None and (exit_code in (126, 127, 2) or "bad interpreter" in output):
+            return Diagnosis("defect", f"SKILL.md runs {rel} directly, but {problem}", file=rel,
+                             own="file")
+        program = _shebang_program(path)
+        if problem is None and program and exit_code in (126, 127) and (
+                "bad interpreter" in output or program in output):
+            if program in declared:
+                return Diagnosis("inconclusive", f"declared host tool {program} is missing",
+                                 program)
+            return Diagnosis("missing_tool", f"needs {program}", program)
+    if exit_code is None or exit_code > 128:
+        return None  # killed (a timeout, a signal): not the skill's answer
+    unparsed = _unparsed_or_missing(output, skill_dir, declared)
+    if unparsed is not None:
+        return unparsed
+    if frames_in_skill(output, skill_dir):
+        return None  # a traceback: the general rules read it
+    for am in _ARGPARSE.finditer(output):
+        if am.group(1) == PurePosixPath(rel).name:
+            # argparse read only the words SKILL.md wrote: with no variable among them, no
+            # earlier block (an export, an assignment) could have changed what it saw
+            fixed = not (_variables(args) - _SKILL_VARS)
+            err = am.group(2)
+            return Diagnosis("defect", f"the skill's {am.group(1)} rejects what SKILL.md "
+                                       f"documents: {err}{_unlisted(args, output, err)}",
+                             file=rel,
+                             own="usage" if fixed else "rejected")
+    words = _documented_words(args)
+    rejection = _REJECTION.search(output)
+    named = [w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", output)]
+    if rejection and named:
+        return Diagnosis("defect", f"the skill's {rel} rejects the documented {named[0]!r}: "
+                                   f"{_last_line(output)}", file=rel, own="rejected")
+    advice = install_advice(output, exit_code, declared)
+    if advice is not None:
+        return advice
+    refusal = _precondition(output, skill_dir)
+    if refusal is not None:
+        return Diagnosis("inconclusive", f"the skill's {rel} refuses to run without what the "
+                                         f"reader's project has: {refusal}")
+    if _ENVIRONMENT.search(output):
+        return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the environment looks "
+                                         f"incomplete: {_last_line(output)}")
+    inputs = _inputs_missing(args, skill_dir, block)
+    if inputs:
+        return Diagnosis("inconclusive", f"{rel} exited {exit_code}; it needs an input the "
+                                         f"reader supplies: {inputs[0]}")
+    if block.uses:
+        return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the block uses "
+                                         f"${sorted(block.uses)[0]}, which the reader sets")
+    shown = " ".join(args)[:120]
+    return Diagnosis("defect", f"the skill's {rel} exited {exit_code} with the documented "
+                               f"arguments `{shown}`: {_last_line(output)}", file=rel,
+                     own="rejected")
+
+
+def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
+             declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
+             names: tuple[str, ...] = ()) -> Diagnosis:
+    """Classify a failed block from its exit code and output (see `_diagnose`); ``at`` is the
+    line of the command that failed when bash named it."""
+    d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names)
+    if d.at is None and failed is not None:
+        named = commands(failed)
+        at = next((c.line for c in commands(code) if named and c.argv == named[0].argv), None)
+        d = replace(d, at=at)
+    return d
+
+
+def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
+              declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
+              names: tuple[str, ...] = ()) -> Diagnosis:
+    """Classify a failed block from its exit code and output.
+
+    ``failed``: the simple command that failed, as bash reported it (the doc test's ERR
+    trap); without it, the block's only command that runs a skill file stands for it.
+    ``declared``: host tools the contract declares (a missing declared tool is
+    inconclusive: the environment lacks what it promised). ``names``: the skill's folder
+    names (paths through them point into the skill).
+    """
+    block = effects(code)
+    for m in _REDIRECT_FAILED.finditer(output):
+        target = norm(m.group("path"))
+        if target in block.writes:  # the shell could not open it: the command never ran
+            folder = PurePosixPath(target).parent
+            return Diagnosis("inconclusive", f"the block writes {target}, and the folder "
+                                             f"{folder}/ it writes into is not here (the "
+                                             "reader's workspace has it)")
+    if failed is not None:
+        suspects = commands(failed)
+        group = [c for c in commands(code) if c.piped and any(
+            c.argv == s.argv for s in suspects)]
+        if group:  # a pipeline: bash names its last command, any of them may have failed
+            pipe = group[0].pipeline
+            suspects += [c for c in commands(code) if c.pipeline == pipe]
+    else:
+        suspects = [c for c in commands(code) if c.script()[0] is not None]
+        suspects = suspects if len(suspects) == 1 else []
+    in_block = commands(code)
+    for cmd in suspects:
+        misplaced = _misplaced(cmd, output, skill_dir)
+        if misplaced is not None:
+            at = next((c.line for c in in_block if c.argv == cmd.argv), None)
+            return replace(misplaced, at=at)
+        own = _own_command(cmd, skill_dir, names)
+        if own is not None:
+            d = diagnose_own(*own, exit_code, output, skill_dir, block, declared)
+            if d is not None:
+                at = next((c.line for c in in_block if c.argv == cmd.argv), None)
+                return replace(d, at=at)
+            break
+
+    unparsed = _unparsed_or_missing(output, skill_dir, declared)
+    if unparsed is not None:
+        return unparsed
+    frames = frames_in_skill(output, skill_dir)
+    if frames:
+        excs = _EXC_LINE.findall(output)
+        exc = excs[-1].strip() if excs else "an exception"
+        file, line = frames[-1]
+        if exc.split(":")[0].split(".")[-1] in _OS_ERRORS and not _names_skill_file(
+                exc, skill_dir):
+            tool = _bare_command(exc)
+            if tool is not None:  # subprocess.run(["soffice", ...]) in a skill script
+                if tool in declared:
+                    return Diagnosis("inconclusive", f"declared host tool {tool} is missing",
+                                     tool)
+                return Diagnosis("missing_tool", f"needs {tool}", tool)
+            gone = re.search(r"'([^'\n]{1,500})'\s*$", exc)
+            return Diagnosis("inconclusive", f"{exc} (an input the block expects is missing)",
+                             input=gone.group(1) if gone else None)
+        kind = exc.split(":")[0].split(".")[-1]
+        return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}", file=file,
+                         own="file" if kind in _UNPARSABLE else "crash")
+
+    advice = install_advice(output, exit_code, declared)
+    if advice is not None:
+        return advice
+    named = _skill_paths(code, skill_dir, names)
+    for am in _ARGPARSE.finditer(output):
+        prog, err = am.group(1), am.group(2)
+        for p in named:
+            if PurePosixPath(p).name == prog and (skill_dir / p).is_file():
+                return Diagnosis("defect", f"the skill's {prog} rejects what SKILL.md "
+                                           f"documents: {err}", file=p)
+    for p in named:
+        if not (skill_dir / p).exists() and PurePosixPath(p).name in output \
+                and _NO_FILE.search(output):
+            if generic_example(p):
+                return _illustration(p)
+            return Diagnosis("defect", f"SKILL.md runs {p}, which the skill does not have",
+                             file=p)
+
+    if exit_code == 127:
+        return Diagnosis("missing_tool", "needs a command that is not installed (exit 127)")
+    return Diagnosis("inconclusive", f"exited {exit_code}; not in the skill's own code")
+
+
+_REDIRECT_FAILED = re.compile(
+    r"^(?:\S*/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?:cannot create )?(?P<path>[^:\n]+): "
+    r"(?:No such file or directory|Directory nonexistent)$", re.M)
+"""The shell's own message when a redirection cannot open its file (bash, dash)."""
+
+
+_UNPARSABLE = frozenset({"SyntaxError", "IndentationError", "TabError"})
+
+
+def _variables(args: list[str]) -> set[str]:
+    """The variables the words of a command expand (``$X``, ``${X}``, ``${X:-d}``)."""
+    return {m.group(1) or m.group(2) for a in args
+            for m in re.finditer(r"\$\{([A-Za-z_]\w*)|\$([A-Za-z_]\w*)", a)}
+
+
+def _precondition(output: str, skill_dir: Path) -> str | None:
+    """The line of a script's refusal to run without something of the reader's project
+    (``No package.json found. Run this script from your project root.``), among its last
+    lines and with no traceback; None when there is none, or the thing it misses is a file
+    of the skill itself (that is the skill's defect)."""
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()][-5:]
+    for ln in lines:
+        if _PRECONDITION.search(ln[:1000]) is None:
+            continue
+        for w in re.findall(r"[\w.$/{}-]*[./][\w.$/{}-]+", ln[:1000]):
+            w = w.strip(".")
+            if w and own_file(w, skill_dir) is not None:
+                return None  # `templates/base.html not found`: the skill's own file
+        return ln[:200]
+    return None
+
+
+def _misplaced(cmd: Command, output: str, skill_dir: Path) -> Diagnosis | None:
+    """A defect when SKILL.md runs a bare script name (``python3 build.py``) that is not at
+    the skill's root, the interpreter says it cannot open it, and the skill ships a file of
+    that name elsewhere (``scripts/build.py``): the line's path is wrong. A bare name the
+    skill ships nowhere is the reader's project's (``python manage.py``)."""
+    script, _args = cmd.script()
+    if script is None or "/" in script or "$" in script or \
+            PurePosixPath(script).suffix not in SCRIPT_EXT or (skill_dir / script).exists():
+        return None
+    if not re.search(rf"(?:can't open file|Cannot find module|No such file or directory)"
+                     rf"[^\n]{{0,200}}{re.escape(script)}|{re.escape(script)}[^\n]{{0,40}}"
+                     rf"No such file or directory", output):
+        return None
+    found = shipped_named(skill_dir, script)
+    if not found:
+        return None
+    return Diagnosis("defect", f"SKILL.md runs {script} from the skill folder, which has no "
+                               f"{script} there (the skill ships {found[0]}): a missing path",
+                     file=found[0])
+
+
+def _bare_command(exc_line: str) -> str | None:
+    """The program a skill script tried to start: ``FileNotFoundError: [Errno 2] No such file
+    or directory: 'soffice'`` names a bare command (no folder, no extension)."""
+    m = re.search(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([\w+-]+)'$",
+                  exc_line)
+    return m.group(1) if m else None
+
+
+def _names_skill_file(exc_line: str, skill_dir: Path) -> bool:
+    """Whether an OSError line names a path inside the skill (a file the skill should have)."""
+    for quoted in re.findall(r"'([^']+)'", exc_line):
+        p = PurePosixPath(quoted)
+        if not p.is_absolute() and ".." not in p.parts and len(p.parts) > 1 and \
+                (skill_dir / p.parts[0]).is_dir():
+            return True
+        if p.is_absolute() and Path(quoted).is_relative_to(skill_dir.resolve()):
+            return True
+    return False

@@ -1,0 +1,1 @@
+FAKE_KEY = "AKIAABCDEFGHIJKLMNOP"  # a fixture: excluded with --exclude tests/
