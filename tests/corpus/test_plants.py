@@ -274,7 +274,10 @@ def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
            "bash", "-c", session]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
            "TMPDIR": "/tmp", "LANG": "C.UTF-8", "SKILL_DIR": str(skill_dir),
-           "CLAUDE_SKILL_DIR": str(skill_dir)}
+           "CLAUDE_SKILL_DIR": str(skill_dir),
+           # no network in here: npm fails at once instead of retrying its fetches for a
+           # minute (a prelude's `npm exec` of the reader's tool, ignored anyway)
+           "npm_config_offline": "true", "npm_config_fetch_retries": "0"}
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
 
