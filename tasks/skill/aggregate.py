@@ -121,10 +121,13 @@ def analyze(skill: str, runtime: str, pairs: list[tuple[CaseResult, Grading]]) -
     graded = df[df["status"] != "ungraded"].assign(ok=lambda d: d["status"] == "passed")
     # runs in which something failed: an assertion passing in all of them discriminates nothing
     failing_runs = set(graded.loc[~graded["ok"], "run"])
+    # one grouping of the graded rows, looked up per assertion (a boolean mask over every
+    # row per assertion cost ~0.25 s of a 10-case skill's conclusion)
+    graded_by = {key: g for key, g in graded.groupby(["case", "assertion"], sort=False)}
     for (case, aid), g in df.groupby(["case", "assertion"], sort=True):
         subject, text = f"{case}:{aid}", g["text"].iloc[0]
-        gg = graded[(graded["case"] == case) & (graded["assertion"] == aid)]
-        if gg.empty:
+        gg = graded_by.get((case, aid))
+        if gg is None:
             notes.append(AnalysisNote(kind="ungraded", subject=subject,
                                       detail=f"never graded ({len(g)} run(s)): {text}"))
             continue
