@@ -22,7 +22,7 @@ import queue
 import shutil
 from collections.abc import Callable
 
-from aeval.tasks.case.chain import lost_chain, run_case, runtime_limits
+from aeval.tasks.case.chain import case_task, lost_chain, runtime_limits
 from aeval.tasks.deliver.post import post_run
 from aeval.tasks.run.prepare import PreparedRun, prepare_run
 from aeval.tasks.run.publish import publish_run
@@ -190,9 +190,10 @@ def evaluate(request: EvalRequest) -> State:
     run = prepare_run(request)
     limits = runtime_limits(request.runtimes) if run.todo else {}
 
+    case = case_task(request.retries, request.retry_delay_s)
+
     def submit(plan: CasePlan) -> PrefectFuture:
-        return run_case.submit(plan, request.retries, request.retry_delay_s,
-                               limits.get(plan.runtime))
+        return case.submit(plan, request.retries, limits.get(plan.runtime))
 
     if request.base:  # a run of a change: the environment errors it introduced do not pass
         # (known only once every case has run: the conclusions wait for all of them)

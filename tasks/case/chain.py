@@ -1,18 +1,22 @@
-"""One case chain as one task: assertions (before anything runs) -> execute (an attempt per
-try, retried from a fresh workspace on TransientError; beside it, for an agent runtime on a
-case with `steps`, the documented-workflow probe) -> grade. No worker waits on a dependency:
-the chain runs start to end in the worker that picked it up.
+"""One case chain as one task: assertions (before anything runs) -> execute (an attempt:
+install, run, Δ, outputs; beside it, for an agent runtime on a case with `steps`, the
+documented-workflow probe) -> grade. No worker waits on a dependency: the chain runs start to
+end in the worker that picked it up.
 
-Two task runs per case: the chain, and `execute` nested in it (its retries show in its state
-history). Assertions and grading are plain calls inside the chain: each task run costs the
-client and the embedded server its state events, and at four task runs per case a
-1,000-case literal sweep spent more on that bookkeeping than on the cases. The case's
-verdict table is the chain's markdown artifact.
+One task run per case. An attempt that ends in a TransientError (a model API's 429, a
+runtime that lost its connection) while retries are left is raised out of the chain, and
+Prefect retries the case's task run (``case_task``: ``retries``, exponential backoff with
+jitter, ``retry_on_transient``); the next try starts a fresh workspace and attempt N+1 beside
+the first, and the case's state history shows AwaitingRetry / Retrying. Assertions, execute
+and grading are plain calls inside it: each task run costs the client and the server its
+state events and rows (a nested `execute` task run was half the task runs the server
+recorded, ~12 % of a 440-case literal run's wall; benchmarks/README.md, issue 29). The
+case's verdict table is the chain's markdown artifact.
 
-The chain never raises: whatever happens becomes the case's status (an execution failure is
-`error` with its reason; a Prefect API call refused, reset or timed out after the client's
-retries is `error` too, and the case runs again on ``--resume``; a bug of aeval's own is
-recorded as an internal error).
+Otherwise the chain never raises: whatever happens becomes the case's status (an execution
+failure, the last transient one included, is `error` with its reason; a Prefect API call
+refused, reset or timed out after the client's retries is `error` too, and the case runs
+again on ``--resume``; a bug of aeval's own is recorded as an internal error).
 
 The chain's task run carries no tag (``runtime_limits``): starting it costs no request of its
 own to the server; its task run and states reach the server as events."""
@@ -27,7 +31,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from aeval.tasks.case.assertions import needs_probe, write_assertions_file
-from aeval.tasks.case.execute import execute_case
+from aeval.tasks.case.attempt import run_attempt
 from aeval.tasks.case.grade import grade_and_publish
 from aeval.tasks.case.probe import run_probe
 from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
@@ -37,8 +41,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
-from aeval.artifacts import CaseResult
+from aeval.artifacts import AssertionsFile, CaseResult
+from aeval.errors import TransientError
 from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.store import read_model
 
 INTERNAL = "internal error"
 
@@ -159,20 +165,66 @@ def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
                       reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
 
 
-def chain(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0) -> CaseResult:
-    """Run one case chain: assertions, execute (a nested task run, with retries), grade."""
-    execute = execute_case.with_options(
-        retries=retries, retry_jitter_factor=0.5,
+class RetryCase(Exception):
+    """Raised out of the chain for Prefect to retry the case's task run: its attempt ended in
+    a TransientError (the cause) and a retry is left."""
+
+
+def retry_on_transient(task, task_run, state) -> bool:
+    """Prefect's retry_condition_fn of the case task: retry only a chain that raised
+    RetryCase (a verdict's Failed state, SkillDefect and the rest, is never retried)."""
+    try:
+        state.result()
+    except RetryCase:
+        return True
+    except BaseException:
+        return False
+    return False
+
+
+def case_task(retries: int = 2, retry_delay_s: float = 2.0):
+    """The case task with a run's retry settings: ``retries`` after a transient failure,
+    waiting ``retry_delay_s`` doubling each time, with jitter."""
+    return run_case.with_options(
+        retries=retries, retry_jitter_factor=0.5 if retries else None,
         retry_delay_seconds=exponential_backoff(retry_delay_s)(retries) if retries else 0)
+
+
+def _run_count() -> int:
+    """This try of the running case task run (1 the first; 1 outside a task run)."""
+    from prefect.runtime import task_run
+
+    return task_run.run_count or 1
+
+
+def _assertions(plan: CasePlan) -> AssertionsFile:
+    """The case's assertions: written before its first attempt; a retry keeps them."""
+    path = plan.case_dir / "assertions.json"
+    if _run_count() > 1 and path.is_file():
+        return read_model(path, AssertionsFile)
+    return write_assertions_file(plan)
+
+
+def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
+    """Run one case chain: assertions, execute (one attempt), grade. Raises RetryCase when the
+    attempt's failure is transient and Prefect has ``retries`` left for this task run."""
     execution: ExecutionRecord | BaseException | None = None
     try:
-        assertions = write_assertions_file(plan)
+        assertions = _assertions(plan)
         with ThreadPoolExecutor(max_workers=1) as pool:
             probing = pool.submit(run_probe, plan) if needs_probe(plan) else None
-            state = execute(plan, return_state=True)
-            execution = state.result(raise_on_failure=False)
+            try:
+                execution = run_attempt(plan)
+            except TransientError as exc:
+                if _run_count() <= retries:  # Prefect runs it again
+                    raise RetryCase(f"{type(exc).__name__}: {exc}"[:300]) from exc
+                execution = exc
+            except Exception as exc:  # recorded as the attempt's failure, graded below
+                execution = exc
             probe = probing.result() if probing is not None else None
         return grade_and_publish(plan, assertions, execution, probe)
+    except RetryCase:
+        raise
     except Exception as exc:  # the case is recorded, the run goes on
         failure = api_failure(exc)  # Prefect's API refused the nested task run or artifact
         return api_error(plan, failure) if failure else internal_error(plan, exc)
@@ -198,20 +250,21 @@ def case_state(result: CaseResult) -> State:
     return Completed(name=name, message=message, data=result)
 
 
-@task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE)
-def run_case(plan: CasePlan, retries: int = 2, retry_delay_s: float = 2.0,
-             runtime_limit: int | None = None) -> State:
-    """One case chain: assertions, execute (with retries), grade; holding one of
-    ``runtime_limit`` slots of its runtime in this process (``throttle``). Ends in the
-    verdict's named state (``case_state``) and emits ``aeval.case.<status>``; read the
-    CaseResult with ``future.result(raise_on_failure=False)`` (``lost_chain`` when it is none)."""
+@task(name="case", task_run_name="case {plan.label}", cache_policy=NO_CACHE,
+      retry_condition_fn=retry_on_transient)
+def run_case(plan: CasePlan, retries: int = 2, runtime_limit: int | None = None) -> State:
+    """One case chain: assertions, execute, grade; holding one of ``runtime_limit`` slots of
+    its runtime in this process (``throttle``; not held while Prefect waits to retry). Ends in
+    the verdict's named state (``case_state``) and emits ``aeval.case.<status>``; read the
+    CaseResult with ``future.result(raise_on_failure=False)`` (``lost_chain`` when it is none).
+    Submit it as ``case_task(retries, delay)``: ``retries`` here must be the task's own."""
     # in whichever process runs it (a Dask worker too): its declared secrets leave no log
     declared = {n: os.environ[n] for n in plan.case.required_credentials if os.environ.get(n)}
     if declared:
         redact_logs(declared, add=True)
     ensure_inert_logs()  # a Dask worker's own handlers too
     with throttle(plan.runtime, runtime_limit):
-        result = chain(plan, retries, retry_delay_s)
+        result = chain(plan, retries)
     progress("%s: %s", plan.label, result.status.upper())
     emit_case_event(plan.run_id, plan.skill.name, plan.skill_key, plan.label, result)
     return case_state(result)

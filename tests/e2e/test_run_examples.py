@@ -275,6 +275,17 @@ def test_failing_preflight_is_retried_and_ends_as_error(tmp_path, monkeypatch):
     assert [a["outcome"] for a in meta["attempts"]] == ["transient_error"] * 3
     assert all("cluster unreachable" in a["error"] for a in meta["attempts"])
     assert load(d / "grading.json")["status"] == "error"
+    # the retries are Prefect's, on the case's own task run (the UI's state history), and
+    # the case is one task run: no nested task run per attempt
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(
+            any_=["case flaky-env/ok [literal]", "execute flaky-env/ok [literal]"])))
+        assert [r.name for r in runs] == ["case flaky-env/ok [literal]"]
+        history = [st.name for st in client.read_task_run_states(runs[0].id)]
+    assert history.count("AwaitingRetry") == 2 and history[-1] == "EnvironmentError", history
 
 
 def test_skill_failure_is_not_retried(tmp_path, monkeypatch):
