@@ -113,9 +113,30 @@ def _api_url() -> str:
     return server.api_url
 
 
+PROFILER_CALLBACKS = ("profile", "profile-cycle")
+"""The Dask worker's statistical profiler (``distributed.worker.profile``), which aeval's
+workers do not run (``dask_setup``)."""
+
+
 def dask_setup(worker: object) -> None:
-    """Dask preload hook (``--preload aeval.flows.runners``): make the worker process non-dumpable
-    on Linux, so the executor's tool processes cannot read its environment or memory."""
+    """Dask preload hook (``--preload aeval.flows.runners``): no worker profiler, and the
+    worker process non-dumpable on Linux, so the executor's tool processes cannot read its
+    environment or memory.
+
+    The profiler calls ``sys._current_frames()`` every 10 ms. On CPython before 3.11.9 a
+    garbage collection inside that call can run Python code (distributed's own GC callback)
+    that lets another thread take the GIL while the interpreter's thread-list lock is still
+    held; the next thread started then waits for that lock holding the GIL, and the whole
+    worker stops for good (CPython gh-106883). A case starts two threads (the skill watches):
+    a 1,000-case ``--dask local`` run on Python 3.11.7 stopped at 1,096 of 1,100 case runs,
+    every thread of one worker waiting. Preloads run before the worker starts its periodic
+    callbacks, so the profiler never starts; Dask's dashboard shows no profile for aeval."""
+    callbacks = getattr(worker, "periodic_callbacks", None)
+    if isinstance(callbacks, dict):
+        for name in PROFILER_CALLBACKS:
+            callback = callbacks.pop(name, None)
+            if callback is not None:
+                callback.stop()
     if not sys.platform.startswith("linux"):
         return
     import ctypes

@@ -174,7 +174,8 @@ DASK = str(Path(sys.executable).parent / "dask")
 def scheduler(tmp_path: Path):
     """A real `dask scheduler` on loopback; yields (address, start_worker), where
     start_worker(env, prefix) starts a real `dask worker` (under ``prefix``, e.g. a bwrap
-    command line) with ``env`` and returns its address once the scheduler has it."""
+    command line; with aeval's preload unless ``preload`` is False) with ``env`` and returns
+    its address once the scheduler has it."""
     from distributed import Client
 
     port = _free_port()
@@ -186,12 +187,14 @@ def scheduler(tmp_path: Path):
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   start_new_session=True))
 
-    def start_worker(env: dict[str, str], prefix: tuple[str, ...] = ()) -> str:
+    def start_worker(env: dict[str, str], prefix: tuple[str, ...] = (),
+                     preload: bool = True) -> str:
         with Client(address, timeout=60) as client:
             before = set(client.scheduler_info()["workers"])
             procs.append(subprocess.Popen(
                 [*prefix, DASK, "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
-                 "--no-dashboard", "--no-nanny", "--preload", "aeval.flows.runners"],
+                 "--no-dashboard", "--no-nanny",
+                 *(["--preload", "aeval.flows.runners"] if preload else [])],
                 env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True))
             client.wait_for_workers(len(before) + 1, timeout=90)

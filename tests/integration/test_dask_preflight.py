@@ -122,3 +122,28 @@ def test_a_worker_without_bash_on_path_is_refused(scheduler, tmp_path):  # noqa:
     store = tmp_path / "store"
     done = aeval_on(address, EXAMPLES / "skills" / "hello-docs", store)
     assert_refused(done, address, worker, "bash not found on PATH", store)
+
+
+def test_workers_run_no_profiler_a_thread_start_can_deadlock_on(scheduler):  # noqa: F811
+    """Dask's worker profiler calls sys._current_frames() every 10 ms, and on CPython before
+    3.11.9 that can deadlock a worker whose tasks start threads (gh-106883: a 1,000-case
+    `--dask local` run stopped at 1,096 of 1,100 case runs, for good). A `dask worker`
+    started with `--preload aeval.flows.runners`, as the README says, and the workers of
+    aeval's own LocalCluster run no profiler; the same worker without the preload does."""
+    from aeval.flows.runners import local_cluster_kwargs
+    from distributed import Client, LocalCluster
+
+    def _profiling(dask_worker) -> list[str]:  # run on a worker (pickled by value)
+        return sorted(name for name, pc in dask_worker.periodic_callbacks.items()
+                      if name.startswith("profile") and pc.is_running())
+
+    address, start_worker = scheduler
+    preloaded = start_worker(dict(os.environ))
+    plain = start_worker(dict(os.environ), preload=False)
+    with Client(address, timeout=60) as client:
+        got = client.run(_profiling)
+    assert got == {preloaded: [], plain: ["profile", "profile-cycle"]}, got
+    with LocalCluster(**{**local_cluster_kwargs(2), "dashboard_address": None}) as cluster, \
+            Client(cluster) as client:
+        got = client.run(_profiling)
+    assert len(got) == 2 and all(v == [] for v in got.values()), got
