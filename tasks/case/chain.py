@@ -205,6 +205,18 @@ def _assertions(plan: CasePlan) -> AssertionsFile:
     return write_assertions_file(plan)
 
 
+def _logged(exc: BaseException) -> BaseException:
+    """Log the attempt's exception with its traceback in the case's task run log (the
+    console shows it with -v; the log handlers redact and neutralize it), as Prefect logs
+    a task run that raised; returns it."""
+    with contextlib.suppress(Exception):  # outside a run there is no run logger
+        from prefect import get_run_logger
+
+        get_run_logger().error("The attempt failed with %s: %s", type(exc).__name__,
+                               str(exc)[:500], exc_info=exc)
+    return exc
+
+
 def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
     """Run one case chain: assertions, execute (one attempt), grade. Raises RetryCase when the
     attempt's failure is transient and Prefect has ``retries`` left for this task run."""
@@ -218,9 +230,9 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
             except TransientError as exc:
                 if _run_count() <= retries:  # Prefect runs it again
                     raise RetryCase(f"{type(exc).__name__}: {exc}"[:300]) from exc
-                execution = exc
+                execution = _logged(exc)
             except Exception as exc:  # recorded as the attempt's failure, graded below
-                execution = exc
+                execution = _logged(exc)
             probe = probing.result() if probing is not None else None
         return grade_and_publish(plan, assertions, execution, probe)
     except RetryCase:
