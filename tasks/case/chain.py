@@ -238,7 +238,7 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
     except RetryCase:
         raise
     except Exception as exc:  # the case is recorded, the run goes on
-        failure = api_failure(exc)  # Prefect's API refused the nested task run or artifact
+        failure = api_failure(exc)  # Prefect's API refused the case's artifact
         return api_error(plan, failure) if failure else internal_error(plan, exc)
     finally:
         if isinstance(execution, ExecutionRecord) and not plan.keep_workspace:
