@@ -16,6 +16,14 @@ A worker runs tasks that start the executor, whose tool processes run as the sam
 ``dask_setup`` makes each worker process non-dumpable (as ``aeval run`` does for itself), so
 they cannot read its environment. Local clusters preload it; start remote workers with
 ``dask worker tcp://HOST:PORT --preload aeval.flows.runners``.
+
+What a task run costs on Dask (issue 29; benchmarks/README.md). prefect-dask sends each task
+with the flow's whole context, and the worker rebuilds it: on a 440-case literal run, 43 % of
+the flow process's CPU serialized the flow's settings once per submitted case, and 34 % of
+each worker's CPU made two new Prefect clients per case (an SSL context each, the CA bundle
+read from disk, even for an http:// API), and 36 % validated the flow's settings back into
+models. The flow's settings travel as the models (``SettingsSentAsModels``) and a worker keeps
+one Prefect client for all its tasks (``dask_setup``), as the thread pool shares the flow's.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import os
 import sys
 from typing import Any
 
+from prefect.context import SettingsContext
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from aeval.isolation.hardening import scrubbed_environ
@@ -51,7 +60,7 @@ def task_runner(concurrency: int, dask: str | None = None) -> TaskRunner:
         raise ValueError(f"--dask {dask!r}: expected 'local' or a scheduler address such as "
                          "tcp://127.0.0.1:8786")
     try:
-        from prefect_dask import DaskTaskRunner
+        runner_class = _dask_runner_class()
     except ImportError as exc:
         raise ImportError(f"--dask needs prefect-dask: {INSTALL_HINT}") from exc
     if dask != LOCAL:
@@ -63,9 +72,9 @@ def task_runner(concurrency: int, dask: str | None = None) -> TaskRunner:
                              "and cannot reach the embedded server: set PREFECT_API_URL to a "
                              "Prefect server (`prefect server start`) for this process and "
                              "the workers")
-        return DaskTaskRunner(address=dask)
-    return _local_dask_runner_class()(cluster_class="distributed.LocalCluster",
-                                      cluster_kwargs=local_cluster_kwargs(concurrency))
+        return runner_class(address=dask)
+    return runner_class(cluster_class="distributed.LocalCluster",
+                        cluster_kwargs=local_cluster_kwargs(concurrency))
 
 
 def local_cluster_kwargs(concurrency: int, cpus: int | None = None) -> dict[str, Any]:
@@ -79,24 +88,51 @@ def local_cluster_kwargs(concurrency: int, cpus: int | None = None) -> dict[str,
 
 
 @functools.cache
-def _local_dask_runner_class() -> type:
-    """DaskTaskRunner that hands the flow's Prefect API URL to the workers it spawns.
+def _dask_runner_class() -> type:
+    """DaskTaskRunner that sends the flow's settings as models (``SettingsSentAsModels``) and,
+    on a temporary local cluster, hands the flow's Prefect API URL to the workers it spawns.
 
-    Without it, a worker process of a flow on the embedded (ephemeral) server starts its own
-    server, and its task runs fail with "Server process did not start"."""
+    Without the URL, a worker process of a flow on the embedded (ephemeral) server starts its
+    own server, and its task runs fail with "Server process did not start"."""
     from prefect_dask import DaskTaskRunner
 
-    class LocalDaskTaskRunner(DaskTaskRunner):
-        """A DaskTaskRunner on a temporary local cluster whose workers report to the flow's
-        Prefect API."""
+    class AevalDaskTaskRunner(DaskTaskRunner):
+        """A DaskTaskRunner whose submissions carry the flow's settings as models; on a local
+        cluster, its workers report to the flow's Prefect API."""
 
         def __enter__(self):
-            env = dict(self.cluster_kwargs.get("env") or {})
-            env.setdefault("PREFECT_API_URL", _api_url())
-            self.cluster_kwargs["env"] = env
-            return super().__enter__()
+            if self.address is None:  # a local cluster this runner starts
+                env = dict(self.cluster_kwargs.get("env") or {})
+                env.setdefault("PREFECT_API_URL", _api_url())
+                self.cluster_kwargs["env"] = env
+            runner = super().__enter__()
+            current = SettingsContext.get()
+            if current is not None:
+                self._exit_stack.enter_context(SettingsSentAsModels(
+                    profile=current.profile, settings=current.settings))
+            return runner
 
-    return LocalDaskTaskRunner
+    return AevalDaskTaskRunner
+
+
+class SettingsSentAsModels(SettingsContext):
+    """The flow's settings context (the same profile and settings), sent to Dask workers as
+    the validated models themselves.
+
+    prefect-dask serializes the current settings context for every task it submits
+    (`prefect.context.serialize_context`: a walk of every Prefect setting into a dict, ~40 % of
+    the flow process's CPU on a 440-case `--dask local` run), and the worker validates that dict
+    back into a `Settings` model for every task run (pydantic-settings reads the environment
+    and looks for its dotenv and toml files each time: ~36 % of a worker's CPU). Here the
+    settings travel as the models: pickled with the task, unpickled on the worker without
+    being validated again (pydantic takes a model instance of the field's type as it is). The
+    same settings either way; workers and flow run one platform (the same paths already).
+    Entered by aeval's Dask task runner for the flow run's duration."""
+
+    def serialize(self, include_secrets: bool = True) -> dict[str, Any]:
+        if not include_secrets:  # not what a task submission asks for
+            return super().serialize(include_secrets)
+        return {"profile": self.profile, "settings": self.settings}
 
 
 def _api_url() -> str:
@@ -137,12 +173,52 @@ def dask_setup(worker: object) -> None:
             callback = callbacks.pop(name, None)
             if callback is not None:
                 callback.stop()
+    share_prefect_client(worker)
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+
+
+def dask_teardown(worker: object) -> None:
+    """Dask preload hook: close the worker's shared Prefect client."""
+    shared = getattr(worker, SHARED_CLIENT_ATTR, None)
+    if shared is not None:
+        with contextlib.suppress(Exception):
+            shared.client.__exit__(None, None, None)
+
+
+SHARED_CLIENT_ATTR = "_aeval_prefect_client"
+
+
+def share_prefect_client(worker: object) -> bool:
+    """One Prefect client for every task the worker runs, as the thread pool shares the
+    flow's: a SyncClientContext entered in the worker's own context, which Dask copies into
+    each task (`distributed.utils.run_in_executor_with_context`), so Prefect's task engine
+    finds it instead of making two clients per task run. Only when the worker's own settings
+    name the API (PREFECT_API_URL: a local cluster's workers get the flow's, remote ones are
+    told to set it); a client that cannot start leaves the worker as Prefect makes it
+    (per-task clients), saying so in its log. True when shared."""
+    import logging
+
+    from prefect.context import SyncClientContext
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value() or getattr(worker, SHARED_CLIENT_ATTR, None) is not None:
+        return False
+    try:
+        shared = SyncClientContext()
+        shared.__enter__()
+    except Exception as exc:
+        logging.getLogger(__name__).warning(
+            "aeval: no shared Prefect client on this worker (%s: %s); each task run makes "
+            "its own", type(exc).__name__, str(exc)[:200])
+        return False
+    with contextlib.suppress(AttributeError):
+        setattr(worker, SHARED_CLIENT_ATTR, shared)
+    return True
 
 
 def start_embedded_server() -> str | None:

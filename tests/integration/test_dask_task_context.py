@@ -1,0 +1,108 @@
+"""Issue 29: what a case costs on Dask. prefect-dask sends each task with the flow's context and
+the worker rebuilds it; aeval's Dask task runner sends the flow's settings as the models
+(`SettingsSentAsModels`) and each worker keeps one Prefect client for all its task runs
+(`share_prefect_client`, from the `dask_setup` preload). A 440-case literal run on a local
+cluster went from 69.5 s to 37.5 s of wall (benchmarks/README.md).
+
+What must not change for that: every task run on a worker still runs under the flow's own
+settings (not the worker's environment), is recorded on the flow's Prefect server, and a
+worker process uses one client, its shared one, for every task run, on aeval's LocalCluster
+and on a real `dask worker` process started with the preload as deployments/README says."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from prefect import flow, task
+
+from tests.integration.test_dask import scheduler  # noqa: F401 (fixture)
+
+pytest.importorskip("prefect_dask",
+                    reason="prefect-dask not installed: pip install 'aeval-skills[dask]'")
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
+              pytest.mark.usefixtures("prefect_harness")]
+
+FLOW_ONLY_DELAY = 17
+"""A setting the flow process has (temporary_settings) and no worker's environment has."""
+
+
+@task(name="where-am-i")
+def where_am_i(i: int) -> dict:
+    """Run on a Dask worker: its process, whether Prefect's engine gave this task run the
+    worker's shared client, and a setting as the task run sees it."""
+    from aeval.flows.runners import SHARED_CLIENT_ATTR
+    from distributed import get_worker
+    from prefect.client.orchestration import get_client
+    from prefect.context import SettingsContext
+
+    shared = getattr(get_worker(), SHARED_CLIENT_ATTR, None)
+    return {"pid": os.getpid(),
+            "shared": shared is not None and get_client(sync_client=True) is shared.client,
+            "delay": SettingsContext.get().settings.tasks.default_retry_delay_seconds}
+
+
+def probe(runner, n: int) -> tuple[list[dict], str]:
+    """Map ``where_am_i`` over ``n`` items on ``runner`` inside a flow whose settings carry
+    FLOW_ONLY_DELAY; the answers and the flow run's id."""
+    from prefect.runtime import flow_run
+    from prefect.settings import PREFECT_TASKS_DEFAULT_RETRY_DELAY_SECONDS, temporary_settings
+
+    @flow(name="dask-context-probe", task_runner=runner)
+    def probe_flow() -> tuple[list[dict], str]:
+        return where_am_i.map(range(n)).result(), flow_run.id
+
+    with temporary_settings(updates={PREFECT_TASKS_DEFAULT_RETRY_DELAY_SECONDS:
+                                     FLOW_ONLY_DELAY}):
+        return probe_flow()
+
+
+def recorded_task_runs(flow_run_id: str) -> list[str]:
+    """The state names of the flow run's task runs on the server (the task-run recorder
+    writes them from events: wait until all are there)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    deadline = time.monotonic() + 60
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[flow_run_id])))
+            names = sorted(r.state.name for r in runs if r.state is not None)
+            if (all(n == "Completed" for n in names) and len(names) >= 8) \
+                    or time.monotonic() > deadline:
+                return names
+            time.sleep(0.5)
+
+
+def assert_settled(answers: list[dict], flow_run_id: str, workers: int) -> None:
+    assert len(answers) == 8
+    assert {a["delay"] for a in answers} == {FLOW_ONLY_DELAY}, answers
+    assert all(a["shared"] for a in answers), answers
+    assert len({a["pid"] for a in answers}) == workers, answers
+    assert os.getpid() not in {a["pid"] for a in answers}  # worker processes, not threads here
+    assert recorded_task_runs(flow_run_id) == ["Completed"] * 8
+
+
+def test_a_local_cluster_runs_each_task_under_the_flows_settings_with_its_shared_client():
+    from aeval.flows.runners import task_runner
+
+    answers, flow_run_id = probe(task_runner(2, "local"), 8)
+    assert_settled(answers, flow_run_id, workers=2)
+
+
+def test_a_dask_worker_process_started_with_the_preload_shares_its_client(scheduler):  # noqa: F811
+    """A real `dask worker --preload aeval.flows.runners` (another process, its own
+    environment naming the server), as deployments/README tells a user to start one."""
+    from aeval.flows.runners import task_runner
+    from prefect.settings import PREFECT_API_URL
+
+    address, start_worker = scheduler
+    api = PREFECT_API_URL.value()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
+    start_worker({**env, "PREFECT_API_URL": api})
+    answers, flow_run_id = probe(task_runner(1, address), 8)
+    assert_settled(answers, flow_run_id, workers=1)
