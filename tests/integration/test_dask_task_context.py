@@ -106,3 +106,22 @@ def test_a_dask_worker_process_started_with_the_preload_shares_its_client(schedu
     start_worker({**env, "PREFECT_API_URL": api})
     answers, flow_run_id = probe(task_runner(1, address), 8)
     assert_settled(answers, flow_run_id, workers=1)
+
+
+def test_a_dask_run_keeps_a_window_of_chains_submitted_and_short_dask_logs():
+    """On Dask the flow keeps twice the workers' threads of case chains submitted, not every
+    chain of the run at once (each pending submission is the task with its parameters and
+    context), and Dask's developer logs of messages stay short while the runner is in use:
+    with Dask's defaults a 1,000-case run's process grew by ~220 MB for them."""
+    import dask
+    from aeval.flows.evaluate import chain_window
+    from aeval.flows.runners import DASK_LOG_KEY, DASK_LOG_LENGTH, task_runner
+
+    default = dask.config.get(DASK_LOG_KEY)
+
+    @flow(name="dask-window-probe", task_runner=task_runner(4, "local"))
+    def window_flow() -> tuple[int, int, int]:
+        return chain_window(1000), chain_window(4), dask.config.get(DASK_LOG_KEY)
+
+    assert window_flow() == (8, 4, DASK_LOG_LENGTH)  # 4 threads on the workers
+    assert dask.config.get(DASK_LOG_KEY) == default  # the user's config again afterwards
