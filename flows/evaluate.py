@@ -10,6 +10,12 @@
                 the aeval.run.finished event)
             ──> post on the merge request (when asked)
 
+The run and its case results reach the conclusions, the introduced-errors step and publish
+``quote``d: Prefect would list every case's task run among each one's inputs (a case's
+result and its plan share strings, which Prefect links by id), in the task run's events too,
+and from ~11,000 case runs publish's event passed Prefect's 1.5 MB limit (``EventTooLarge``:
+an internal error, exit 4, after every case had run; issue 29).
+
 Each case chain's task run ends in its verdict's named state (SkillDefect, EnvironmentError,
 Untested, ...); the flow run ends Completed when the gate is 0, else Failed with the gate as
 its message (``gate_state``). Callers that go on after a failed gate call it with
@@ -32,6 +38,7 @@ from prefect import flow, unmapped
 from prefect.futures import PrefectFuture, wait
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.errors import GateFailed
@@ -155,7 +162,7 @@ def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFutur
     def conclude(gi: int) -> None:
         g = groups[gi]
         conclusions.append(conclude_skill.submit(
-            run.layout, g, [by_key[k] for k in g.case_keys], run.request))
+            run.layout, g, quote([by_key[k] for k in g.case_keys]), run.request))
 
     for gi, keys in enumerate(missing):
         if not keys:  # every case reused from an earlier run
@@ -207,16 +214,17 @@ def evaluate(request: EvalRequest) -> State:
         # (known only once every case has run: the conclusions wait for all of them)
         chains = [submit(plan) for plan in run.todo]
         results = [chain_result(p, c) for p, c in zip(run.todo, chains, strict=True)]
-        results = mark_introduced_errors(run.todo, results, request.base, request.head)
+        results = mark_introduced_errors(quote(run.todo), quote(results), request.base,
+                                         request.head)
         by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
         by_key |= {c.dir: c for c in run.finished}
         groups = run.groups()
         conclude_skill.map(unmapped(run.layout), groups,
-                           [[by_key[k] for k in g.case_keys] for g in groups],
+                           [quote([by_key[k] for k in g.case_keys]) for g in groups],
                            unmapped(run.request)).wait()
     else:
         results = run_and_conclude(run, submit, chain_window(len(run.todo)))
-    manifest = publish_run(run, results)
+    manifest = publish_run(quote(run), quote(results))
     if not request.keep_workspaces:
         shutil.rmtree(run.workspace_root, ignore_errors=True)
     if request.post:
