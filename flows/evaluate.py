@@ -107,10 +107,10 @@ def manifest_of(state: State) -> RunManifest:
 def chain_window(chains: int) -> int:
     """How many case chains to keep submitted: the flow's thread pool's size (aeval's
     ``--concurrency``); on Dask, twice the threads of the cluster's workers (each finished
-    chain's successor is already queued on the scheduler, and a pending submission, the task
-    with its parameters and context, ~0.26 MB, is held only for so many: all 1,100 chains of a
-    1,000-case run at once held ~290 MB in the flow process, 10,000 would hold gigabytes);
-    every chain at once when neither can be read."""
+    chain's successor is already queued on the scheduler, and only so many pending
+    submissions, each the task with its parameters and context, wait in the flow process and
+    the scheduler instead of every chain of the run); every chain at once when neither can be
+    read."""
     from aeval.flows.runners import runner_slots
     from prefect.context import FlowRunContext
 

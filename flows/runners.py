@@ -82,8 +82,11 @@ def runner_slots(runner: object) -> int | None:
     """The threads of the Dask workers behind ``runner`` (a DaskTaskRunner: its client, and
     a local cluster, start here if they have not yet), None for any other runner or when the
     scheduler cannot say."""
-    if "_client" not in vars(runner) or not isinstance(getattr(type(runner), "client", None),
-                                                        property):
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        return None
+    if not isinstance(runner, DaskTaskRunner):
         return None
     try:
         return sum(runner.client.nthreads().values()) or None
