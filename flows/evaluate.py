@@ -43,6 +43,7 @@ from prefect.utilities.annotations import quote
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.errors import GateFailed
 from aeval.isolation.hardening import harden_process
+from aeval.isolation.text import one_line
 from aeval.run.plan import CasePlan
 from aeval.run.requests import EvalRequest, ModelChoice
 from aeval.run.store import write_model
@@ -137,12 +138,25 @@ def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
     return outcome if isinstance(outcome, CaseResult) else lost_chain(plan, outcome)
 
 
+def conclusion_failure(future: PrefectFuture) -> str | None:
+    """Why a skill's conclusion failed (``Type: message``, one line), or None when it did
+    not: a conclusion is aeval's own work, and a failed one is an internal error of the run
+    (exit 4), not a skill's verdict."""
+    try:
+        outcome = future.result(raise_on_failure=False)
+    except Exception as exc:
+        outcome = exc
+    if not isinstance(outcome, BaseException):
+        return None
+    return one_line(f"{type(outcome).__name__}: {outcome}")[:300]
+
+
 def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFuture],
-                     window: int) -> list[CaseResult]:
+                     window: int) -> tuple[list[CaseResult], list[str]]:
     """Run the case chains, at most ``window`` submitted at a time (the next as one is
     done), and conclude each skill x runtime as soon as its last chain is done, while the
     other skills' cases still run; wait for every conclusion. The case results in
-    ``run.todo``'s order.
+    ``run.todo``'s order, and the conclusions that failed (``name [runtime]: why``).
 
     Concluding all skills after the last case left their suggestions, aggregates and
     coverage tables (~0.1-0.3 s of CPU each) between the last case and the run's report: 1 s
@@ -157,12 +171,29 @@ def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFutur
     for gi, keys in enumerate(missing):
         for k in keys:
             groups_of.setdefault(k, []).append(gi)
-    conclusions: list[PrefectFuture] = []
+    concluding: dict[PrefectFuture, str] = {}
+    concluded: queue.SimpleQueue[PrefectFuture] = queue.SimpleQueue()
+    unconcluded: list[str] = []
 
     def conclude(gi: int) -> None:
         g = groups[gi]
-        conclusions.append(conclude_skill.submit(
-            run.layout, g, quote([by_key[k] for k in g.case_keys]), run.request))
+        future = conclude_skill.submit(
+            run.layout, g, quote([by_key[k] for k in g.case_keys]), run.request)
+        concluding[future] = f"{g.name} [{g.runtime}]"
+        future.add_done_callback(concluded.put)
+
+    def release_concluded() -> None:
+        """Settle and drop the conclusions that are done: on Dask a future held keeps the
+        task's submission in the scheduler and its result on a worker (~0.6 MiB per skill:
+        a 1,000-skill run held them all until its last case)."""
+        while True:
+            try:
+                future = concluded.get_nowait()
+            except queue.Empty:
+                return
+            if (failure := conclusion_failure(future)) is not None:
+                unconcluded.append(f"{concluding[future]}: {failure}")
+            del concluding[future]
 
     for gi, keys in enumerate(missing):
         if not keys:  # every case reused from an earlier run
@@ -192,8 +223,10 @@ def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFutur
             missing[gi].discard(run.todo[i].key)
             if not missing[gi]:
                 conclude(gi)
-    wait(conclusions)
-    return results
+        release_concluded()
+    wait(list(concluding))
+    release_concluded()
+    return results, unconcluded
 
 
 @flow(name="aeval-evaluate", flow_run_name=run_name,
@@ -219,12 +252,16 @@ def evaluate(request: EvalRequest) -> State:
         by_key = {p.key: r for p, r in zip(run.todo, results, strict=True)}
         by_key |= {c.dir: c for c in run.finished}
         groups = run.groups()
-        conclude_skill.map(unmapped(run.layout), groups,
-                           [quote([by_key[k] for k in g.case_keys]) for g in groups],
-                           unmapped(run.request)).wait()
+        concluded = conclude_skill.map(unmapped(run.layout), groups,
+                                       [quote([by_key[k] for k in g.case_keys]) for g in groups],
+                                       unmapped(run.request))
+        concluded.wait()
+        unconcluded = [f"{g.name} [{g.runtime}]: {why}" for g, f in zip(groups, concluded,
+                                                                          strict=True)
+                       if (why := conclusion_failure(f)) is not None]
     else:
-        results = run_and_conclude(run, submit, chain_window(len(run.todo)))
-    manifest = publish_run(quote(run), quote(results))
+        results, unconcluded = run_and_conclude(run, submit, chain_window(len(run.todo)))
+    manifest = publish_run(quote(run), quote(results), unconcluded)
     if not request.keep_workspaces:
         shutil.rmtree(run.workspace_root, ignore_errors=True)
     if request.post:

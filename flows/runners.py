@@ -36,6 +36,7 @@ from typing import Any
 
 from prefect.context import SettingsContext
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from aeval.isolation.hardening import scrubbed_environ
 from aeval.servers import embedded
@@ -130,7 +131,32 @@ def _dask_runner_class() -> type:
                     profile=current.profile, settings=current.settings))
             return runner
 
+        def submit(self, task, parameters, wait_for=None, dependencies=None):
+            return super().submit(task, sealed_annotations(parameters), wait_for, dependencies)
+
     return AevalDaskTaskRunner
+
+
+def sealed_annotations(parameters: dict) -> dict:
+    """``parameters`` with each ``quote`` among its values a `SealedQuote`.
+
+    Prefect's annotations are tuple subclasses whose ``__new__`` wraps the value, and pickle
+    rebuilds them around a tuple of it: ``quote([a, b])`` arrives on a Dask worker as
+    ``quote(([a, b],))`` (prefect 3.9.1), so a task got a tuple for its quoted list and
+    failed (every skill's conclusion of a ``--dask`` run, since 5a72b56)."""
+    return {k: SealedQuote(v.unwrap()) if type(v) is quote else v
+            for k, v in parameters.items()}
+
+
+class SealedQuote(quote):
+    """A ``quote`` that pickles as itself (`sealed_annotations`); Prefect's engine unwraps
+    it on the worker as any quote."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple:
+        return SealedQuote, (self.unwrap(),)
+
 
 
 DASK_LOG_KEY = "distributed.admin.low-level-log-length"

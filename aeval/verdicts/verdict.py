@@ -74,11 +74,12 @@ def skill_status(cases: list[CaseResult]) -> str:
 
 
 def gate(skills: list[SkillResult], usage_error: str | None = None,
-         require_tested: bool = False) -> Gate:
+         require_tested: bool = False, unconcluded: list[str] | None = None) -> Gate:
     """Exit code of `aeval run`, first match wins (`aeval.exit_codes`): 1 a case failed (a
     skill defect), or an environment error the change introduced (`aeval.verdicts.introduced`); 2 a
     usage error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
-    failed on a case (internal); 3 an environment error; 0 otherwise: untested cases are
+    failed on a case (internal) or concluding a skill (``unconcluded``: ``name [runtime]:
+    why``); 3 an environment error; 0 otherwise: untested cases are
     listed as a warning, never counted as passed. A reason names at most five cases or skills
     and says how many more there are."""
     def cases(status: str) -> list[str]:
@@ -100,6 +101,10 @@ def gate(skills: list[SkillResult], usage_error: str | None = None,
     if internal := cases("internal"):
         return Gate(exit_code=INTERNAL, reason=f"aeval failed on {len(internal)} case(s) (a bug to "
                                         f"report, not the skill's): {_some(internal)}")
+    if unconcluded:
+        return Gate(exit_code=INTERNAL, reason=f"aeval failed concluding {len(unconcluded)} "
+                                        f"skill(s) (a bug to report, not the skill's): "
+                                        f"{_some(unconcluded)}")
     if errors := cases("error"):
         return Gate(exit_code=ENVIRONMENT,
                     reason=f"{len(errors)} case(s) hit an environment error: {_some(errors)}")

@@ -99,9 +99,9 @@ def make_inert(root: ET.Element) -> None:
             el.set(k, escape_controls(v))
 
 
-def finish_run(run_dir: Path, manifest: RunManifest,
-               require_tested: bool = False) -> RunManifest:
-    g = gate(manifest.skills, require_tested=require_tested)
+def finish_run(run_dir: Path, manifest: RunManifest, require_tested: bool = False,
+               unconcluded: list[str] | None = None) -> RunManifest:
+    g = gate(manifest.skills, require_tested=require_tested, unconcluded=unconcluded)
     totals: dict[str, int] = {}
     for s in manifest.skills:
         for c in s.cases:
@@ -134,11 +134,14 @@ def assemble(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest:
 
 
 @task(name="publish", task_run_name="publish {prepared.manifest.run_id}", cache_policy=NO_CACHE)
-def publish_run(prepared: PreparedRun, results: list[CaseResult]) -> RunManifest:
+def publish_run(prepared: PreparedRun, results: list[CaseResult],
+                unconcluded: list[str] | None = None) -> RunManifest:
     """Write run.json (with the gate), junit.xml and report.html; attach Prefect artifacts
-    (a table per skill, a link to the run)."""
+    (a table per skill, a link to the run). ``unconcluded``: the skills whose conclusion
+    failed (``name [runtime]: why``), an internal error of the run."""
     run_dir = prepared.run_dir
-    done = finish_run(run_dir, assemble(prepared, results), prepared.request.require_tested)
+    done = finish_run(run_dir, assemble(prepared, results), prepared.request.require_tested,
+                      unconcluded)
     if prepared.request.skip_unchanged:
         record_verdicts(Path(prepared.request.store), done.run_id, prepared.todo, results)
     progress("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)

@@ -169,6 +169,19 @@ def test_an_environment_error_the_change_introduced_fails_the_gate():
     assert gate([skill("a", "fail"), s]).reason == "1 case(s) failed: a/c0"
 
 
+def test_a_skill_whose_conclusion_failed_is_an_internal_error_of_the_run():
+    """Every case passed, but aeval could not conclude a skill (its suggestions, summary and
+    benchmark are missing): exit 4, naming the skill; a failing case or an invalid skill
+    still comes first, an environment error after."""
+    why = ["scan [literal]: AttributeError: 'tuple' object has no attribute 'case_id'"]
+    g = gate([skill("scan", "pass"), skill("b", "error")], unconcluded=why)
+    assert (g.exit_code, g.reason) == (4, "aeval failed concluding 1 skill(s) (a bug to report, "
+                                          f"not the skill's): {why[0]}")
+    assert gate([skill("a", "fail")], unconcluded=why).exit_code == 1
+    assert gate([skill("a", invalid=True)], unconcluded=why).exit_code == 2
+    assert gate([skill("a", "pass")], unconcluded=[]).exit_code == 0
+
+
 def test_the_gate_reasons():
     assert (gate([]).exit_code, gate([]).reason) == (0, "no skill to evaluate")
     assert (gate([skill("a", "pass")]).exit_code, gate([skill("a", "pass")]).reason) == (
