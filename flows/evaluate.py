@@ -225,7 +225,6 @@ def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFutur
                 conclude(gi)
         release_concluded()
     wait(list(concluding))
-    release_concluded()
     for future, name in concluding.items():  # done; their callbacks may not have run yet
         if (failure := conclusion_failure(future)) is not None:
             unconcluded.append(f"{name}: {failure}")

@@ -158,7 +158,6 @@ class SealedQuote(quote):
         return SealedQuote, (self.unwrap(),)
 
 
-
 DASK_LOG_KEY = "distributed.admin.low-level-log-length"
 DASK_LOG_LENGTH = 100
 
