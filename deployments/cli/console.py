@@ -28,6 +28,9 @@ from aeval.isolation.text import InertFilter, escape_controls
 
 # Piped output is never wrapped: wide enough for any row of the summary table.
 PIPE_WIDTH = 4096
+# Above this many case rows, a skill's passing case runs of one runtime are one row: a
+# nightly sweep of 1,000 cases printed 1,100 rows of `pass` around the few that matter.
+FOLD_PASSING_ABOVE = 50
 
 
 def inert(text: object) -> str:
@@ -214,6 +217,31 @@ def _rates(c) -> tuple[str, str]:
             "–" if t is None else _pct(t))
 
 
+def _foldable(c) -> bool:
+    """A case run that a long summary folds into its skill's row: a plain pass (nothing
+    ungraded, not reused)."""
+    return c.status == "pass" and not c.ungraded and not c.reused_from
+
+
+def _passing_by_runtime(cases) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for c in cases:
+        if _foldable(c):
+            out.setdefault(c.runtime, []).append(c)
+    return out
+
+
+def _folded_row(s, runtime: str, cases: list, style: str) -> tuple[str, ...]:
+    """One row for a skill's passing case runs of one runtime: how many, and their
+    first-attempt assertions together."""
+    passed = sum(c.passed for c in cases)
+    graded = sum(c.passed + c.failed for c in cases)
+    n = len(cases)
+    first = f"{_pct(passed / graded)} ({passed}/{graded})" if graded else "–"
+    return (shown(s.name), f"{n} case run{'s' if n != 1 else ''}", shown(runtime),
+            f"[{style}]pass[/]", first, "–", shown(s.tier or "–"))
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:.0%}"
 
@@ -249,7 +277,14 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
     # what failed: (head of the case, [(label, evidence lines)]); label "" for the reason
     failures: list[tuple[str, list[tuple[str, list[str]]]]] = []
     untested = []
+    fold = sum(len(s.cases) for s in manifest.skills) > FOLD_PASSING_ABOVE
+    folded, folded_rows = 0, set()  # case runs folded, and the rows that hold them
     for s in manifest.skills:
+        if fold:
+            for runtime, cases in _passing_by_runtime(s.cases).items():
+                rows.append(_folded_row(s, runtime, cases, style["pass"]))
+                folded_rows.add(len(rows) - 1)
+                folded += len(cases)
         if s.status == "invalid":
             rows.append((shown(s.name), "–", "–", "[magenta]invalid[/]", "–", "–", "–"))
             failures.append((f"[magenta]{shown(s.name)}[/]",
@@ -259,10 +294,11 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
             status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
                 " (unchanged: reused)" if c.reused_from else "")
             name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
-            first, terminal = _rates(c)
-            rows.append((shown(s.name), shown(name), shown(c.runtime),
-                         f"[{style[c.status]}]{shown(status)}[/]", first, terminal,
-                         shown(s.tier or "–")))
+            if not (fold and _foldable(c)):
+                first, terminal = _rates(c)
+                rows.append((shown(s.name), shown(name), shown(c.runtime),
+                             f"[{style[c.status]}]{shown(status)}[/]", first, terminal,
+                             shown(s.tier or "–")))
             if c.status == "pass":
                 continue
             head = f"[{style[c.status]}]{shown(f'{s.name}/{name} [{c.runtime}]')}[/]"
@@ -290,9 +326,12 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
     title = f"aeval run {manifest.run_id}"
     if view.compact:
         console.print(title)
-        for name, case, runtime, status, first, terminal, tier in rows:
-            console.print(pad(f"{name}/{case} [dim]\\[{runtime}][/]: {status}"
-                              if case != "–" else f"{name}: {status}", 2))
+        for i, (name, case, runtime, status, first, terminal, tier) in enumerate(rows):
+            if i in folded_rows:
+                console.print(pad(f"{name} [dim]\\[{runtime}][/]: {status}, {case}", 2))
+            else:
+                console.print(pad(f"{name}/{case} [dim]\\[{runtime}][/]: {status}"
+                                  if case != "–" else f"{name}: {status}", 2))
             facts = [f"first attempt {first}"] if first != "–" else []
             facts += [f"terminal {terminal}"] if terminal != "–" else []
             facts += [f"tier {tier}"] if tier != "–" else []
@@ -308,6 +347,10 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
         if tested:
             console.print("[dim]terminal: the pass rate after the executor's own corrections;"
                           " – where there was no later attempt (literal runs once)[/]")
+    if folded:
+        console.print(f"[dim]{folded:,} passing case run(s) shown as one row per skill and "
+                      f"runtime (over {FOLD_PASSING_ABOVE} case runs); every case: run.json, "
+                      f"report.html[/]")
     if failures:
         console.print("\nWhat failed, with evidence:")
     for head, items in failures:

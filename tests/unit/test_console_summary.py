@@ -226,3 +226,53 @@ def test_the_report_html_path_is_printed_beside_the_artifacts(run_dir, width, mo
     assert report.parent.resolve() == run_dir.resolve()
     gate = " ".join(" ".join(lines[lines.index(where[1]) + 1:]).split())
     assert gate.startswith("exit 1: 4 case(s) failed: csv-stats/stats, invoice-totals/totals")
+
+
+@pytest.fixture
+def sweep_dir(tmp_path) -> Path:
+    """A nightly sweep's run: 20 skills x 3 epochs of a 1-case contract plus the SKILL.md
+    doc test (120 case runs), of which one epoch of one case failed on its first attempt."""
+    run = tmp_path / "runs" / "20261205-020000-abcdef"
+    ok = [exp("A1", "outputs/report.csv exists", True),
+          exp("S1", "The skill's files were not modified during execution", True,
+              kind="structural")]
+    skills = []
+    for i in range(20):
+        name = f"ledger-{i:02d}"
+        cases = []
+        for epoch in (1, 2, 3):
+            for cid in ("reconcile", "skill-md"):
+                bad = name == "ledger-07" and cid == "reconcile" and epoch == 2
+                exps = [exp("A1", "outputs/report.csv exists", False,
+                            evidence="outputs/report.csv does not exist in the workspace"),
+                        ok[1]] if bad else ok
+                c = case(run, name, f"{cid}-e{epoch}", "literal", exps,
+                         "fail" if bad else "pass", "1/2 first-attempt" if bad else "2/2")
+                cases.append(c.model_copy(update={"case_id": cid, "epoch": epoch}))
+        skills.append(SkillResult(name=name, path=f"/mp/{name}", tier="per-skill",
+                                  status="fail" if name == "ledger-07" else "pass",
+                                  cases=cases))
+    now = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
+    finish_run(run, RunManifest(run_id=run.name, created_at=now, finished_at=now,
+                                status="running", aeval_version="0.1.0", paths=["/mp"],
+                                runtimes=["literal"], skills=skills))
+    return run
+
+
+def test_a_long_run_shows_each_skills_passing_case_runs_as_one_row(sweep_dir):
+    """120 case runs: the one that failed keeps its row and its evidence; each skill's
+    passing runs are one row that says how many, not 119 rows of `pass`."""
+    text = summary(sweep_dir, 160)
+    table = rows(text)
+    assert table["ledger-07/reconcile #2"][3:5] == ["fail", "50% (1/2)"]
+    assert table["ledger-07/5 case runs"][3:5] == ["pass", "100% (10/10)"]
+    assert table["ledger-00/6 case runs"][2:5] == ["literal", "pass", "100% (12/12)"]
+    assert len(table) == 21  # a row per skill, and the failed case run's
+    assert "119 passing case run(s) shown as one row per skill and runtime" in text
+    assert "ledger-07/reconcile #2 [literal] A1 outputs/report.csv exists" in text
+    assert "exit 1: 1 case(s) failed: ledger-07/reconcile" in " ".join(text.split())
+    narrow = summary(sweep_dir, 60).splitlines()
+    assert "  ledger-00 [literal]: pass, 6 case runs" in narrow
+    assert "  ledger-07/reconcile #2 [literal]: fail" in narrow
+    assert max(len(ln.rstrip()) for ln in narrow if not ln.startswith(("artifacts",
+                                                                       "report"))) <= 60
