@@ -318,13 +318,19 @@ def resource_use(event_uses: Iterable[tuple[str, Use]], watch_touches: Iterable[
                        exercised=evidence or [])
 
 
+# Folders of a skill that hold what it installed or cached, not what it teaches: a vendor
+# skill that ships its node_modules had 3,000 "untouched" files in its coverage table.
+NOT_COVERED_DIRS = frozenset({"__pycache__", ".git", "node_modules", ".venv", "venv"})
+
+
 def skill_files(root: Path) -> list[str]:
-    """Every regular file of a skill folder (skill-relative POSIX paths; caches and VCS
-    folders left out), sorted: what coverage is counted over."""
+    """Every regular file of a skill folder (skill-relative POSIX paths; caches, VCS and
+    installed dependencies (`NOT_COVERED_DIRS`) left out), sorted: what coverage is counted
+    over."""
     root = Path(root)
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git")]
+        dirnames[:] = [d for d in dirnames if d not in NOT_COVERED_DIRS]
         for n in filenames:
             p = Path(dirpath) / n
             if p.is_file() and n != ".DS_Store":

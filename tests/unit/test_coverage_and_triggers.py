@@ -13,7 +13,14 @@ from aeval.events import ToolCallEvent
 from aeval.skill.contract import ContractError, generic_config, parse_config
 from aeval.skill.skill_md import load_skill
 from aeval.stats.triggers import outcome, precision_recall, score_trials, skill_loads
-from aeval.verdicts.coverage import command_uses, resource_use, skill_relative, uses_from_events
+from aeval.verdicts.coverage import (
+    command_uses,
+    resource_use,
+    skill_coverage,
+    skill_files,
+    skill_relative,
+    uses_from_events,
+)
 
 
 @pytest.fixture
@@ -32,6 +39,29 @@ def call(seq: int, tool: str, **inp) -> ToolCallEvent:
 
 
 # ---- path attribution ------------------------------------------------------------------------
+
+
+def test_coverage_counts_what_the_skill_ships_not_what_it_installed(tmp_path):
+    """A vendor skill with its node_modules and a .venv beside its script: the coverage table
+    (benchmark.json, the MR note, the Prefect artifact) lists the skill's own files, not
+    thousands of dependencies as untouched."""
+    skill = tmp_path / "pdf-forms"
+    for rel, text in {
+        "SKILL.md": "---\nname: pdf-forms\ndescription: Fill PDF forms.\n---\n"
+                    "Run `node scripts/fill.js form.pdf`.\n",
+        "scripts/fill.js": "const { PDFDocument } = require('pdf-lib');\n",
+        "reference/fields.md": "# Field names\n",
+        "node_modules/pdf-lib/package.json": '{"name": "pdf-lib"}\n',
+        "node_modules/pdf-lib/cjs/index.js": "module.exports = {};\n",
+        ".venv/lib/python3.11/site-packages/pypdf/__init__.py": "",
+        "scripts/__pycache__/x.cpython-311.pyc": "",
+    }.items():
+        (skill / rel).parent.mkdir(parents=True, exist_ok=True)
+        (skill / rel).write_text(text)
+    files = skill_files(skill)
+    assert files == ["SKILL.md", "reference/fields.md", "scripts/fill.js"]
+    cov = skill_coverage(files, [])
+    assert cov.untouched == files
 
 
 def test_relative_absolute_and_skill_dir_paths_are_attributed(ws):
