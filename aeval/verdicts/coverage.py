@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.events import Event, ToolCallEvent
 from aeval.skill.shellparse import as_skill_var
+from aeval.skill.skill_md import SKIPPED_FOLDERS
 
 Use = Literal["read", "executed", "written"]
 PATH_KEYS = ("path", "file_path", "filePath", "notebook_path", "target_file")
@@ -318,19 +319,15 @@ def resource_use(event_uses: Iterable[tuple[str, Use]], watch_touches: Iterable[
                        exercised=evidence or [])
 
 
-# Folders of a skill that hold what it installed or cached, not what it teaches: a vendor
-# skill that ships its node_modules had 3,000 "untouched" files in its coverage table.
-NOT_COVERED_DIRS = frozenset({"__pycache__", ".git", "node_modules", ".venv", "venv"})
-
-
 def skill_files(root: Path) -> list[str]:
-    """Every regular file of a skill folder (skill-relative POSIX paths; caches, VCS and
-    installed dependencies (`NOT_COVERED_DIRS`) left out), sorted: what coverage is counted
-    over."""
+    """Every regular file of a skill folder (skill-relative POSIX paths), sorted: what
+    coverage is counted over. The folders discovery never searches (version control,
+    installed dependencies, virtual environments, caches: `SKIPPED_FOLDERS`) are left out:
+    a vendor skill that ships its node_modules had 3,000 "untouched" files."""
     root = Path(root)
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d not in NOT_COVERED_DIRS]
+        dirnames[:] = [d for d in dirnames if d not in SKIPPED_FOLDERS]
         for n in filenames:
             p = Path(dirpath) / n
             if p.is_file() and n != ".DS_Store":
