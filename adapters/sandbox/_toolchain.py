@@ -1,8 +1,10 @@
 """The Python toolchain a sandboxed command runs: made by aeval, read-only to every attempt.
 
 Inside the bubblewrap sandbox, first on ``PATH`` is a small virtual environment: ``python``
-(the base interpreter), ``pip`` shims, system site-packages on, and a ``.pth`` that adds
-aeval's own site-packages after the attempt's, so what worked before still imports.
+(the base interpreter), ``pip`` shims, and the base interpreter's site-packages as the sandbox
+shows it: pip alone (`aeval.adapters.sandbox._view.python_view`). Neither aeval's
+site-packages nor what else the host's Python holds is importable: a skill that needs pandas
+is ``untested: needs pandas`` (or installs it in its setup) whatever aeval was installed with.
 
 Why it lives outside the attempt (the boundary rule "aeval never acts through paths an
 attempt controls"): it used to be made under the attempt root and rebuilt on demand, so a
@@ -27,7 +29,6 @@ import atexit
 import functools
 import shutil
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -52,11 +53,7 @@ def toolchain() -> Path:
         shim = bin_dir / name
         shim.write_text(_PIP_SHIM.format(python=bin_dir / "python"))
         shim.chmod(0o755)
-    if sys.prefix != sys.base_prefix:  # aeval runs from a venv: keep its packages importable
-        purelib = sysconfig.get_paths()["purelib"]
-        (site_dir / "_aeval_parent.pth").write_text(f"import site; site.addsitedir({purelib!r})\n")
     (env / "pyvenv.cfg").write_text(
         f"home = {base.parent}\ninclude-system-site-packages = true\nversion = "
         f"{'.'.join(map(str, sys.version_info[:3]))}\n")
     return env
-

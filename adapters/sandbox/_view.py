@@ -1,132 +1,170 @@
-"""The file system a bubblewrap sandbox sees: what is bound, what is hidden, and how.
+"""The file system a bubblewrap sandbox sees: a list of what to show, never of what to hide.
 
-The host is bound read-only at ``/``, with a fresh ``/proc``, a minimal ``/dev`` and a private
-``/tmp``; the attempt root is bound writable at its own path (every path aeval hands out stays
-valid inside). Three rules shape the rest:
+The sandbox's root is an empty tmpfs (bubblewrap's own), made read-only once everything is in
+place. Into it go only:
 
-- **Hidden paths are never mount points.** A process inside reads ``/proc/self/mountinfo``,
-  which lists every mount point and its source. Covering the original skill or the run store
-  with an empty tmpfs (as before) wrote their paths into that list. Instead, the *parent* of a
-  hidden path is rebuilt: an empty tmpfs, each sibling bound back read-only (symlinks made
-  again as symlinks), then made read-only. The hidden entry is simply absent, and no mount
-  names it. A hidden path under ``/tmp`` needs nothing (the sandbox's /tmp is empty), nor
-  does one that does not exist.
-- **Rebuilding stays cheap by hiding more.** A bind per sibling, and bubblewrap's cost grows
-  with the square of the number of mounts (measured here: 100 binds ~0.15 s, 300 ~1 s, 600
-  ~3.5 s per command, `--bind` or `--ro-bind` alike). A marketplace's skills folder holds
-  hundreds of skills, so a hidden path whose parent has more than `MAX_SIBLINGS` entries is
-  widened to that parent (then its parent, and so on): the whole skills folder disappears,
-  not just the one skill, and each rebuilt folder costs at most `MAX_SIBLINGS` binds. What a
-  command needs from a widened area (aeval's venv, the folders of PATH, the program it
-  starts: an agent CLI in ``<checkout>/.ci/node_modules``) is bound back read-only at its
-  prefix, unless that prefix holds or lies in a private path.
-- **Programs under /tmp** (a CI clone, its venv, the pinned agent CLIs) are bound read-only
-  at their prefix the same way, never /tmp itself nor a folder holding a private path
-  (`needed_prefixes`).
-- **Pinned folders** (the skill copy) are bound at their own place: a bind mount's target
-  cannot be renamed or removed from inside (EBUSY), so the copy cannot be moved aside while
-  Δ watches its path. Only the copy itself is pinned, not every folder in it: one mount per
-  folder would cost seconds per command on a big skill (above); folders inside are covered by
-  the watch and by the manifest's file identities (`aeval.isolation.tree`).
+- **the system trees** commands need, read-only: `SYSTEM_TREES` (``/usr``, ``/bin``, ``/sbin``,
+  ``/lib*``; a merged-usr symlink such as ``/bin -> usr/bin`` is made again as a symlink);
+- **a minimal /etc**: `ETC_NAMES` (name service files, CA certificates, alternatives, the
+  dynamic loader's cache, locale and time zone), each bound read-only when the host has it,
+  and a ``resolv.conf`` of aeval's own that names the user-mode network's resolver;
+- a fresh ``/proc`` (the sandbox's PID namespace), a minimal ``/dev``, and private tmpfs at
+  ``/tmp`` and ``/dev/shm``;
+- **the toolchain** (`aeval.adapters.sandbox._toolchain`: its folder and the base interpreter's
+  prefix, read-only, where the interpreter's own site-packages shows pip alone:
+  `python_view`);
+- **what runs**: the install prefix of each program the command line names by absolute path
+  outside the system trees (an agent CLI in ``<checkout>/.ci/node_modules``, the CLI bundled
+  in a Python package) and of the interpreter its ``#!`` line names (`shown_prefixes`);
+- **the attempt** (its root writable at its own path, so every path aeval hands out stays
+  valid inside; further writable folders; the skill copy pinned) and **what the case
+  declares** (its ``host_tools``, resolved on the host to where they live).
 
-Measured with ``benchmarks/boundary_cost.py`` (1,000-file skill, 2 loaded cores): one
-sandboxed ``true`` 47-68 ms bare or with the copy pinned, 75-77 ms with the original hidden
-among 1, 60 or 300 sibling skills (the last two widened to the skills folder).
+Nothing else of the host exists inside: not ``/root``, ``/home``, ``/var``, ``/opt``,
+``/srv``, the host's ``/tmp`` or ``TMPDIR``, the run store, other attempts, aeval's venv or
+its site-packages, nor anything a later service or user adds on the machine. Mount points are
+made where a shown path needs them (empty folders in the read-only root): a path's parents
+are visible as names, never their other contents.
+
+Each bind is a mount, and bubblewrap's cost grows with the square of the number of mounts
+(100 binds ~0.15 s, 300 ~1 s per command, measured here): the view is a few dozen mounts
+whatever the host holds (`benchmarks/boundary_cost.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import sys
-from collections.abc import Sequence
+import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 
 TMP = Path("/tmp")
-# Mounted by bubblewrap itself: never bound back from the host when "/" is rebuilt.
-_OWN_MOUNTS = frozenset({"proc", "dev", "tmp"})
+SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_NAMES = (
+    "passwd", "group", "nsswitch.conf", "hosts", "host.conf", "gai.conf", "networks",
+    "protocols", "services", "ssl", "ca-certificates", "ca-certificates.conf", "pki",
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+    "locale.alias", "locale.conf", "default/locale", "os-release", "debian_version",
+    "lsb-release", "profile", "bash.bashrc", "inputrc", "mime.types", "magic", "magic.mime",
+    "python3", "perl", "gitconfig", "mailcap", "xdg",
+)
+"""What of the host's /etc a command sees (when the host has it): nothing that holds a
+credential (shadow files, pip.conf, npmrc, netrc), a machine's identity (machine-id) or a
+service's configuration."""
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+"""PATH's system folders inside (every one lies in a system tree)."""
+RESOLV_CONF = "nameserver 10.0.2.3\noptions timeout:2 attempts:2\n"
+"""The resolver inside: the user-mode network's (slirp4netns' default address); without a
+network nothing answers there, as nothing would."""
 
 
-MAX_SIBLINGS = 16  # entries of a folder rebuilt to hide one of them (see above)
+def in_system_tree(path: Path) -> bool:
+    """Whether ``path`` (absolute) is shown anyway: it lies in one of the system trees."""
+    return any(path == Path(t) or path.is_relative_to(t) for t in SYSTEM_TREES)
 
 
-def needed_prefixes(argv: list[str], path: str, private: list[Path],
-                    areas: Sequence[Path] = (TMP,)) -> list[str]:
-    """Install prefixes inside ``areas`` (the sandbox's private /tmp, the widened hidden
-    folders) that a sandboxed command needs, to bind read-only there: aeval's own venv and
-    interpreter, the folders of ``PATH``, and the programs ``argv`` names. A program or
-    ``bin`` folder gives its prefix (``.../node_modules`` of ``.../node_modules/bin/codex``).
-    Never an area itself, nor a folder holding or inside a ``private`` path (the attempt,
-    the hidden ones): those stay as the policy says."""
-    private = [Path(x).resolve() for x in private]
-    areas = [Path(a) for a in areas]
+@functools.lru_cache(maxsize=1)
+def system_view() -> tuple[str, ...]:
+    """bubblewrap options for the system trees and the minimal /etc (the host's, read once
+    per process). /etc/resolv.conf is the caller's (`RESOLV_CONF`)."""
+    out: list[str] = []
+    for top in SYSTEM_TREES:
+        if os.path.islink(top):
+            out += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            out += ["--ro-bind", top, top]
+    for name in ETC_NAMES:
+        path = Path("/etc") / name
+        if not path.exists():  # a dangling symlink (a service's) shows nothing
+            continue
+        if path.is_symlink() and not os.readlink(path).startswith("/"):
+            target = (path.parent / os.readlink(path)).resolve()
+            if in_system_tree(target):  # os-release -> ../usr/lib/os-release
+                out += ["--symlink", os.readlink(path), str(path)]
+                continue
+        out += ["--ro-bind", str(path.resolve()), str(path)]
+    return tuple(out)
+
+
+def _prefix(path: Path) -> Path:
+    """The install prefix of a program or folder: ``.../node_modules`` of
+    ``.../node_modules/bin/codex``, the folder of a file elsewhere."""
+    prefix = path if path.is_dir() else path.parent
+    return prefix.parent if prefix.name == "bin" else prefix
+
+
+def _interpreter(program: Path) -> Path | None:
+    """The interpreter a ``#!`` line names (``env X`` looked up on aeval's PATH)."""
+    try:
+        with open(program, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env":
+        names = [w for w in words[1:] if not w.startswith("-")]
+        found = shutil.which(names[0]) if names else None
+        return Path(found) if found else None
+    return Path(words[0])
+
+
+def shown_prefixes(programs: Iterable[str], private: Iterable[Path]) -> list[str]:
+    """Install prefixes to bind read-only so that ``programs`` (absolute paths: what the
+    command line starts, the host tools a case declares) run inside: each program's and its
+    ``#!`` interpreter's, for those outside the system trees. Never a folder that holds or
+    lies in a ``private`` path (the attempt: it is bound as the policy says), nor ``/``."""
+    private = [Path(p).resolve() for p in private]
     found: set[Path] = set()
-    for c in [sys.prefix, sys.base_prefix, *path.split(os.pathsep),
-              *(a for a in argv if a.startswith("/"))]:
+    for c in programs:
         if not c.startswith("/"):
             continue
-        for q in {Path(c).absolute(), Path(c).resolve()}:
-            if not any(q.is_relative_to(a) for a in areas) or not q.exists():
+        path = Path(c)
+        candidates = {path.absolute(), path.resolve()}
+        if path.is_file():
+            interp = _interpreter(path)
+            if interp is not None:
+                candidates |= {interp, interp.resolve()}
+        for q in candidates:
+            if not q.exists() or in_system_tree(q):
                 continue
-            prefix = q if q.is_dir() else q.parent
-            if prefix.name == "bin":
-                prefix = prefix.parent
-            if prefix in areas or any(prefix.is_relative_to(x) or x.is_relative_to(prefix)
-                                      for x in private):
+            prefix = _prefix(q)
+            if len(prefix.parts) < 2 or any(prefix.is_relative_to(x) or x.is_relative_to(prefix)
+                                             for x in private):
                 continue
             found.add(prefix)
     return sorted(str(f) for f in found if not any(f != g and f.is_relative_to(g)
                                                    for g in found))
 
 
-def tmp_prefixes(argv: list[str], path: str, private: list[Path]) -> list[str]:
-    """`needed_prefixes` under /tmp."""
-    return needed_prefixes(argv, path, private, [TMP])
+PIP_NAMES = ("pip", "pip-*.dist-info")
+"""What of the base interpreter's own site-packages a sandboxed Python sees."""
 
 
-def _needs_hiding(path: Path) -> bool:
-    return path != Path("/") and not path.is_relative_to(TMP) and os.path.lexists(path)
-
-
-def _entries(folder: Path) -> list[str]:
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []
-
-
-def widened(hidden: list[Path], max_siblings: int = MAX_SIBLINGS) -> list[Path]:
-    """The folders actually hidden: each hidden path, or the ancestor it widens to while its
-    parent has more than ``max_siblings`` entries; none inside another."""
-    out = set()
-    for h in {Path(h).resolve() for h in hidden}:
-        if not _needs_hiding(h):
+@functools.lru_cache(maxsize=1)
+def python_view() -> tuple[str, ...]:
+    """bubblewrap options that show the base interpreter, when not in a system tree (a pyenv
+    or a hand-built Python), read-only at its prefix; and of its site-packages (wherever it
+    lies) only pip: the rest (what the host installed into that Python: IPython, awscli,
+    pandas) is covered by an empty read-only tmpfs. Never aeval's venv (``sys.prefix``)."""
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    out: list[str] = []
+    for prefix in sorted({Path(sys.base_prefix).resolve(), _prefix(base)}):
+        if not in_system_tree(prefix) and prefix != Path("/"):
+            out += ["--ro-bind", str(prefix), str(prefix)]
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    for site in sorted({Path(paths["purelib"]), Path(paths["platlib"])}):
+        if not site.is_dir():
             continue
-        while h.parent != Path("/") and len(_entries(h.parent)) > max_siblings:
-            h = h.parent
-        out.add(h)
-    return sorted(h for h in out if not any(h != o and h.is_relative_to(o) for o in out))
-
-
-def hide(targets: list[Path]) -> tuple[list[str], list[str], bool]:
-    """bubblewrap options that hide ``targets`` (`widened` folders) without a mount point at
-    any of them: the parent of each is rebuilt (shallowest first, so a deeper rebuild mounts
-    over what a shallower one bound back).
-
-    Returns (options, folders to remount read-only once every other bind is made, whether
-    "/" itself is rebuilt: then the caller binds nothing at "/")."""
-    targets = set(targets)
-    parents = sorted({h.parent for h in targets}, key=lambda p: (len(p.parts), str(p)))
-    opts: list[str] = []
-    for folder in parents:
-        root = folder == Path("/")
-        if not root:
-            opts += ["--tmpfs", str(folder)]
-        for name in _entries(folder):
-            child = folder / name
-            if child in targets or (root and name in _OWN_MOUNTS):
-                continue
-            if child.is_symlink():
-                opts += ["--symlink", os.readlink(child), str(child)]
-            else:
-                opts += ["--ro-bind", str(child), str(child)]
-    return opts, [str(p) for p in parents], Path("/") in parents
+        out += ["--tmpfs", str(site)]
+        for pattern in PIP_NAMES:
+            for entry in sorted(site.glob(pattern)):
+                out += ["--ro-bind", str(entry), str(entry)]
+        out += ["--remount-ro", str(site)]
+    return tuple(out)

@@ -1,22 +1,25 @@
 """Sandboxes for the commands of a case: ``bwrap`` (bubblewrap) and ``none``.
 
-bwrap, per shared/notes/sandbox.md: the host bound read-only, a fresh /proc, a minimal /dev,
-a private /tmp, the attempt root bound writable at its own path (so every path aeval hands
-out stays valid inside), the hidden paths absent (`aeval.adapters.sandbox._view`: no mount
-names them), the skill copy pinned (cannot be renamed inside), its own PID and IPC
-namespaces (a process inside sees neither aeval, nor the Prefect server, nor another case;
-when the command ends, the namespace's init dies and takes every descendant, ``setsid``
-ones included), ``--die-with-parent`` so nothing outlives aeval, ``--unshare-net`` when the
-policy forbids the network, and only a few capabilities (`aeval.adapters.sandbox._limits`:
-root inside cannot remount the host writable).
+bwrap, per shared/notes/sandbox.md: an **allowlisted view** (`aeval.adapters.sandbox._view`:
+the system trees, a minimal /etc, the toolchain, what the command starts, the attempt, what
+the case declares; nothing else of the host exists inside), a fresh /proc, a minimal /dev, a
+private /tmp, the attempt root bound writable at its own path (so every path aeval hands out
+stays valid inside), the skill copy pinned (cannot be renamed inside), its own PID, IPC and
+UTS namespaces (a process inside sees neither aeval, nor the Prefect server, nor another
+case; when the command ends, the namespace's init dies and takes every descendant,
+``setsid`` ones included), ``--die-with-parent`` so nothing outlives aeval, a **private
+network namespace always** (`aeval.adapters.sandbox._network`: outbound through slirp4netns
+for a case that declares ``network: true``, the host itself unreachable), and only a few
+capabilities (`aeval.adapters.sandbox._limits`: root inside cannot remount or reconfigure
+anything).
 
 The toolchain inside is aeval's and read-only: first on PATH the Python environment of
 `aeval.adapters.sandbox._toolchain` (bound read-only; a ``pip install`` lands in the attempt's
-HOME), then the host's PATH, aeval's venv, and last the attempt's own ``$HOME/.local/bin`` and
-``$HOME/.npm-global/bin`` (what a setup installs is found, but never before a host tool of
-the same name: a planted ``bash`` or ``python3`` there shadows nothing). aeval starts every
-helper by absolute path (bash, sh, prlimit, bwrap), never through a PATH lookup in the
-command's environment.
+HOME), then the folders of the host tools the case declares, the system folders, and last
+the attempt's own ``$HOME/.local/bin`` and ``$HOME/.npm-global/bin`` (what a setup installs is
+found, but never before a system tool of the same name: a planted ``bash`` or ``python3``
+there shadows nothing). aeval starts every helper by absolute path (bash, sh, prlimit,
+bwrap), never through a PATH lookup in the command's environment.
 
 Limits (`aeval.adapters.sandbox._limits`): RLIMIT_DATA, RLIMIT_FSIZE and RLIMIT_NPROC through
 ``prlimit``; a pids cgroup and a memory cgroup per attempt where they can be made.
@@ -29,7 +32,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 import weakref
@@ -43,9 +45,18 @@ from aeval.adapters.sandbox._limits import (
     remove_cgroup,
     rlimit_options,
 )
+from aeval.adapters.sandbox._network import network_tools, with_outbound
 from aeval.adapters.sandbox._toolchain import toolchain
-from aeval.adapters.sandbox._view import TMP, hide, needed_prefixes, widened
+from aeval.adapters.sandbox._view import (
+    RESOLV_CONF,
+    SYSTEM_PATH,
+    in_system_tree,
+    python_view,
+    shown_prefixes,
+    system_view,
+)
 
+from aeval.errors import EnvironmentFailure
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import (
     Sandbox,
@@ -57,19 +68,15 @@ from aeval.isolation.sandbox import (
 from aeval.isolation.shell import BASH, CommandResult, bash_argv, command_file, run_argv
 
 
-def _aeval_bin() -> Path:
-    return Path(sys.executable).parent
-
-
-def sandbox_path(path: str, home: str, pybin: Path) -> str:
-    """PATH inside: aeval's toolchain first, the host's folders, aeval's venv, and last the
-    attempt's own bins (which the attempt writes, so they shadow nothing). Relative and empty
-    entries (the current folder) are dropped."""
-    own = str(_aeval_bin())
-    parts = [p for p in path.split(os.pathsep) if p.startswith("/") and p != own
-             and p != str(pybin)]
-    return os.pathsep.join([str(pybin), *dict.fromkeys(parts), own, f"{home}/.local/bin",
-                            f"{home}/.npm-global/bin"])
+def sandbox_path(home: str, pybin: Path, shown: list[Path] = ()) -> str:
+    """PATH inside: aeval's toolchain first, the folders of the host tools the case declares
+    (outside the system trees), the system folders, and last the attempt's own bins (which
+    the attempt writes, so they shadow nothing). Nothing of the host's own PATH: a folder
+    there is not shown."""
+    declared = [str(p if p.is_dir() else p.parent) for p in map(Path, shown)
+                if not in_system_tree(p)]
+    return os.pathsep.join(dict.fromkeys([str(pybin), *declared, *SYSTEM_PATH,
+                                          f"{home}/.local/bin", f"{home}/.npm-global/bin"]))
 
 
 def _prlimit() -> str | None:
@@ -140,7 +147,7 @@ class BwrapSandbox:
 
     def _args_file(self, options: list[str]) -> Path:
         """bwrap's options in a file it reads through ``--args FD``: its command line (which a
-        process inside can read from /proc/1/cmdline) then names no hidden path. The file's
+        process inside can read from /proc/1/cmdline) stays short. The file's
         folder is under /tmp, so it does not exist inside, and bwrap closes the descriptor
         after reading it."""
         self._args_dir.mkdir(parents=True, exist_ok=True)
@@ -154,48 +161,51 @@ class BwrapSandbox:
         home = env.get("HOME") or str(root / "home")
         tools = toolchain()
         return {**{k: v for k, v in env.items() if k != "PYTHONHOME"},
-                "PATH": sandbox_path(env.get("PATH", os.defpath), home, tools / "bin"),
+                "PATH": sandbox_path(home, tools / "bin", self.policy.shown),
                 "VIRTUAL_ENV": str(tools), "PYTHONUSERBASE": f"{home}/.local",
                 "NPM_CONFIG_PREFIX": f"{home}/.npm-global", "TMPDIR": "/tmp"}
 
-    def _view(self, argv: list[str], env: dict[str, str], binds: tuple[str, ...]) -> list[str]:
-        """The mounts: host read-only, hidden paths absent, the attempt writable, the
-        toolchain read-only, the skill copy pinned (see `aeval.adapters.sandbox._view`)."""
+    def _resolv_conf(self) -> str:
+        path = self._args_dir / "resolv.conf"
+        if not path.is_file():
+            self._args_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(RESOLV_CONF)
+        return str(path)
+
+    def _view(self, argv: list[str], binds: tuple[str, ...]) -> list[str]:
+        """The mounts (`aeval.adapters.sandbox._view`): the system trees and a minimal /etc,
+        the toolchain, what the command starts and the host tools the case declares, all
+        read-only; the attempt writable; the skill copy pinned; then the root read-only."""
         p = self.policy
         root = Path(p.root).resolve()
-        areas = widened(p.hidden)
-        hidden_opts, readonly, root_rebuilt = hide(areas)
-        out = [] if root_rebuilt else ["--ro-bind", "/", "/"]
-        out += hidden_opts
-        out += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
-        # what the command needs from /tmp or from a hidden area, bound back read-only
-        for prefix in needed_prefixes(argv, env.get("PATH", ""), [root, *p.hidden,
-                                                                  self._args_dir],
-                                      [TMP, *areas]):
-            out += ["--ro-bind", prefix, prefix]
+        writable = [root, *(Path(w).resolve() for w in p.writable)]
+        out = [*system_view(), "--ro-bind", self._resolv_conf(), "/etc/resolv.conf",
+               "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
         tools = str(toolchain())
-        out += ["--ro-bind", tools, tools]
-        for w in [root, *p.writable]:
-            w = str(Path(w).resolve())
-            out += ["--bind", w, w]
+        out += ["--ro-bind", tools, tools, *python_view()]
+        programs = [a for a in argv if a.startswith("/") and not a.startswith(("/dev/", "/proc/"))
+                    and os.path.isfile(a) and os.access(a, os.X_OK)]
+        for prefix in shown_prefixes([*programs, *map(str, p.shown)], writable):
+            if prefix != tools:
+                out += ["--ro-bind", prefix, prefix]
+        for w in writable:
+            out += ["--bind", str(w), str(w)]
         for pin in p.pinned:
             pin = Path(pin)
             if pin.is_dir() and not pin.is_symlink():
                 out += ["--bind", str(pin), str(pin)]
         for b in binds:
             out += ["--bind", b, b]
-        for folder in readonly:  # the rebuilt parents: a write there fails, never vanishes
-            out += ["--remount-ro", folder]
-        return out
+        return [*out, "--remount-ro", "/"]
 
     def argv(self, argv: list[str], cwd: Path, env: dict[str, str],
              binds: tuple[str, ...] = ()) -> list[str]:
         """``binds``: further host paths bound at their own place (e.g. a unix socket)."""
         p = self.policy
-        out = self._view(argv, env, binds)
+        out = self._view(argv, binds)
         out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
                 "--new-session", *cap_options()]
-        if not p.network:
+        if not p.network:  # else the launcher made the private namespace, with a way out
             out.append("--unshare-net")
         out += ["--chdir", str(Path(cwd).resolve())]
         inside = self.inside_env(env)
@@ -212,7 +222,8 @@ class BwrapSandbox:
         else:
             out.append("--")
         # join the attempt's cgroups, then become bwrap: all descendants follow
-        return join_cgroups(list(self.cgroups.values()), out) + list(argv)
+        out = join_cgroups(list(self.cgroups.values()), out) + list(argv)
+        return with_outbound(out) if p.network else out
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
@@ -270,6 +281,8 @@ def make_sandbox(mode: SandboxMode, policy: SandboxPolicy, bwrap: str = "bwrap")
     ``.status``); require = bwrap or `SandboxUnavailable`; none = unsandboxed."""
     status = sandbox_status(mode, bwrap)
     if status.used == "bwrap":
+        if policy.network and isinstance(problem := network_tools(), str):
+            raise EnvironmentFailure(problem)
         return BwrapSandbox(policy, shutil.which(bwrap) or bwrap, status)
     if mode == "require":
         raise SandboxUnavailable(f"--sandbox require: {status.reason}")

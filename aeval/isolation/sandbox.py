@@ -2,9 +2,10 @@
 
 Setup, preflight, steps, the agent's bash tool, ``command`` checks and the third-party
 runtime CLIs all run through a `Sandbox`. Implementations live in ``adapters/sandbox/bwrap.py``:
-``bwrap`` (bubblewrap: host read-only, only the attempt root writable, the original skill and
-the run store hidden, its own PID namespace so that ending the command ends every
-descendant) and ``none`` (the unsandboxed behaviour: a process group, killed at the end).
+``bwrap`` (bubblewrap: an allowlisted view of the host, where only what the policy shows
+exists, only the attempt root writable, a private network namespace always, its own PID
+namespace so that ending the command ends every descendant) and ``none`` (the unsandboxed
+behaviour: a process group, killed at the end).
 
 The domain only states the policy and the interface; it starts nothing itself. It owns the
 command runner (`aeval.isolation.shell`), never the other way round: a sandbox returns the runner's
@@ -40,19 +41,21 @@ class SandboxPolicy(BaseModel):
         default_factory=list,
         description="Further host folders bound writable (e.g. a runtime's private config "
                     "home outside the attempt root). Bound after the hidden paths.")
-    hidden: list[Path] = Field(
+    shown: list[Path] = Field(
         default_factory=list,
-        description="Host paths made invisible: the original skill folder, the run store, "
-                    "anything else. Their parent is rebuilt without them (an empty read-only "
-                    "tmpfs with every sibling bound back), so no mount inside, and so no line "
-                    "of /proc/self/mountinfo, names them.")
+        description="Further host paths shown read-only at their own place, beside the "
+                    "system trees, the toolchain and the attempt (the host tools a case "
+                    "declares, resolved to where they live: their install prefix is shown). "
+                    "Nothing that is not shown exists inside.")
     pinned: list[Path] = Field(
         default_factory=list,
         description="Folders inside the attempt root bound at their own place, so that inside "
                     "they cannot be renamed, moved aside or removed (the skill copy: Δ is "
                     "taken at its path).")
     network: bool = Field(
-        True, description="Share the host network. False: only a private loopback.")
+        False, description="Outbound access from the sandbox's private network namespace "
+                           "(through a user-mode network stack; the host's loopback and its "
+                           "own addresses stay unreachable). False: only a private loopback.")
     memory_bytes: int | None = Field(
         8 * GIB, gt=0,
         description="Private writable memory (RLIMIT_DATA) each sandboxed process may "

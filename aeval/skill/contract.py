@@ -227,10 +227,14 @@ class EvalCase(_Strict):
                              description="Seconds the execution may take (at most a week).")
     max_turns: int = Field(60, ge=1, le=100_000,
                            description="Most model turns the executor may take.")
-    network: bool = Field(True, description="Commands of the case share the host network "
-                                            "(agent runtimes reach their model API; setup "
-                                            "reaches package registries). False: a private "
-                                            "loopback only, under the bubblewrap sandbox.")
+    network: bool = Field(False, description="Outbound network access for the case's commands "
+                                             "(setup reaching package registries, a skill "
+                                             "that calls a public API), through a user-mode "
+                                             "network stack: the host's loopback and its own "
+                                             "addresses stay unreachable. False (default): a "
+                                             "private loopback only. Agent runtimes reach "
+                                             "their model through aeval's key proxy either "
+                                             "way.")
     doc_test: bool = Field(
         False,
         description="Run `steps` as a doc test of SKILL.md's shell blocks (the generic tier under "

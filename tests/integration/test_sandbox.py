@@ -13,6 +13,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import urllib.request
 import time
 import zipfile
 from pathlib import Path
@@ -48,7 +49,7 @@ def attempt(tmp_path):
     (other / "workspace").mkdir(parents=True)
     (other / "workspace" / "answer.txt").write_text("another case's output\n")
     # the whole run store is hidden; this attempt, inside it, is bound back writable
-    policy = SandboxPolicy(root=ws.root, hidden=[original, store])
+    policy = SandboxPolicy(root=ws.root)
     sb = make_sandbox("require", policy)
     env = base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)})
     return sb, ws, env, original, store
@@ -195,14 +196,43 @@ def http_server():
     srv.shutdown()
 
 
-def test_network_is_shared_by_default_and_unshared_on_request(attempt, http_server):
+def _registry() -> str:
+    """A package registry's index (the one network these machines have)."""
+    conf = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+                          capture_output=True, text=True).stdout.strip()
+    url = os.environ.get("PIP_INDEX_URL") or conf or "https://pypi.org/simple/"
+    return url if url.startswith("http") else "https://pypi.org/simple/"
+
+
+def test_the_network_is_private_and_outbound_only_on_request(attempt, http_server):
+    """No case reaches a server on the host, whichever address it tries; a case that
+    declares network: true reaches the outside (a package registry) and still not the host."""
+    from aeval.adapters.sandbox._network import host_addresses
+
     sb, ws, env, _, _ = attempt
-    probe = ("python3 -c 'import urllib.request as u; "
-             f"print(u.urlopen(\"http://127.0.0.1:{http_server}/\", timeout=5).status)'")
-    assert run(sb, ws, env, probe).stdout.strip() == "200"
-    closed = BwrapSandbox(sb.policy.model_copy(update={"network": False}), sb.bwrap)
-    r = run_command(probe, ws.path, env, 30, sandbox=closed)
-    assert not r.ok and "200" not in r.stdout
+    assert sb.policy.network is False
+    targets = ["127.0.0.1", "10.0.2.2", *host_addresses()]
+    probe = ("python3 - <<'EOF'\nimport socket, urllib.request as u\n"
+             f"for host in {targets!r}:\n"
+             "    s = socket.socket(); s.settimeout(3)\n"
+             f"    try: s.connect((host, {http_server})); print('REACHED', host)\n"
+             "    except OSError as e: print('closed', host, e)\n"
+             "try: print('OUT', u.urlopen(%r, timeout=15).status)\n"
+             "except Exception as e: print('no way out', e)\nEOF" % _registry())
+    r = run(sb, ws, env, probe)
+    assert r.ok and "REACHED" not in r.stdout and "OUT 200" not in r.stdout, r.combined()
+    opened = BwrapSandbox(sb.policy.model_copy(update={"network": True}), sb.bwrap)
+    try:
+        r = run_command(probe, ws.path, env, 60, sandbox=opened)
+    finally:
+        opened.close()
+    assert r.ok and "REACHED" not in r.stdout, r.combined()
+    try:
+        host_out = urllib.request.urlopen(_registry(), timeout=15).status == 200
+    except OSError:
+        host_out = False
+    if host_out:  # the registry answers the host: it must answer the case too
+        assert "OUT 200" in r.stdout, r.combined()
 
 
 def test_memory_limit_stops_a_hog(attempt):
@@ -294,27 +324,39 @@ def test_a_program_installed_under_tmp_runs_and_its_neighbours_stay_private(atte
         assert r.exit_code == 0 and "from the package" in r.stdout, r.combined()
         r = run(sb, ws, env, f"cat {neighbour}/notes.txt")
         assert r.exit_code != 0 and "another user's file" not in r.combined()
+        # not started by aeval, not declared: not there, even when the host's PATH names it
         on_path = {**env, "PATH": f"{prefix}/bin:{env['PATH']}"}
         r = run(sb, ws, on_path, "reporter")
-        assert r.exit_code == 0 and "from the package" in r.stdout, r.combined()
-        r = run(sb, ws, on_path, f"touch {prefix}/lib/x")
-        assert r.exit_code != 0 and "Read-only file system" in r.combined()
+        assert r.exit_code == 127 and "from the package" not in r.stdout, r.combined()
+        # declared (a case's host_tools): shown read-only, on PATH inside
+        declared = BwrapSandbox(sb.policy.model_copy(update={"shown": [tool]}), sb.bwrap)
+        try:
+            r = run(declared, ws, env, "reporter")
+            assert r.exit_code == 0 and "from the package" in r.stdout, r.combined()
+            r = run(declared, ws, env, f"touch {prefix}/lib/x")
+            assert r.exit_code != 0 and "Read-only file system" in r.combined()
+            r = run(declared, ws, env, f"cat {neighbour}/notes.txt")
+            assert r.exit_code != 0 and "another user's file" not in r.combined()
+        finally:
+            declared.close()
     finally:
         shutil.rmtree(top, ignore_errors=True)
         shutil.rmtree(neighbour, ignore_errors=True)
 
 
-def test_tmp_prefixes_never_expose_tmp_or_the_attempt():
-    from aeval.adapters.sandbox._view import tmp_prefixes
+def test_shown_prefixes_never_expose_the_attempt_or_a_system_tree():
+    from aeval.adapters.sandbox._view import shown_prefixes
 
     base = Path(tempfile.mkdtemp(prefix="aeval-test-prefix-"))
     try:
         (base / "venv" / "bin").mkdir(parents=True)
+        tool = base / "venv" / "bin" / "tool"
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
         (base / "attempt").mkdir()
-        got = tmp_prefixes([str(base / "venv" / "bin"), "/tmp", str(base / "attempt" / "x")],
-                           f"{base}/venv/bin:/usr/bin", [base / "attempt"])
-        assert str(base / "venv") in got
-        assert "/tmp" not in got and not any(str(base / "attempt") in g for g in got)
-        assert str(base) not in got  # it holds the attempt
+        (base / "attempt" / "x").write_text("#!/bin/sh\n")
+        got = shown_prefixes([str(tool), "/usr/bin/env", str(base / "attempt" / "x")],
+                             [base / "attempt"])
+        assert got == [str(base / "venv")]
     finally:
         shutil.rmtree(base, ignore_errors=True)

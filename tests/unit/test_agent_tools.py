@@ -162,7 +162,7 @@ def test_write_then_edit_inside_the_workspace_still_work(ws):
 
 @pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap: {bwrap_problem()}")
 def test_bash_runs_in_the_sandbox_when_given(ws, outside):
-    sb = make_sandbox("require", SandboxPolicy(root=ws.root, hidden=[ws.original_skill]))
+    sb = make_sandbox("require", SandboxPolicy(root=ws.root))
     tb = tools(ws, sandbox=sb)
     out = tb.run("bash", {"command": f"ls /proc | grep -c '^[0-9]'; cat {outside} || true; "
                                      f"ln {outside} here.txt || echo no-link"}, 60)

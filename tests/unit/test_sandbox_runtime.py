@@ -65,7 +65,7 @@ def test_literal_redacts_encoded_secrets_from_events(ws, tmp_path):
 
 @pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap: {bwrap_problem()}")
 def test_literal_steps_run_inside_the_sandbox(ws, tmp_path):
-    sb = make_sandbox("require", SandboxPolicy(root=ws.root, hidden=[ws.original_skill]))
+    sb = make_sandbox("require", SandboxPolicy(root=ws.root))
     steps = ["python3 $SKILL_DIR/scripts/run.py train --data fixtures --out outputs",
              f"(ls -A {ws.original_skill} 2>/dev/null || true) | wc -l",
              "ls /proc | grep -c '^[0-9]'"]
