@@ -1,7 +1,8 @@
-"""What the sandbox boundary costs (issue 19), on a 1,000-file skill: one sandboxed command
-(bare, with the skill copy pinned, with the original hidden among 1 / 60 / 300 sibling
-skills), one walk of the skill copy (manifest and identities, as Δ and every builtin bash
-call take it), and starting the watch. Prints one line per figure (median of ``--repeat``).
+"""What the sandbox boundary costs (issues 19 and 42), on a 1,000-file skill: one sandboxed
+command in the allowlisted view (bare, with the skill copy pinned, beside 300 sibling skills,
+with a declared host tool shown, with network: true through slirp4netns), one walk of the
+skill copy (manifest and identities, as Δ and every builtin bash call take it), and starting
+the watch. Prints one line per figure (median of ``--repeat``).
 
     .venv/bin/python benchmarks/boundary_cost.py [--files 1000] [--repeat 7]
 """
@@ -72,15 +73,17 @@ def main() -> int:
             print(f"no bubblewrap here: {bwrap_problem()}")
             return 0
         env = base_env(ws.home)
-        for label, hidden, pinned, siblings in (
-                ("bare", [], [], 0), ("copy pinned", [], [ws.skill_dir], 0),
-                ("original hidden, 1 sibling", [original], [ws.skill_dir], 1),
-                ("original hidden, 60 siblings", [original], [ws.skill_dir], 60),
-                ("original hidden, 300 siblings", [original], [ws.skill_dir], 300)):
+        git = Path(shutil.which("git") or "/usr/bin/git")
+        for label, update, siblings in (
+                ("bare", {}, 0), ("copy pinned", {"pinned": [ws.skill_dir]}, 0),
+                ("copy pinned, 300 sibling skills", {"pinned": [ws.skill_dir]}, 300),
+                ("copy pinned, a declared host tool", {"pinned": [ws.skill_dir],
+                                                       "shown": [git]}, 0),
+                ("copy pinned, network: true (slirp4netns)", {"pinned": [ws.skill_dir],
+                                                              "network": True}, 0)):
             for i in range(siblings):
                 (skills / f"other-{i:03d}").mkdir(exist_ok=True)
-            sb = make_sandbox("require", SandboxPolicy(root=ws.root, hidden=hidden,
-                                                       pinned=pinned))
+            sb = make_sandbox("require", SandboxPolicy(root=ws.root, **update))
             t = median(lambda sb=sb: run_command("true", ws.path, env, 60, sandbox=sb),
                        args.repeat)
             sb.close()

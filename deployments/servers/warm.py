@@ -5,8 +5,8 @@ forks a child per invocation, so a warm run starts working at once instead of im
 How it goes (outside CI, with the reused local server: `aeval.servers.home.mode` ``reuse``):
 
 - ``aeval run ...`` first tries this PREFECT_HOME's warm process: the socket
-  ``<PREFECT_HOME>/aeval-server/warm.sock`` (folder 0700, hidden from every sandbox with the
-  rest of aeval's service state: `aeval.tasks.case.sandboxing.service_paths`). It sends its
+  ``<PREFECT_HOME>/aeval-server/warm.sock`` (folder 0700; no sandbox shows it, nor any of
+  aeval's service state: `aeval.adapters.sandbox._view`). It sends its
   command line, working folder, umask, environment and the warm process's token, and passes
   its stdin, stdout and stderr (SCM_RIGHTS); the warm process forks a child that takes them
   over and runs ``aeval.deployments.cli.main.main`` there, as the invocation would have. The

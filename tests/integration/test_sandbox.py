@@ -13,8 +13,8 @@ import sys
 import sysconfig
 import tempfile
 import threading
-import urllib.request
 import time
+import urllib.request
 import zipfile
 from pathlib import Path
 

@@ -8,6 +8,7 @@ would vanish inside anyway (the sandbox's /tmp is its own)."""
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -177,3 +178,38 @@ def test_the_service_state_is_hidden_even_where_the_prefect_home_holds_the_attem
         assert secret not in r.stdout, f"{secret!r} seen inside: {r.stdout}"
     assert "the user's own file" not in r.stdout  # nothing of the home but the attempt
     assert (ws.path / "out.txt").read_text() == "written\n"  # and the attempt writable
+
+
+def test_a_case_that_walks_the_whole_tree_finds_only_what_the_view_shows(host, tmp_path):
+    """The view is a list of what to show: a step that walks everything from / (beyond the
+    system trees) finds only the attempt, the toolchain and the base interpreter, and the
+    empty folders that lead to them. A canary anywhere else on the host, including one put
+    there after the sandbox was made, is never seen."""
+    from aeval.adapters.sandbox._toolchain import toolchain
+    from aeval.adapters.sandbox._view import SYSTEM_TREES
+
+    sb, ws, env, original, store = host
+    canaries = [Path(tempfile.mkdtemp(prefix="aeval-canary-", dir=d))
+                for d in ("/var/tmp", "/tmp", str(Path.home()), "/opt")]
+    try:
+        walk = ("python3 - <<'EOF'\nimport os\nskip = {'/proc', '/dev', '/sys', '/etc', "
+                + ", ".join(repr(t) for t in SYSTEM_TREES) + "}\n"
+                "with open('seen.txt', 'w') as out:\n"
+                "    for top, dirs, files in os.walk('/'):\n"
+                "        dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]\n"
+                "        for name in dirs + files:\n"
+                "            print(os.path.join(top, name), file=out)\nEOF")
+        r = run(sb, ws, env, walk, timeout=120)
+    finally:
+        for c in canaries:
+            shutil.rmtree(c, ignore_errors=True)
+    assert r.ok, r.combined()
+    shown = [ws.root.resolve(), toolchain(), Path(sys.base_prefix).resolve()]
+    seen = (ws.path / "seen.txt").read_text()
+    assert str(ws.path / "seen.txt") in seen  # the walk reached the attempt
+    for line in seen.splitlines():
+        path = Path(line)
+        assert any(path.is_relative_to(s) or s.is_relative_to(path) for s in shown) \
+            or path in (Path("/tmp"), Path("/dev")), f"{path} is visible inside"
+    for secret in (str(original), str(store), *map(str, canaries), sys.prefix):
+        assert secret not in seen
