@@ -97,7 +97,8 @@ def evaluate_mr(request: MrRequest) -> State:
         if not changes["skills"]:
             log.info("no skill changed between %s and %s", request.base, request.head)
             return Completed(message="no skill changed")
-        run = evaluate.with_options(task_runner=task_runner(request.concurrency, request.dask))
+        runner = task_runner(request.concurrency, request.dask, request.dask_allow_insecure_tcp)
+        run = evaluate.with_options(task_runner=runner)
         manifest = manifest_of(run(EvalRequest(
             paths=[co.root], run_id=new_run_id(), skill_roots=changes["skills"],
             base=changes["base"], head=changes["head"], post=request.post,

@@ -2,7 +2,18 @@
 
     task_runner(4, None)                    ThreadPoolTaskRunner(max_workers=4)
     task_runner(4, "local")                 a local Dask cluster: worker processes, 4 slots
-    task_runner(4, "tcp://10.0.0.5:8786")   a running Dask scheduler
+    task_runner(4, "tls://10.0.0.5:8786")   a running Dask scheduler, over Dask's TLS
+    task_runner(4, "tcp://10.0.0.5:8786", allow_insecure_tcp=True)   one over plain TCP
+
+A Dask scheduler runs whatever function a client that reaches it sends, on itself and on
+every worker (``run_on_scheduler``, ``run``, any task): whoever can connect runs code as the
+scheduler's and the workers' user, with their environment (issue 42: a case's step found the
+local scheduler's port in /proc/net/tcp and wrote outside its sandbox as root). So aeval's
+own local cluster speaks mutual TLS with a certificate made for it and held only in memory
+(``Security.temporary()``: a client without it is refused), on 127.0.0.1, and serves none of
+Dask's HTTP pages; and a remote scheduler over plain TCP is refused unless the caller names
+the risk (``allow_insecure_tcp``, the command line's ``--dask-allow-insecure-tcp``).
+``tls://`` addresses use Dask's own TLS config (``distributed.comm.tls.*``).
 
 prefect-dask is optional (``pip install 'aeval-skills[dask]'``) and imported only when asked for.
 
@@ -45,25 +56,36 @@ __all__ = ["scrubbed_environ", "start_embedded_server", "task_runner"]
 
 LOCAL = "local"
 INSTALL_HINT = "pip install 'aeval-skills[dask]'"
+INSECURE_OPTION = "--dask-allow-insecure-tcp"
+ENCRYPTED_SCHEMES = ("tls://", "wss://")
+"""Dask's transports that encrypt and authenticate (mutual TLS); every other (tcp://, ws://,
+ucx://) lets anyone who reaches the scheduler in."""
 
 
-def task_runner(concurrency: int, dask: str | None = None) -> TaskRunner:
+def task_runner(concurrency: int, dask: str | None = None,
+                allow_insecure_tcp: bool = False) -> TaskRunner:
     """The task runner for ``concurrency`` tasks at once: a thread pool, or Dask when ``dask``
-    is ``"local"`` (a temporary local cluster) or a scheduler address (``tcp://HOST:PORT``).
+    is ``"local"`` (a temporary local cluster, TLS only) or a scheduler address
+    (``tls://HOST:PORT``; a plain ``tcp://`` one only with ``allow_insecure_tcp``).
 
-    Raises ValueError for a bad argument (or a remote scheduler without a Prefect server),
-    and ImportError naming the install command when prefect-dask is missing."""
+    Raises ValueError for a bad argument (a remote scheduler without a Prefect server, or
+    over plain TCP without ``allow_insecure_tcp``), and ImportError naming the install command
+    when prefect-dask is missing."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+    if problem := dask_address_problem(dask, allow_insecure_tcp):
+        raise ValueError(problem)
     if not dask:
         return ThreadPoolTaskRunner(max_workers=concurrency)
-    if dask != LOCAL and "://" not in dask:
-        raise ValueError(f"--dask {dask!r}: expected 'local' or a scheduler address such as "
-                         "tcp://127.0.0.1:8786")
     try:
         import prefect_dask  # noqa: F401 (imported here, uncached: the hint when it is missing)
     except ImportError as exc:
         raise ImportError(f"--dask needs prefect-dask: {INSTALL_HINT}") from exc
+    if dask == LOCAL:
+        try:
+            import cryptography  # noqa: F401 (the local cluster's certificate)
+        except ImportError as exc:
+            raise ImportError(f"--dask local needs cryptography: {INSTALL_HINT}") from exc
     runner_class = _dask_runner_class()
     if dask != LOCAL:
         from prefect.settings import PREFECT_API_URL
@@ -77,6 +99,33 @@ def task_runner(concurrency: int, dask: str | None = None) -> TaskRunner:
         return runner_class(address=dask)
     return runner_class(cluster_class="distributed.LocalCluster",
                         cluster_kwargs=local_cluster_kwargs(concurrency))
+
+
+def dask_address_problem(dask: str | None, allow_insecure_tcp: bool = False) -> str | None:
+    """Why ``dask`` (None, ``local`` or a scheduler address) with ``allow_insecure_tcp`` is
+    not a way to run the cases, in one line naming the option; None when it is."""
+    if not dask:
+        return f"{INSECURE_OPTION} needs --dask tcp://HOST:PORT" if allow_insecure_tcp else None
+    if dask != LOCAL and "://" not in dask:
+        return (f"--dask {dask!r}: expected 'local' or a scheduler address such as "
+                f"tls://127.0.0.1:8786 (tcp:// only with {INSECURE_OPTION})")
+    if dask == LOCAL or dask.startswith(ENCRYPTED_SCHEMES):
+        if allow_insecure_tcp:
+            return (f"{INSECURE_OPTION} only means something with a plain tcp:// scheduler, "
+                    f"not --dask {dask} (encrypted and authenticated)")
+        return None
+    if not allow_insecure_tcp:
+        return (f"--dask {dask}: a plain-TCP Dask scheduler runs whatever anyone who reaches "
+                "it sends, as its workers' user; use tls:// with Dask's TLS config "
+                f"(deployments/README.md), or pass {INSECURE_OPTION} to accept that risk")
+    return None
+
+
+def insecure_dask_warning(dask: str) -> str:
+    """The one warning of a run on a plain-TCP scheduler (``allow_insecure_tcp``)."""
+    return (f"warning: --dask {dask} is plain TCP: anyone who can reach the scheduler runs code "
+            "on its workers as their user, and sees the cases and the Prefect API's "
+            "credentials they carry (use tls://, deployments/README.md)")
 
 
 def runner_slots(runner: object) -> int | None:
@@ -97,12 +146,31 @@ def runner_slots(runner: object) -> int | None:
 
 def local_cluster_kwargs(concurrency: int, cpus: int | None = None) -> dict[str, Any]:
     """LocalCluster arguments: worker processes (at most one per CPU) whose threads add up to
-    at most ``concurrency``, listening on loopback only (the dashboard too, on a free port),
-    each preloading ``dask_setup``."""
+    at most ``concurrency``, listening on loopback only (Dask's HTTP server too, on a free
+    port, without a dashboard: `no_http_pages`), speaking mutual TLS with a temporary
+    certificate of their own (``security=True``: Dask's ``Security.temporary()``, made in
+    memory when the cluster starts and handed to its workers and client, never written down;
+    a client without it is refused), each preloading ``dask_setup``."""
     workers = max(1, min(concurrency, cpus or os.cpu_count() or 1))
     return {"n_workers": workers, "threads_per_worker": max(1, concurrency // workers),
             "processes": True, "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0",
+            "scheduler_kwargs": {"dashboard": False}, "security": True,
             "preload": [__name__]}
+
+
+HTTP_ROUTE_KEYS = ("distributed.scheduler.http.routes", "distributed.worker.http.routes")
+
+
+def no_http_pages() -> contextlib.AbstractContextManager:
+    """Dask's HTTP pages off while aeval's local cluster starts (its scheduler and workers
+    read the routes when they start; the workers get this process's config from their nanny).
+
+    A Dask scheduler and each worker start an HTTP server even without a dashboard, outside
+    the cluster's TLS and unauthenticated: metrics, the /info pages (worker logs, call
+    stacks), JSON state. With no routes it answers every request 404."""
+    import dask
+
+    return dask.config.set({key: [] for key in HTTP_ROUTE_KEYS})
 
 
 @functools.cache
@@ -125,6 +193,8 @@ def _dask_runner_class() -> type:
                 self.cluster_kwargs["env"] = env
             runner = super().__enter__()
             self._exit_stack.enter_context(short_dask_logs())
+            if self.address is None:
+                self._exit_stack.enter_context(no_http_pages())
             current = SettingsContext.get()
             if current is not None:
                 self._exit_stack.enter_context(SettingsSentAsModels(

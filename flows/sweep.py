@@ -40,7 +40,8 @@ def sweep(request: SweepRequest) -> State:
         return bad
     run_id = request.run_id or new_run_id()
     # a subflow runs on its own decorator's task runner, not its parent's: set it here
-    run = evaluate.with_options(task_runner=task_runner(request.concurrency, request.dask))
+    runner = task_runner(request.concurrency, request.dask, request.dask_allow_insecure_tcp)
+    run = evaluate.with_options(task_runner=runner)
     with tempfile.TemporaryDirectory(prefix="aeval-sweep-") as tmp:
         root = request.marketplace
         if is_git_url(root):

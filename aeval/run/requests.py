@@ -58,17 +58,31 @@ class TaskRunnerChoice(_Request):
 
     concurrency: int = Field(4, ge=1, le=256, description="Case chains at once.")
     dask: str | None = Field(
-        None, description="Run the case chains on Dask: `local` (a temporary local cluster) "
-                          "or a scheduler address tcp://HOST:PORT (prefect-dask installed). "
-                          "None: a thread pool of `concurrency` threads.")
+        None, description="Run the case chains on Dask: `local` (a temporary local cluster, "
+                          "mutual TLS on loopback) or a scheduler address tls://HOST:PORT "
+                          "(Dask's TLS config; prefect-dask installed). None: a thread pool "
+                          "of `concurrency` threads.")
+    dask_allow_insecure_tcp: bool = Field(
+        False, description="Accept a plain tcp:// Dask scheduler: anyone who can reach it runs "
+                           "code on its workers as their user (deployments/README.md).")
 
     @field_validator("dask")
     @classmethod
     def _dask_address(cls, value: str | None) -> str | None:
         if value and value != "local" and "://" not in value:
             raise ValueError(f"{value!r}: expected 'local' or a scheduler address such as "
-                             "tcp://127.0.0.1:8786")
+                             "tls://127.0.0.1:8786")
         return value or None
+
+    @model_validator(mode="after")
+    def _plain_tcp_named(self):
+        plain = bool(self.dask) and self.dask != "local" and not self.dask.startswith(
+            ("tls://", "wss://"))
+        if plain and not self.dask_allow_insecure_tcp:
+            raise ValueError(f"dask {self.dask}: a plain-TCP Dask scheduler runs whatever "
+                             "anyone who reaches it sends; use tls://, or set "
+                             "dask_allow_insecure_tcp to accept that risk")
+        return self
 
 
 class EvalRequest(ModelChoice):

@@ -58,6 +58,24 @@ def check_sandbox(mode: str) -> str | None:
     return mode
 
 
+def dask_task_runner(args: argparse.Namespace, concurrency: int) -> Any:
+    """The run's task runner (`aeval.flows.runners.task_runner`) for ``--dask`` and
+    ``--dask-allow-insecure-tcp``, warning once when the latter is taken; None after one
+    `aeval:` line (a usage error: a bad address, a plain-TCP scheduler without the option,
+    prefect-dask missing)."""
+    from aeval.flows.runners import insecure_dask_warning, task_runner
+
+    allow = bool(getattr(args, "dask_allow_insecure_tcp", False))
+    try:
+        runner = task_runner(concurrency, args.dask, allow)
+    except (ImportError, ValueError) as exc:
+        print(f"aeval: {exc}", file=sys.stderr)
+        return None
+    if allow:
+        print(insecure_dask_warning(args.dask), file=sys.stderr)
+    return runner
+
+
 def dask_workers_refused(address: str | None, paths: list, store: Path,
                          sandbox: str) -> int | None:
     """Before anything runs on a Dask scheduler (``--dask tcp://...``): every worker can run
@@ -136,15 +154,9 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.flows.runners import (
-        task_runner,
-        use_global_model_limit,
-    )
+    from aeval.flows.runners import use_global_model_limit
 
-    try:
-        runner = task_runner(args.concurrency or settings.concurrency, args.dask)
-    except (ImportError, ValueError) as exc:
-        print(exc, file=sys.stderr)
+    if (runner := dask_task_runner(args, args.concurrency or settings.concurrency)) is None:
         return EXIT_USAGE
     sandbox = check_sandbox(args.sandbox or settings.sandbox)
     if sandbox is None:
@@ -259,15 +271,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.flows.runners import (
-        task_runner,
-        use_global_model_limit,
-    )
+    from aeval.flows.runners import use_global_model_limit
 
-    try:
-        runner = task_runner(args.concurrency or settings.concurrency, args.dask)
-    except (ImportError, ValueError) as exc:
-        print(exc, file=sys.stderr)
+    if (runner := dask_task_runner(args, args.concurrency or settings.concurrency)) is None:
         return EXIT_USAGE
     if (refused := dask_workers_refused(args.dask, roots, store, sandbox)) is not None:
         return refused
@@ -323,13 +329,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     store = Path(args.out or settings.home)
     run_id = new_run_id()
     from aeval.flows.evaluate import manifest_of
-    from aeval.flows.runners import task_runner, use_global_model_limit
+    from aeval.flows.runners import use_global_model_limit
 
-    try:
-        task_runner(args.concurrency or settings.concurrency, args.dask)  # a usage error now
-    except (ImportError, ValueError) as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
+    if dask_task_runner(args, args.concurrency or settings.concurrency) is None:
+        return EXIT_USAGE  # a usage error now, not in the flow
     # the sweep's evaluate runs take the default --sandbox auto
     if (refused := dask_workers_refused(args.dask, [args.marketplace], store,
                                         "auto")) is not None:
@@ -340,6 +343,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     request = SweepRequest(
         marketplace=str(Path(args.marketplace).resolve()), epochs=args.epochs,
         concurrency=args.concurrency or settings.concurrency, dask=args.dask,
+        dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
         skip_unchanged=not args.no_skip,
         runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
         grader_model=None if args.no_grader else (

@@ -55,6 +55,12 @@ class CommandParser(argparse.ArgumentParser):
         return namespace, extras
 
 
+def add_insecure_dask_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dask-allow-insecure-tcp", action="store_true",
+                        help="accept a plain tcp:// Dask scheduler: anyone who can reach it "
+                             "runs code on its workers as their user (deployments/README.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="aeval", description="Test agent skills deterministically: install, execute, "
@@ -88,8 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
     r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     r.add_argument("--dask", metavar="ADDRESS|local",
-                   help="run the tasks on Dask: `local` (a temporary local cluster) or a "
-                        "scheduler address tcp://HOST:PORT (pip install 'aeval-skills[dask]')")
+                   help="run the tasks on Dask: `local` (a temporary local cluster, mutual "
+                        "TLS on loopback) or a scheduler address tls://HOST:PORT, secured by "
+                        "Dask's TLS config (pip install 'aeval-skills[dask]')")
+    add_insecure_dask_option(r)
     r.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     r.add_argument("--resume", metavar="RUN_ID",
                    help="finish an interrupted run: only cases without grading.json run")
@@ -147,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
     sw.add_argument("--dask", metavar="ADDRESS|local",
                     help="run the tasks on Dask, as `aeval run --dask` does")
+    add_insecure_dask_option(sw)
     sw.add_argument("--no-skip", action="store_true",
                     help="run every case, also those unchanged since their last verdict")
     sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")

@@ -101,8 +101,9 @@ def test_dask_local_gives_the_default_verdicts(workdir: Path, default_run):
 def test_dask_argument_errors_are_usage_errors(workdir: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env["PREFECT_HOME"] = str(workdir / "prefect-home")
-    for arg, message in (("localhost:8786", "tcp://"),
-                         ("tcp://127.0.0.1:9", "PREFECT_API_URL")):
+    for arg, message in (("localhost:8786", "tls://"),
+                         ("tcp://127.0.0.1:9", "--dask-allow-insecure-tcp"),
+                         ("tls://127.0.0.1:9", "PREFECT_API_URL")):
         proc = subprocess.run([AEVAL, "run", str(EXAMPLES / "skills" / "hello-docs"),
                                "--out", str(workdir / "unused"), "--dask", arg], env=env,
                               capture_output=True, text=True, timeout=60)
@@ -219,11 +220,13 @@ def prefect_api(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _aeval_on(address: str, store: Path, api: str, *extra: str) -> subprocess.CompletedProcess:
-    """`aeval run hello-docs --dask ADDRESS` reporting to the Prefect server at ``api``."""
+    """`aeval run hello-docs --dask ADDRESS` reporting to the Prefect server at ``api`` (the
+    scheduler is plain TCP on loopback: --dask-allow-insecure-tcp)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env["PREFECT_API_URL"] = api
     return subprocess.run([AEVAL, "run", str(EXAMPLES / "skills" / "hello-docs"), "--out",
-                           str(store), "--runtime", "literal", "--dask", address, *extra],
+                           str(store), "--runtime", "literal", "--dask", address,
+                           "--dask-allow-insecure-tcp", *extra],
                           env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
 

@@ -35,11 +35,13 @@ needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="bubblewrap (bwrap) not i
 
 def aeval_on(address: str, skill: Path, store: Path) -> subprocess.CompletedProcess:
     """`aeval run SKILL --runtime literal --dask ADDRESS --sandbox none` (the sandbox mode is
-    not what these tests are about)."""
+    not what these tests are about; the scheduler is plain TCP on loopback:
+    --dask-allow-insecure-tcp)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env["PREFECT_API_URL"] = CLOSED_API
     return subprocess.run([AEVAL, "run", str(skill), "--out", str(store), "--runtime",
-                           "literal", "--dask", address, "--sandbox", "none"], env=env,
+                           "literal", "--dask", address, "--dask-allow-insecure-tcp",
+                           "--sandbox", "none"], env=env,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 

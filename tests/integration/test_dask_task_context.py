@@ -104,7 +104,7 @@ def test_a_dask_worker_process_started_with_the_preload_shares_its_client(schedu
     api = PREFECT_API_URL.value()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     start_worker({**env, "PREFECT_API_URL": api})
-    answers, flow_run_id = probe(task_runner(1, address), 8)
+    answers, flow_run_id = probe(task_runner(1, address, allow_insecure_tcp=True), 8)
     assert_settled(answers, flow_run_id, workers=1)
 
 

@@ -186,10 +186,41 @@ def test_a_remote_scheduler_needs_a_prefect_server(monkeypatch: pytest.MonkeyPat
 
     with temporary_settings(restore_defaults={PREFECT_API_URL}), pytest.raises(
             ValueError, match="PREFECT_API_URL"):
-        task_runner(2, "tcp://127.0.0.1:8786")
+        task_runner(2, "tls://127.0.0.1:8786")
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:4200/api"}):
-        runner = task_runner(2, "tcp://127.0.0.1:8786")
-    assert runner.address == "tcp://127.0.0.1:8786"
+        runner = task_runner(2, "tls://127.0.0.1:8786")
+    assert runner.address == "tls://127.0.0.1:8786"
+
+
+def test_a_plain_tcp_scheduler_needs_the_option_that_names_the_risk():
+    """Issue 42: whoever reaches a plain-TCP Dask scheduler runs code on its workers."""
+    pytest.importorskip("prefect_dask")
+    from aeval.flows.runners import INSECURE_OPTION
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:4200/api"}):
+        for address in ("tcp://127.0.0.1:8786", "ws://127.0.0.1:8786"):
+            with pytest.raises(ValueError) as info:
+                task_runner(2, address)
+            assert INSECURE_OPTION in str(info.value) and "\n" not in str(info.value)
+            runner = task_runner(2, address, allow_insecure_tcp=True)
+            assert runner.address == address
+        for dask in ("local", "tls://127.0.0.1:8786", None):  # nothing to allow there
+            with pytest.raises(ValueError, match=INSECURE_OPTION):
+                task_runner(2, dask, allow_insecure_tcp=True)
+
+
+def test_requests_refuse_a_plain_tcp_scheduler_unless_allowed():
+    from pydantic import ValidationError
+
+    from aeval.run.requests import SweepRequest
+
+    with pytest.raises(ValidationError, match="dask_allow_insecure_tcp"):
+        SweepRequest(marketplace=".", dask="tcp://10.0.0.5:8786")
+    assert SweepRequest(marketplace=".", dask="tcp://10.0.0.5:8786",
+                        dask_allow_insecure_tcp=True).dask_allow_insecure_tcp
+    assert SweepRequest(marketplace=".", dask="tls://10.0.0.5:8786").dask
+    assert SweepRequest(marketplace=".", dask="local").dask == "local"
 
 
 def test_local_dask_runner():
@@ -197,6 +228,8 @@ def test_local_dask_runner():
     runner = task_runner(4, "local")
     assert runner.cluster_kwargs["processes"] is True
     assert runner.cluster_kwargs["preload"] == ["aeval.flows.runners"]
+    assert runner.cluster_kwargs["security"] is True  # Security.temporary(): mutual TLS
+    assert runner.cluster_kwargs["host"] == "127.0.0.1"
     assert type(runner.duplicate()) is type(runner)  # the flow engine runs a duplicate
 
 
