@@ -40,6 +40,9 @@ class SkillGroup(BaseModel):
     root: Path
     runtime: str
     case_keys: list[str] = Field(description="CasePlan.key of each case run, in order.")
+    run_credentials: list[str] = Field(
+        default_factory=list, description="Names of the run's credentials (redacted from the "
+                                          "conclusions too; values never stored).")
 
 
 class PreparedRun(BaseModel):
@@ -80,7 +83,8 @@ class PreparedRun(BaseModel):
             for rt in self.request.runtimes:
                 if (ex.key, rt) in keys:
                     out.append(SkillGroup(skill_key=ex.key, name=ex.name, root=ex.root,
-                                          runtime=rt, case_keys=keys[(ex.key, rt)]))
+                                          runtime=rt, case_keys=keys[(ex.key, rt)],
+                                          run_credentials=self.run_credentials))
         return out
 
 

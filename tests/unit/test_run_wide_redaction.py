@@ -12,7 +12,9 @@ from aeval.tasks.case.install import case_redactor, resolve_credentials
 from aeval.tasks.run.examine import examine
 from aeval.tasks.run.plan import plan_cases
 
-from aeval.isolation.redact import declared_values
+from aeval.artifacts import CaseResult
+from aeval.isolation.redact import Redactor, declared_values
+from aeval.run.store import redacted_model
 
 TOKEN = "dpl_live_7Kq2Vx9Lm4Rt8Wz3"
 
@@ -59,3 +61,11 @@ def test_a_credential_not_set_is_not_redacted_and_does_not_fail(tmp_path, monkey
     monkeypatch.delenv("DEPLOY_TOKEN", raising=False)
     assert not case_redactor(plans(tmp_path)["release-digest"])
     assert declared_values(["DEPLOY_TOKEN", "EMPTY"], {"EMPTY": ""}) == {}
+
+
+def test_a_model_is_redacted_through_its_json_form():
+    result = CaseResult(case_id="main", runtime="literal", status="fail", dir="a/literal/main",
+                        reason=f'check failed: "token={TOKEN}"')
+    red = redacted_model(result, Redactor({"DEPLOY_TOKEN": TOKEN}))
+    assert red.reason == 'check failed: "token=[REDACTED:DEPLOY_TOKEN]"'
+    assert redacted_model(result, Redactor()) is result
