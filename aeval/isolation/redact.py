@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import re
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 from urllib.parse import quote, quote_plus
 
@@ -20,6 +22,16 @@ MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
 MIN_FRAGMENT_LEN = 8  # shortest aligned base64 fragment we look for (shorter: random hits)
 
 T = TypeVar("T", str, bytes)
+
+
+def declared_values(names: Iterable[str], environ: Mapping[str, str] | None = None
+                    ) -> dict[str, str]:
+    """The values the credentials ``names`` have in the environment (those set, not empty).
+    What a run redacts: every credential any of its cases declares, in every case's artifacts
+    and the run's own. Names travel with the plans; values are read here, in the process that
+    writes, and are never a parameter or a result of a task."""
+    environ = os.environ if environ is None else environ
+    return {n: environ[n] for n in sorted(set(names)) if environ.get(n)}
 
 
 def _b64_fragments(data: bytes) -> set[str]:

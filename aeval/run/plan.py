@@ -93,6 +93,13 @@ class CasePlan(BaseModel):
                                           "copy (`aeval triggers`).")
     executor_prompt: str = Field("executor", description="The executor's system prompt: "
                                                          "eval_skill/agents/<name>.md.")
+    run_credentials: list[str] = Field(
+        default_factory=list,
+        description="Names of every credential any case of the run declares (names only; "
+                    "values never stored). Their values, where set, are redacted from this "
+                    "case's artifacts too: a skill that got hold of another case's secret "
+                    "leaves it nowhere. They never reach this case's executor, which gets "
+                    "only `case.required_credentials`.")
 
     @property
     def layout(self) -> RunLayout:

@@ -52,6 +52,14 @@ def write_model(path: Path, model: BaseModel, redactor: Redactor = _NO_REDACTION
     return atomic_write_text(path, model.model_dump_json(indent=2) + "\n", redactor)
 
 
+def redacted_model(model: M, redactor: Redactor) -> M:
+    """``model`` with every form of every secret of ``redactor`` replaced in its text (through
+    its JSON form): for what is rendered or shown from a model, not only written."""
+    if not redactor:
+        return model
+    return type(model).model_validate_json(redactor.text(model.model_dump_json()))
+
+
 def read_model(path: Path, model: type[M]) -> M:
     return model.model_validate_json(Path(path).read_text(encoding="utf-8"))
 

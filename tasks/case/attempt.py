@@ -30,13 +30,12 @@ from pathlib import Path
 
 from aeval.adapters import get_runtime
 from aeval.adapters.sandbox.watch import CHANGES, SkillWatch, Touch
-from aeval.tasks.case.install import install, resolve_credentials, tool_env
+from aeval.tasks.case.install import case_redactor, install, resolve_credentials, tool_env
 from aeval.tasks.case.sandboxing import attempt_sandbox
 
 from aeval.artifacts import AttemptRecord
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
 from aeval.events import ToolResultEvent, read_events, render_transcript
-from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import Sandbox
 from aeval.isolation.startup_hooks import hook_changes, hook_state, shown, user_site
 from aeval.isolation.tree import Tree
@@ -95,7 +94,7 @@ class Attempt:
         self.record = AttemptRecord(number=self.number, started_at=datetime.now(UTC),
                                     outcome="completed",
                                     dir=str(self.dir.relative_to(plan.run_dir)))
-        self.redactor = Redactor()
+        self.redactor = case_redactor(plan)  # run-wide: every credential the run declares
         self.ws: Workspace | None = None
         self.baseline: dict | None = None
         self.baseline_tree: Tree | None = None
@@ -113,7 +112,6 @@ class Attempt:
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             credentials = resolve_credentials(self.plan)
-            self.redactor = Redactor(credentials)
             runtime = get_runtime(self.plan.runtime, **self.plan.runtime_options)
             runtime.check_available()
             if runtime.needs_model and not self.plan.model:

@@ -24,7 +24,6 @@ own to the server; its task run and states reach the server as events."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aeval.tasks.case.assertions import needs_probe, write_assertions_file
 from aeval.tasks.case.attempt import run_attempt
 from aeval.tasks.case.grade import grade_and_publish
+from aeval.tasks.case.install import case_redactor
 from aeval.tasks.case.probe import run_probe
 from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
 from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
@@ -43,6 +43,7 @@ from prefect.tasks import exponential_backoff
 
 from aeval.artifacts import AssertionsFile, CaseResult
 from aeval.errors import TransientError
+from aeval.isolation.redact import declared_values
 from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import read_model
 
@@ -159,7 +160,7 @@ def lost_chain(plan: CasePlan, outcome: object) -> CaseResult:
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
     """The case result when aeval itself failed on this case (never blamed on the skill)."""
-    first = (str(exc).strip().splitlines() or [""])[0]
+    first = (case_redactor(plan).text(str(exc)).strip().splitlines() or [""])[0]
     return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
                       status="internal", dir=plan.rel_dir,
                       reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
@@ -229,7 +230,8 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
                 execution = run_attempt(plan)
             except TransientError as exc:
                 if _run_count() <= retries:  # Prefect runs it again
-                    raise RetryCase(f"{type(exc).__name__}: {exc}"[:300]) from exc
+                    why = case_redactor(plan).text(f"{type(exc).__name__}: {exc}")
+                    raise RetryCase(why[:300]) from exc
                 execution = _logged(exc)
             except Exception as exc:  # recorded as the attempt's failure, graded below
                 execution = _logged(exc)
@@ -270,8 +272,8 @@ def run_case(plan: CasePlan, retries: int = 2, runtime_limit: int | None = None)
     the verdict's named state (``case_state``) and emits ``aeval.case.<status>``; read the
     CaseResult with ``future.result(raise_on_failure=False)`` (``lost_chain`` when it is none).
     Submit it as ``case_task(retries, delay)``: ``retries`` here must be the task's own."""
-    # in whichever process runs it (a Dask worker too): its declared secrets leave no log
-    declared = {n: os.environ[n] for n in plan.case.required_credentials if os.environ.get(n)}
+    # in whichever process runs it (a Dask worker too): no secret of the run leaves a log
+    declared = declared_values([*plan.case.required_credentials, *plan.run_credentials])
     if declared:
         redact_logs(declared, add=True)
     ensure_inert_logs()  # a Dask worker's own handlers too

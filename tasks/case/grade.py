@@ -23,7 +23,7 @@ from aeval.tasks.case.grader import (
     skill_lines,
     withhold,
 )
-from aeval.tasks.case.install import resolve_credentials
+from aeval.tasks.case.install import case_redactor, resolve_credentials
 from aeval.tasks.case.sandboxing import check_sandbox
 from aeval.tasks.run.prefect_artifacts import artifact_key, case_markdown
 from prefect.artifacts import create_markdown_artifact
@@ -151,13 +151,6 @@ def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionR
         out.verdicts = {v.id: v for v in answer.value.expectations}
         out.claims, out.feedback = answer.value.claims, answer.value.eval_feedback
     return out
-
-
-def case_redactor(plan: CasePlan) -> Redactor:
-    try:
-        return Redactor(resolve_credentials(plan))
-    except Exception:
-        return Redactor()
 
 
 def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: CasePlan,

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from aeval.errors import EnvironmentFailure, MissingCredential, PreflightFailed
-from aeval.isolation.redact import Redactor
+from aeval.isolation.redact import Redactor, declared_values
 from aeval.isolation.sandbox import Sandbox
 from aeval.isolation.shell import base_env, run_command
 from aeval.isolation.startup_hooks import user_site
@@ -31,6 +31,14 @@ def resolve_credentials(plan: CasePlan, environ: dict[str, str] | None = None) -
     return {n: environ[n] for n in plan.case.required_credentials}
 
 
+def case_redactor(plan: CasePlan) -> Redactor:
+    """What the case's artifacts, logs and errors are redacted of: the values (where set) of
+    its own credentials and of every other one the run declares (``plan.run_credentials``):
+    a value one case declares is redacted from every case's artifacts, not only its own.
+    The executor still gets only the case's own (``resolve_credentials``)."""
+    return Redactor(declared_values([*plan.case.required_credentials, *plan.run_credentials]))
+
+
 def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str]) -> dict[str, str]:
     """The whole environment of every command of the case."""
     return base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir), **credentials})
@@ -46,7 +54,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
     # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)
     env = tool_env(plan, ws, credentials)
-    redactor = Redactor(credentials)
+    redactor = case_redactor(plan)
     log: list[str] = []
     try:
         for phase, commands, error in (("setup", plan.case.setup, SetupFailed),

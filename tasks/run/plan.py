@@ -19,7 +19,9 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
     """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
     case folder, or ``skill/case#epoch`` for one epoch; ``skill`` is the skill's folder key in
     the run: two skills may share a name) makes each plan reuse that case's assertions
-    (regrade, uplift); ``install_skill`` False plans uplift's without-skill arm."""
+    (regrade, uplift); ``install_skill`` False plans uplift's without-skill arm. Every plan
+    carries the names of the run's credentials (``run_credentials``), for redaction."""
+    declared = run_credentials(examined)
     plans = []
     for ex in examined:
         if not ex.valid:
@@ -42,9 +44,18 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                         model=model, grader_model=grader_model, api_base=api_base,
                         output_cap=output_cap, keep_workspace=keep_workspace, sandbox=sandbox,
                         workspace_root=workspace_root, install_skill=install_skill,
+                        run_credentials=declared,
                         assertions_from=_recorded(recordings, ex.key or ex.name, case.id,
                                                   epoch)))
     return plans
+
+
+def run_credentials(examined: list[Examined]) -> list[str]:
+    """The names of every credential a case of the run declares: each case's artifacts, and
+    the run's, are redacted of all of them (never only of its own case's)."""
+    return sorted({n for ex in examined if ex.valid
+                   for case in [*ex.cases, *([ex.doc_case] if ex.doc_case else [])]
+                   for n in case.required_credentials})
 
 
 def _recorded(recordings: dict[str, str] | None, skill: str, case: str,

@@ -4,7 +4,6 @@ results of the cases graded before so that only the unfinished ones run."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,7 @@ import prefect
 from aeval.tasks.case.grade import finished_result
 from aeval.tasks.case.sandboxing import run_sandbox_status
 from aeval.tasks.run.examine import duplicate_name_warnings, examine
-from aeval.tasks.run.plan import plan_cases
+from aeval.tasks.run.plan import plan_cases, run_credentials
 from aeval.tasks.run.progress import progress, redact_logs
 from aeval.tasks.run.reuse import fingerprint_plans, reuse_unchanged
 from prefect import task
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, RunManifest
+from aeval.isolation.redact import declared_values
 from aeval.isolation.sandbox import SandboxUnavailable
 from aeval.run.layout import RunLayout, skill_keys
 from aeval.run.plan import CasePlan, Examined
@@ -40,6 +40,9 @@ class SkillGroup(BaseModel):
     root: Path
     runtime: str
     case_keys: list[str] = Field(description="CasePlan.key of each case run, in order.")
+    run_credentials: list[str] = Field(
+        default_factory=list, description="Names of the run's credentials (redacted from the "
+                                          "conclusions too; values never stored).")
 
 
 class PreparedRun(BaseModel):
@@ -55,6 +58,11 @@ class PreparedRun(BaseModel):
     finished: list[CaseResult] = Field(default_factory=list,
                                        description="Case runs graded before (resume).")
     workspace_root: Path = Field(description="Parent of every attempt's workspace (temporary).")
+    run_credentials: list[str] = Field(
+        default_factory=list,
+        description="Names of every credential a case of the run declares (values never "
+                    "stored): redacted from every artifact of the run, whichever case "
+                    "printed it.")
 
     @property
     def layout(self) -> RunLayout:
@@ -75,7 +83,8 @@ class PreparedRun(BaseModel):
             for rt in self.request.runtimes:
                 if (ex.key, rt) in keys:
                     out.append(SkillGroup(skill_key=ex.key, name=ex.name, root=ex.root,
-                                          runtime=rt, case_keys=keys[(ex.key, rt)]))
+                                          runtime=rt, case_keys=keys[(ex.key, rt)],
+                                          run_credentials=self.run_credentials))
         return out
 
 
@@ -138,7 +147,8 @@ def prepare(request: EvalRequest) -> PreparedRun:
         todo, reused = reuse_unchanged(fingerprint_plans(todo), Path(request.store))
         finished += reused
     return PreparedRun(request=request, run_dir=layout.run_dir, manifest=manifest,
-                       examined=examined, todo=todo, finished=finished, workspace_root=ws_root)
+                       examined=examined, todo=todo, finished=finished, workspace_root=ws_root,
+                       run_credentials=run_credentials(examined))
 
 
 @task(name="prepare", task_run_name="prepare {request.run_id}", cache_policy=NO_CACHE)
@@ -146,8 +156,7 @@ def prepare_run(request: EvalRequest) -> PreparedRun:
     """Find, examine and plan the skills of a run (and what a resumed run already did)."""
     run = prepare(request)
     # what the cases declare never reaches a log line, the console or Prefect's database
-    declared = {n for p in run.todo for n in p.case.required_credentials}
-    redact_logs({n: os.environ[n] for n in declared if os.environ.get(n)})
+    redact_logs(declared_values(run.run_credentials))
     progress("%d skill(s), %d case run(s), runtime(s): %s", len(run.examined),
              len(run.todo) + len(run.finished), ", ".join(request.runtimes))
     if request.resume:

@@ -22,8 +22,15 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
+from aeval.isolation.redact import Redactor, declared_values
 from aeval.isolation.text import escape_controls, one_line
-from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.run.store import (
+    atomic_write_bytes,
+    atomic_write_text,
+    read_model,
+    redacted_model,
+    write_model,
+)
 from aeval.verdicts.verdict import gate, skill_status, terminal_rate
 
 
@@ -100,7 +107,11 @@ def make_inert(root: ET.Element) -> None:
 
 
 def finish_run(run_dir: Path, manifest: RunManifest, require_tested: bool = False,
-               unconcluded: list[str] | None = None) -> RunManifest:
+               unconcluded: list[str] | None = None,
+               redactor: Redactor | None = None) -> RunManifest:
+    """The finished manifest (with its gate), redacted with ``redactor`` (every credential
+    the run declares); run.json, junit.xml and report.html written from it, redacted too."""
+    redactor = redactor or Redactor()
     g = gate(manifest.skills, require_tested=require_tested, unconcluded=unconcluded)
     totals: dict[str, int] = {}
     for s in manifest.skills:
@@ -108,11 +119,12 @@ def finish_run(run_dir: Path, manifest: RunManifest, require_tested: bool = Fals
             totals[c.status] = totals.get(c.status, 0) + 1
         if s.status == "invalid":
             totals["invalid"] = totals.get("invalid", 0) + 1
-    done = manifest.model_copy(update={"gate": g, "totals": totals, "status": "finished",
-                                       "finished_at": datetime.now(UTC)})
-    write_model(run_dir / "run.json", done)
-    atomic_write_bytes(run_dir / "junit.xml", junit_xml(run_dir, done))
-    atomic_write_text(run_dir / "report.html", render_report(run_dir, done))
+    done = redacted_model(manifest.model_copy(update={
+        "gate": g, "totals": totals, "status": "finished", "finished_at": datetime.now(UTC)}),
+        redactor)
+    write_model(run_dir / "run.json", done, redactor)
+    atomic_write_bytes(run_dir / "junit.xml", redactor.bytes(junit_xml(run_dir, done)))
+    atomic_write_text(run_dir / "report.html", render_report(run_dir, done), redactor)
     return done
 
 
@@ -140,8 +152,11 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult],
     (a table per skill, a link to the run). ``unconcluded``: the skills whose conclusion
     failed (``name [runtime]: why``), an internal error of the run."""
     run_dir = prepared.run_dir
+    # every secret any case of the run declares: from here on (the files, the Prefect
+    # artifacts and event, the console's summary) only the redacted manifest is used
+    redactor = Redactor(declared_values(prepared.run_credentials))
     done = finish_run(run_dir, assemble(prepared, results), prepared.request.require_tested,
-                      unconcluded)
+                      unconcluded, redactor)
     if prepared.request.skip_unchanged:
         record_verdicts(Path(prepared.request.store), done.run_id, prepared.todo, results)
     progress("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)

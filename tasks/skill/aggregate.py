@@ -22,6 +22,7 @@ from aeval.artifacts import (
 )
 from aeval.errors import EnvironmentFailure
 from aeval.events import Usage
+from aeval.isolation.redact import Redactor
 from aeval.prompts import load_prompt
 from aeval.run.store import atomic_write_text, read_model, write_model
 from aeval.verdicts.coverage import SkillCoverage, skill_coverage, skill_files
@@ -233,9 +234,11 @@ def coverage(run_dir: Path, cases: list[CaseResult], skill_root: Path) -> SkillC
 
 def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[CaseResult],
               model: str | None = None, api_base: str | None = None,
-              skill_root: Path | None = None) -> MultiEvalReport:
-    """Write the per skill x runtime artifacts into ``out``; return the multi-eval report."""
-    out = Path(out)
+              skill_root: Path | None = None, redactor: Redactor | None = None
+              ) -> MultiEvalReport:
+    """Write the per skill x runtime artifacts into ``out``, redacted with ``redactor`` (the
+    run's credentials); return the multi-eval report."""
+    out, redactor = Path(out), redactor or Redactor()
     pairs = load_gradings(Path(run_dir), cases)
     bench = benchmark(skill, runtime, pairs)
     if skill_root is not None:
@@ -243,16 +246,16 @@ def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[Ca
     notes = analyze(skill, runtime, pairs)
     if model and pairs:
         notes = narrate(notes, bench, model, api_base)
-    write_model(out / "benchmark.json", bench)
-    write_model(out / "analysis_notes.json", notes)
+    write_model(out / "benchmark.json", bench, redactor)
+    write_model(out / "analysis_notes.json", notes, redactor)
     fidelity = all(g.grader.protocol_fidelity for _, g in pairs)
     report = MultiEvalReport(skill=skill, runtime=runtime, cases=cases,
                              verdict=skill_status(cases), protocol_fidelity=fidelity)
     summary = render_summary(report)
     if template_problems(summary):
         report.protocol_fidelity = False
-    write_model(out / "multi_eval_report.json", report)
-    atomic_write_text(out / "summary.md", summary)
+    write_model(out / "multi_eval_report.json", report, redactor)
+    atomic_write_text(out / "summary.md", summary, redactor)
     return report
 
 

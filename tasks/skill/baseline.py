@@ -18,6 +18,7 @@ from aeval.artifacts import (
     Regression,
     RunManifest,
 )
+from aeval.isolation.redact import Redactor
 from aeval.run.layout import RunLayout
 from aeval.run.store import read_model, write_model
 
@@ -114,12 +115,13 @@ def regression(skill_key: str, skill: str, runtime: str, run_dir: Path,
 
 
 def regression_for(layout: RunLayout, out: Path, skill_key: str, skill: str, runtime: str,
-                   cases: list[CaseResult], store: Path, baseline: str | None = None
-                   ) -> Regression:
-    """regression.json of one skill x runtime, written into ``out``."""
+                   cases: list[CaseResult], store: Path, baseline: str | None = None,
+                   redactor: Redactor | None = None) -> Regression:
+    """regression.json of one skill x runtime, written into ``out`` (redacted with
+    ``redactor``: the run's credentials)."""
     label, entries = baseline_entries(store, baseline)
     doc = regression(skill_key, skill, runtime, layout.run_dir, cases, label, entries)
-    write_model(Path(out) / "regression.json", doc)
+    write_model(Path(out) / "regression.json", doc, redactor or Redactor())
     return doc
 
 

@@ -16,9 +16,10 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import Benchmark, CaseResult, MultiEvalReport
+from aeval.isolation.redact import Redactor, declared_values
 from aeval.run.layout import RunLayout
 from aeval.run.requests import EvalRequest
-from aeval.run.store import read_model
+from aeval.run.store import read_model, redacted_model
 
 
 def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
@@ -28,15 +29,17 @@ def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
     (uplift's other arm) there is nothing to fix in it and no baseline to compare with: only
     the aggregates are written."""
     out = layout.skill_dir(group.skill_key, group.runtime)
+    redactor = Redactor(declared_values(group.run_credentials))  # every secret of the run
     if request.install_skill:
         suggest(layout.run_dir, out, group.name, group.root, group.runtime, cases,
-                request.grader_model, request.api_base)
+                request.grader_model, request.api_base, redactor)
         regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
-                       Path(request.store), request.baseline)
+                       Path(request.store), request.baseline, redactor)
     # coverage only with the skill installed: without it every file would look untouched
-    return aggregate(layout.run_dir, out, group.name, group.runtime, cases,
-                     request.grader_model, request.api_base,
-                     skill_root=group.root if request.install_skill else None)
+    return redacted_model(aggregate(layout.run_dir, out, group.name, group.runtime, cases,
+                                    request.grader_model, request.api_base,
+                                    skill_root=group.root if request.install_skill else None,
+                                    redactor=redactor), redactor)
 
 
 @task(name="conclude", task_run_name="conclude {group.name} [{group.runtime}]",
@@ -47,7 +50,7 @@ def conclude_skill(layout: RunLayout, group: SkillGroup, cases: list[CaseResult]
     coverage as a Prefect table (``coverage-<skill>-<runtime>``, one row per file)."""
     report = conclude(layout, group, cases, request)
     bench = layout.skill_dir(group.skill_key, group.runtime) / "benchmark.json"
-    cov = read_model(bench, Benchmark).coverage if bench.is_file() else None
+    cov = read_model(bench, Benchmark).coverage if bench.is_file() else None  # redacted
     if cov is not None and request.install_skill:
         used = len(cov.files) - len(cov.untouched)
         create_table_artifact(

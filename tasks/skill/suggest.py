@@ -28,6 +28,7 @@ from aeval.artifacts import (
     SuggesterAnswer,
 )
 from aeval.errors import EnvironmentFailure
+from aeval.isolation.redact import Redactor
 from aeval.isolation.workspace import text_files
 from aeval.prompts import load_prompt
 from aeval.run.store import read_model, write_model
@@ -168,8 +169,9 @@ def suggester_input(skill_dir: Path, pairs: list[tuple[str, Grading]],
 
 def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: str,
             cases: list[CaseResult], model: str | None = None,
-            api_base: str | None = None) -> FixSuggestions:
-    """Compute fix_suggestions.json for one skill x runtime and write it into ``out_dir``."""
+            api_base: str | None = None, redactor: Redactor | None = None) -> FixSuggestions:
+    """Compute fix_suggestions.json for one skill x runtime and write it into ``out_dir``,
+    redacted with ``redactor`` (the run's credentials)."""
     skill_dir = Path(skill_dir)
     pairs, dirs = [], {}
     for c in sorted(cases, key=lambda c: (c.case_id, c.epoch or 0)):
@@ -222,5 +224,5 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
     lv1 = sum(s.level == "LV1" for s in final)
     doc = FixSuggestions(skill=skill, runtime=runtime, suggestions=final, rejected=rejected,
                          causal_share=round(lv1 / len(final), 4) if final else None)
-    write_model(Path(out_dir) / "fix_suggestions.json", doc)
+    write_model(Path(out_dir) / "fix_suggestions.json", doc, redactor or Redactor())
     return doc
