@@ -36,6 +36,7 @@ import weakref
 from pathlib import Path
 from typing import ClassVar
 
+from aeval.adapters.sandbox._disk import DiskBounded, file_limit, tmp_options
 from aeval.adapters.sandbox._limits import (
     cap_options,
     join_cgroups,
@@ -77,7 +78,7 @@ def _prlimit() -> str | None:
     return str(Path(found).resolve()) if found else None
 
 
-class NoSandbox:
+class NoSandbox(DiskBounded):
     """Today's isolation: a process group with a scrubbed environment, killed at the end."""
 
     name: ClassVar[str] = "none"
@@ -91,7 +92,7 @@ class NoSandbox:
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
         with command_file(command) as fd:
             return run_argv(bash_argv(fd), cwd, env, timeout_s, cap, redactor=redactor,
-                            label=command, pass_fds=(fd,))
+                            label=command, pass_fds=(fd,), guard=self.guard)
 
     def argv(self, argv: list[str], cwd: Path, env: dict[str, str],
              binds: tuple[str, ...] = ()) -> list[str]:
@@ -101,7 +102,7 @@ class NoSandbox:
         return dict(env)
 
 
-class BwrapSandbox:
+class BwrapSandbox(DiskBounded):
     """bubblewrap around every command (see the module docstring for what it guarantees)."""
 
     name: ClassVar[str] = "bwrap"
@@ -167,7 +168,8 @@ class BwrapSandbox:
         hidden_opts, readonly, root_rebuilt = hide(areas)
         out = [] if root_rebuilt else ["--ro-bind", "/", "/"]
         out += hidden_opts
-        out += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+        out += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
+                *tmp_options(self.bwrap, p)]
         # what the command needs from /tmp or from a hidden area, bound back read-only
         for prefix in needed_prefixes(argv, env.get("PATH", ""), [root, *p.hidden,
                                                                   self._args_dir],
@@ -205,7 +207,7 @@ class BwrapSandbox:
         # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact
         out = [BASH[0], "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"',
                str(self._args_file(out)), self.bwrap]
-        limits = rlimit_options(p.memory_bytes, p.max_file_bytes, p.max_processes)
+        limits = rlimit_options(p.memory_bytes, file_limit(p), p.max_processes)
         prlimit = _prlimit()
         if limits and prlimit:
             out += ["--", prlimit, *limits, "--"]
@@ -220,7 +222,8 @@ class BwrapSandbox:
         through (`aeval.isolation.shell.command_file`), not from its command line."""
         with command_file(command) as fd:
             return run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
-                            redactor=redactor, label=command, pass_fds=(fd,))
+                            redactor=redactor, label=command, pass_fds=(fd,),
+                            guard=self.guard)
 
 
 def wrapper_script(sandbox: Sandbox, program: str, cwd: Path, env: dict[str, str],
