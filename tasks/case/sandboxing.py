@@ -90,7 +90,8 @@ def sandbox_policy(plan: CasePlan, root: Path, *, writable: list[Path] | None = 
         root=root, writable=writable,
         hidden=[Path(plan.skill.path), plan.layout.store.resolve(), *(hidden or []),
                 *service_paths([root, *writable])],
-        network=plan.case.network, output_cap=plan.output_cap)
+        network=plan.case.network, output_cap=plan.output_cap,
+        max_disk_bytes=plan.case.max_disk_mb << 20)
 
 
 def attempt_policy(plan: CasePlan, root: Path) -> SandboxPolicy:
