@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from aeval.isolation.sandbox import SandboxPolicy
 
 MAX_ENTRIES = 1_000_000  # files and folders one walk reads; more is itself over the bound
-INTERVAL_S = 0.05  # between two walks, at least
+INTERVAL_S = 0.02  # between two walks, at least
 TMP_INTERVAL_S = 0.01  # between two reads of the private /tmp (a statvfs: cheap)
 SLOW_FACTOR = 4  # a walk that took w seconds waits 4 w before the next one
 MAX_PIDS = 16  # processes of the command looked at for its private /tmp
@@ -163,13 +163,6 @@ def tmp_options(bwrap: str, policy: SandboxPolicy) -> list[str]:
     """bubblewrap's options for the private /tmp: a tmpfs no larger than the disk bound."""
     size = policy.max_disk_bytes
     return [*(["--size", str(size)] if size and sized_tmpfs(bwrap) else []), "--tmpfs", "/tmp"]
-
-
-def file_limit(policy: SandboxPolicy) -> int | None:
-    """RLIMIT_FSIZE of the sandboxed commands: `max_file_bytes`, capped by the disk bound
-    (a file larger than what the attempt may hold is over it from its first write)."""
-    limits = [n for n in (policy.max_file_bytes, policy.max_disk_bytes) if n]
-    return min(limits) if limits else None
 
 
 class DiskBound:

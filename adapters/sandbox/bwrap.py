@@ -36,7 +36,7 @@ import weakref
 from pathlib import Path
 from typing import ClassVar
 
-from aeval.adapters.sandbox._disk import DiskBounded, file_limit, tmp_options
+from aeval.adapters.sandbox._disk import DiskBounded, tmp_options
 from aeval.adapters.sandbox._limits import (
     cap_options,
     join_cgroups,
@@ -207,7 +207,7 @@ class BwrapSandbox(DiskBounded):
         # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact
         out = [BASH[0], "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"',
                str(self._args_file(out)), self.bwrap]
-        limits = rlimit_options(p.memory_bytes, file_limit(p), p.max_processes)
+        limits = rlimit_options(p.memory_bytes, p.max_file_bytes, p.max_processes)
         prlimit = _prlimit()
         if limits and prlimit:
             out += ["--", prlimit, *limits, "--"]

@@ -68,8 +68,7 @@ class SandboxPolicy(BaseModel):
         description="What the attempt may hold on disk while a command runs: the blocks "
                     "allocated under `root` and `writable` plus the command's private /tmp "
                     "(a tmpfs of this size). Over it the command's process tree is killed and "
-                    "the case fails: `wrote more than N`. It also caps `max_file_bytes`. "
-                    "None: no limit.")
+                    "the case fails: `wrote more than N`. None: no limit.")
     max_processes: int | None = Field(
         1024, gt=0,
         description="RLIMIT_NPROC of sandboxed processes. The kernel does not enforce it for "

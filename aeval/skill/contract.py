@@ -231,7 +231,7 @@ class EvalCase(_Strict):
     max_disk_mb: int = Field(
         10_240, ge=1, le=MAX_DISK_MB,
         description="MiB the attempt may hold on disk while its commands run (workspace, "
-                    "HOME and each command's private /tmp together; also the largest file). "
+                    "HOME and each command's private /tmp together, as blocks allocated). "
                     "Over it the command is killed and the case fails: `wrote more than N`.")
     network: bool = Field(True, description="Commands of the case share the host network "
                                             "(agent runtimes reach their model API; setup "

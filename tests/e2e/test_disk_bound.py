@@ -119,11 +119,11 @@ OVER = f"wrote more than {BOUND_MB} MiB"
 @needs_bwrap
 def test_shards_past_the_bound_in_the_workspace_fail_the_case_and_the_writer_is_killed(
         tmp_path, capsys):
-    """20 shards of 16 MiB (320 MiB, each file a quarter of the bound): the step is killed
-    soon after the fourth, the case fails with the bound as its reason, on the console too,
-    although the assertion (a shard exists) passed."""
+    """64 shards of 16 MiB (1 GiB, each file a quarter of the bound): the step is killed
+    soon after the bound, long before its end; the case fails with the bound as its reason,
+    on the console too, although the assertion (a shard exists) passed."""
     mp = tmp_path / "mp"
-    skill(mp, "shards", ["python3 $SKILL_DIR/scripts/fetch.py --shards 20 --out data"],
+    skill(mp, "shards", ["python3 $SKILL_DIR/scripts/fetch.py --shards 64 --out data"],
           SHARDS_EXIST)
     start = time.monotonic()
     code, rd, console = run(mp, tmp_path / "out", capsys)
@@ -134,8 +134,8 @@ def test_shards_past_the_bound_in_the_workspace_fail_the_case_and_the_writer_is_
     assert OVER in console, console
     assert attempt(rd, "shards")["exceeded"].startswith(OVER)
     text = transcript(rd, "shards")
-    assert "all 20 shards written" not in text and f"[killed: {OVER}" in text, text[-2000:]
-    assert "shard 9 written" not in text, text[-2000:]  # killed near the bound, not later
+    assert "all 64 shards written" not in text and f"[killed: {OVER}" in text, text[-2000:]
+    assert "shard 32 written" not in text, text[-2000:]  # killed near the bound, not later
     (err,) = g["self_correction"]["first_attempt_errors"]
     assert OVER in err["excerpt"], err
     assert took < 120, took

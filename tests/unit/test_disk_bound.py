@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from aeval.adapters.sandbox._disk import DiskBound, allocated, file_limit, human
+from aeval.adapters.sandbox._disk import DiskBound, allocated, human
 from aeval.adapters.sandbox.bwrap import NoSandbox
 
 from aeval.isolation.sandbox import SandboxPolicy
@@ -52,13 +52,6 @@ def test_a_walk_past_its_entry_limit_is_over_the_bound(tmp_path):
     bound = DiskBound([tmp_path], 64 * MIB, max_entries=20)
     _, why = bound.walk()
     assert why is not None and why.startswith("wrote more than 64 MiB") and "20" in why
-
-
-def test_the_per_file_limit_is_never_above_the_disk_bound(tmp_path):
-    assert file_limit(SandboxPolicy(root=tmp_path, max_disk_bytes=64 * MIB)) == 64 * MIB
-    assert file_limit(SandboxPolicy(root=tmp_path, max_disk_bytes=None)) == 16 << 30
-    assert file_limit(SandboxPolicy(root=tmp_path, max_disk_bytes=None,
-                                    max_file_bytes=None)) is None
 
 
 def test_an_unsandboxed_writer_is_killed_over_the_bound(tmp_path):
