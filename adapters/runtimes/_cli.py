@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from aeval.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from aeval.isolation.shell import Guard
 from aeval.runtime import EventRecorder, RunRequest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +87,61 @@ def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str],
                         request.workspace, env, binds=(grant.socket_path,))
 
 
+def guard(request: RunRequest) -> Guard | None:
+    """The bound watched while the CLI runs (the attempt's disk bound), if its sandbox has
+    one."""
+    return getattr(request.sandbox, "guard", None)
+
+
+def guard_launched(request: RunRequest, pidfile: Path) -> Callable[[], str | None]:
+    """The attempt's disk bound watched while a CLI runs that an SDK starts itself (through
+    a launcher that writes its pid, which the sandbox's process keeps, to ``pidfile``):
+    the pid is read once, as soon as it appears, without following a link, and over the
+    bound that process (and with it the sandbox) is killed. Returns the function to call
+    when the CLI has ended: why it went over the bound, or None."""
+    g = guard(request)
+    if g is None:
+        return lambda: None
+    done = threading.Event()
+    stops: list[Callable[[], str | None]] = []
+
+    def wait() -> None:
+        while not done.wait(0.02):
+            pid = _read_pid(pidfile)
+            if pid is not None:
+                stops.append(g(pid, partial(_kill_pid, pid)))
+                return
+
+    thread = threading.Thread(target=wait, name="aeval-disk-launched", daemon=True)
+    thread.start()
+
+    def stop() -> str | None:
+        done.set()
+        thread.join()
+        return stops[0]() if stops else None
+
+    return stop
+
+
+def _read_pid(pidfile: Path) -> int | None:
+    try:
+        fd = os.open(pidfile, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.read(fd, 32).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    return int(text) if text.isdigit() and int(text) > 1 else None
+
+
+def _kill_pid(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
 def sandboxed(request: RunRequest) -> bool:
     """Whether the attempt's commands (and so the CLI) run under bubblewrap."""
     return request.sandbox is not None and request.sandbox.name == "bwrap"
@@ -100,6 +156,7 @@ class ProcessOutcome:
     stopped: bool  # the record callback asked to stop (a limit was reached)
     stderr_tail: str
     wall_s: float
+    exceeded: str | None = None  # the bound it went over, which killed it
 
 
 class SessionTail:
@@ -186,13 +243,16 @@ class SessionTail:
 def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                  raw_log: Path, on_record: Callable[[dict[str, Any]], bool],
                  pass_fds: tuple[int, ...] = (),
-                 side: Callable[[], list[str]] | None = None) -> ProcessOutcome:
+                 side: Callable[[], list[str]] | None = None,
+                 guard: Guard | None = None) -> ProcessOutcome:
     """Run ``argv`` (stdin closed, own process group), append its stdout as is to ``raw_log``
     and hand each JSON object line to ``on_record``; a True answer stops the process. The
     timeout kills the whole process group. ``pass_fds`` are inherited by the process.
     ``side``: a second source of JSON lines (the CLI's session record, `SessionTail.lines`),
     asked before each stdout line and once the process has ended; its lines go to the raw
-    log and ``on_record`` first, so raw log and events keep one order."""
+    log and ``on_record`` first, so raw log and events keep one order. ``guard``: a bound
+    watched while it runs (`aeval.isolation.shell.Guard`): over it, the process group is
+    killed and ``exceeded`` says why."""
     stopped = False
 
     def take(raw: Any, line: str) -> None:
@@ -229,6 +289,8 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
         timed_out.set()
         kill()
 
+    stop_guard = guard(proc.pid, kill) if guard is not None else None
+    exceeded = None
     tail: collections.deque[str] = collections.deque(maxlen=60)
     drain = threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True)
     drain.start()
@@ -244,13 +306,15 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
             drain_side(raw)
     finally:
         timer.cancel()
+        if stop_guard is not None:
+            exceeded = stop_guard()
         if proc.poll() is None:
             kill()
             proc.wait()
         drain.join(timeout=5)
     return ProcessOutcome(returncode=proc.returncode, timed_out=timed_out.is_set(),
                           stopped=stopped, stderr_tail="".join(tail)[-4000:],
-                          wall_s=time.monotonic() - start)
+                          wall_s=time.monotonic() - start, exceeded=exceeded)
 
 
 def executor_prompt(request: RunRequest) -> str:

@@ -73,7 +73,7 @@ from aeval.adapters.runtimes._claude_code_parse import (
     StreamParser,
     message_record,
 )
-from aeval.adapters.runtimes._cli import in_sandbox
+from aeval.adapters.runtimes._cli import guard_launched, in_sandbox
 from aeval.adapters.runtimes.keyproxy import Grant, grant
 
 from aeval.errors import RuntimeUnavailable
@@ -296,13 +296,18 @@ class ClaudeCodeRuntime:
             for fields in parser.feed(record):
                 _emit(recorder, fields)
 
+        stop_guard = guard_launched(request, _pidfile(request.home))  # the disk bound
+        exceeded = None
         try:
             take({"_type": START, "_t": 0.0, "prompt": request.prompt,
                   "model": options.model, "workspace": str(request.workspace),
                   "runtime_version": self.version()})
-            stop = _run_sync(_stream(request.prompt, options, start, take, stderr,
-                                     request.limits.timeout_s, _pidfile(request.home)),
-                             request.limits.timeout_s + BACKSTOP_S)
+            try:
+                stop = _run_sync(_stream(request.prompt, options, start, take, stderr,
+                                         request.limits.timeout_s, _pidfile(request.home)),
+                                 request.limits.timeout_s + BACKSTOP_S)
+            finally:
+                exceeded = stop_guard()
             if stop is not None and stop.get("reason") == "cli_not_found":
                 raise RuntimeUnavailable(f"{stop['message']}: {INSTALL}")
             if stop is not None and (parser.result is None or stop.get("reason") == "timeout"):
@@ -312,6 +317,10 @@ class ClaudeCodeRuntime:
                 _emit(recorder, fields)
         finally:
             raw.close()
+        if exceeded:  # killed over the disk bound: the case fails, with that reason
+            return RunResult(status="failed", final_text=exceeded, usage=outcome.usage,
+                             wall_s=time.monotonic() - start, raw_log=str(request.raw_log),
+                             runtime_version=self.version())
         if outcome.error is not None:
             raise outcome.error
         return RunResult(status=outcome.status, final_text=outcome.final_text,

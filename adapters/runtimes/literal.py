@@ -94,6 +94,9 @@ class LiteralRuntime:
             if r.timed_out:
                 status, final = "timeout", f"step {i} killed by the case timeout"
                 break
+            if r.exceeded:
+                status, final = "failed", f"step {i} of {len(request.steps)} killed: {r.exceeded}"
+                break
             if not r.ok:
                 status, final = "failed", f"step {i} of {len(request.steps)} exited {r.exit_code}"
                 break
@@ -162,6 +165,11 @@ class LiteralRuntime:
                 if taints(plan, outcomes[-1]):
                     unclean.append((plan, outcomes[-1]))
                 continue
+            if r.exceeded:  # the attempt is over its disk bound: no later block could run
+                outcomes.append(BlockOutcome(plan.line, "defect", f"killed: {r.exceeded}",
+                                             evidence=output[-EVIDENCE_CAP:]))
+                recorder.message("system", f"{where}: killed: {r.exceeded}")
+                break
             if r.timed_out:
                 outcome = BlockOutcome(plan.line, "timeout",
                                        f"did not finish in {r.duration_s:.0f}s")

@@ -45,6 +45,7 @@ from aeval.adapters.runtimes._cli import (
     emit,
     executor_prompt,
     find_cli,
+    guard,
     in_sandbox,
     sandboxed,
     stream_jsonl,
@@ -240,10 +241,15 @@ class OpenCodeRuntime:
             try:
                 outcome = stream_jsonl(in_sandbox(request, argv, env, g),
                                        request.workspace, env, request.limits.timeout_s,
-                                       request.raw_log, on_record, pass_fds=(key_fd,))
+                                       request.raw_log, on_record, pass_fds=(key_fd,),
+                                       guard=guard(request))
             finally:
                 os.close(key_fd)
         version = self.version()
+        if outcome.exceeded:  # killed over the disk bound: the case fails, with that reason
+            recorder.end("failed", outcome.exceeded)
+            return RunResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
+                             wall_s=outcome.wall_s, runtime_version=version)
         if parser.failure is not None and not outcome.stopped:
             f = parser.failure
             if f.transient:

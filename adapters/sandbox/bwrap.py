@@ -38,6 +38,7 @@ import weakref
 from pathlib import Path
 from typing import ClassVar
 
+from aeval.adapters.sandbox._disk import DiskBounded, tmp_options
 from aeval.adapters.sandbox._limits import (
     cap_options,
     join_cgroups,
@@ -84,7 +85,7 @@ def _prlimit() -> str | None:
     return str(Path(found).resolve()) if found else None
 
 
-class NoSandbox:
+class NoSandbox(DiskBounded):
     """Today's isolation: a process group with a scrubbed environment, killed at the end."""
 
     name: ClassVar[str] = "none"
@@ -98,7 +99,7 @@ class NoSandbox:
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
         with command_file(command) as fd:
             return run_argv(bash_argv(fd), cwd, env, timeout_s, cap, redactor=redactor,
-                            label=command, pass_fds=(fd,))
+                            label=command, pass_fds=(fd,), guard=self.guard)
 
     def argv(self, argv: list[str], cwd: Path, env: dict[str, str],
              binds: tuple[str, ...] = ()) -> list[str]:
@@ -108,7 +109,7 @@ class NoSandbox:
         return dict(env)
 
 
-class BwrapSandbox:
+class BwrapSandbox(DiskBounded):
     """bubblewrap around every command (see the module docstring for what it guarantees)."""
 
     name: ClassVar[str] = "bwrap"
@@ -180,7 +181,8 @@ class BwrapSandbox:
         root = Path(p.root).resolve()
         writable = [root, *(Path(w).resolve() for w in p.writable)]
         out = [*system_view(), "--ro-bind", self._resolv_conf(), "/etc/resolv.conf",
-               "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+               "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
+               *tmp_options(self.bwrap, p)]
         tools = str(toolchain())
         out += ["--ro-bind", tools, tools, *python_view()]
         programs = [a for a in argv if a.startswith("/") and not a.startswith(("/dev/", "/proc/"))
@@ -231,7 +233,8 @@ class BwrapSandbox:
         through (`aeval.isolation.shell.command_file`), not from its command line."""
         with command_file(command) as fd:
             return run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
-                            redactor=redactor, label=command, pass_fds=(fd,))
+                            redactor=redactor, label=command, pass_fds=(fd,),
+                            guard=self.guard)
 
 
 def wrapper_script(sandbox: Sandbox, program: str, cwd: Path, env: dict[str, str],

@@ -92,6 +92,10 @@ class AttemptRecord(BaseModel):
                           "lost: the manifest's file identities cover the rest, with less "
                           "precise times); none (no inotify: the manifest alone). None: the "
                           "runtime never ran.")
+    exceeded: str | None = Field(
+        None, description="The bound a command of this attempt went over, which killed it "
+                          "(`wrote more than 10 GiB`: the disk bound, eval.config's "
+                          "`max_disk_mb`); the case then fails. None: none was.")
     cut: list[str] = Field(
         default_factory=list,
         description="What a bound of aeval's own work cut in this attempt, one line each: "

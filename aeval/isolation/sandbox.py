@@ -40,7 +40,7 @@ class SandboxPolicy(BaseModel):
     writable: list[Path] = Field(
         default_factory=list,
         description="Further host folders bound writable (e.g. a runtime's private config "
-                    "home outside the attempt root). Bound after the hidden paths.")
+                    "home outside the attempt root).")
     shown: list[Path] = Field(
         default_factory=list,
         description="Further host paths shown read-only at their own place, beside the "
@@ -66,6 +66,12 @@ class SandboxPolicy(BaseModel):
         16 * GIB, gt=0,
         description="Largest file a sandboxed process may write (RLIMIT_FSIZE), sparse files "
                     "included: past it a write fails (EFBIG). None: no limit.")
+    max_disk_bytes: int | None = Field(
+        10 * GIB, gt=0,
+        description="What the attempt may hold on disk while a command runs: the blocks "
+                    "allocated under `root` and `writable` plus the command's private /tmp "
+                    "(a tmpfs of this size). Over it the command's process tree is killed and "
+                    "the case fails: `wrote more than N`. None: no limit.")
     max_processes: int | None = Field(
         1024, gt=0,
         description="RLIMIT_NPROC of sandboxed processes. The kernel does not enforce it for "
@@ -98,11 +104,13 @@ class Sandbox(Protocol):
     name: ClassVar[str]
     policy: SandboxPolicy
     status: SandboxStatus  # what to record: used, requested, and why not bwrap
+    exceeded: str | None  # the first bound a command went over: "wrote more than 64 MiB"
 
     def run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
             cap: int = 16_000, *, redactor: Redactor | None = None) -> CommandResult:
-        """Run ``command`` with bash -e -o pipefail; kill every descendant at the timeout and
-        when it returns; output capped while read and redacted before it is cut."""
+        """Run ``command`` with bash -e -o pipefail; kill every descendant at the timeout, over
+        the disk bound, and when it returns; output capped while read and redacted before it
+        is cut."""
 
     def argv(self, argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
         """The command line that runs ``argv`` inside the sandbox, in ``cwd``, with ``env``

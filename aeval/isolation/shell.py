@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -90,6 +90,13 @@ def bash_argv(fd: int) -> list[str]:
     return [*BASH, f'eval "$(</dev/fd/{fd})" {fd}<&-']
 
 
+Guard = Callable[[int, Callable[[], None]], Callable[[], "str | None"]]
+"""A bound watched while a command runs (the attempt's disk bound: `aeval.adapters.sandbox._disk`):
+called with the command's pid and a function that kills its process tree; returns the
+function to call once the command has ended, which says why the command was killed or went
+over the bound (None: it did not)."""
+
+
 @dataclass(frozen=True)
 class CommandResult:
     command: str
@@ -99,10 +106,11 @@ class CommandResult:
     duration_s: float
     timed_out: bool
     truncated: bool
+    exceeded: str | None = None  # a bound the command went over ("wrote more than 64 MiB")
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and self.exceeded is None
 
     def combined(self) -> str:
         """stdout then stderr, as a tool result shows them."""
@@ -111,6 +119,8 @@ class CommandResult:
             out += ("\n" if out and not out.endswith("\n") else "") + self.stderr
         if self.timed_out:
             out += f"\n[killed after {self.duration_s:.0f}s timeout]"
+        if self.exceeded:
+            out += f"\n[killed: {self.exceeded}]"
         return out
 
 
@@ -180,11 +190,14 @@ def _exited(pid: int) -> bool:
 
 def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
              cap: int = 16_000, *, redactor: Redactor | None = None,
-             label: str | None = None, pass_fds: tuple[int, ...] = ()) -> CommandResult:
+             label: str | None = None, pass_fds: tuple[int, ...] = (),
+             guard: Guard | None = None) -> CommandResult:
     """Run ``argv`` in its own session with stdin from /dev/null, reading stdout and stderr as
     they come (capped while read, redacted before cut). At the timeout, and again when the
     command has returned, its whole process group is killed (a sandbox's PID namespace also
-    takes the descendants that left the group). Never raises for the command's own failure."""
+    takes the descendants that left the group); so it is when ``guard`` finds the command
+    over its bound (the reason is the result's ``exceeded``). Never raises for the command's
+    own failure."""
     redactor = redactor or Redactor()
     margin = redactor.longest + 8
     start = time.monotonic()
@@ -192,6 +205,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, pass_fds=pass_fds)
+    stop_guard = guard(proc.pid, lambda: _kill_group(proc.pid)) if guard is not None else None
     out, err = _Capture(cap, margin), _Capture(cap, margin)
     caps = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     timed_out = False
@@ -229,6 +243,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
             timed_out = True
             break
         time.sleep(0.01)
+    exceeded = stop_guard() if stop_guard is not None else None
     _kill_group(proc.pid)
     proc.wait()
     duration = time.monotonic() - start
@@ -236,7 +251,7 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
     stderr, t2 = err.text(cap, redactor)
     return CommandResult(label if label is not None else " ".join(argv),
                          None if timed_out else proc.returncode, stdout, stderr, duration,
-                         timed_out, t1 or t2)
+                         timed_out, t1 or t2, exceeded)
 
 
 class Runner(Protocol):

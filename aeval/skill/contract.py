@@ -27,6 +27,7 @@ ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
 DOC_CASE_ID = "skill-md"  # SKILL.md's doc test beside a contract's cases (literal only)
+MAX_DISK_MB = 1 << 24  # 16 TiB: beyond it a disk bound is a typo
 MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones overflow timers
 # Secrets of the harness itself: a contract (written by whoever opens the MR) must not be able
 # to hand them to the executor. aeval's own settings and CI tokens; every key a model
@@ -227,6 +228,11 @@ class EvalCase(_Strict):
                              description="Seconds the execution may take (at most a week).")
     max_turns: int = Field(60, ge=1, le=100_000,
                            description="Most model turns the executor may take.")
+    max_disk_mb: int = Field(
+        10_240, ge=1, le=MAX_DISK_MB,
+        description="MiB the attempt may hold on disk while its commands run (workspace, "
+                    "HOME and each command's private /tmp together, as blocks allocated). "
+                    "Over it the command is killed and the case fails: `wrote more than N`.")
     network: bool = Field(False, description="Outbound network access for the case's commands "
                                              "(setup reaching package registries, a skill "
                                              "that calls a public API), through a user-mode "

@@ -29,6 +29,9 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
 - honest pass: a case that would pass but never exercised the skill (no file of it ran, none
   was read by a command that succeeded; for an agent, not even SKILL.md was loaded) ->
   untested, "nothing of the skill ran".
+- a command killed over the attempt's disk bound (``exceeded``: "wrote more than 10 GiB")
+  -> fail, whatever else passed: what the skill or the agent wrote is theirs, and the bound
+  is the contract's to raise (``max_disk_mb``).
 - a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
   only on a block that broke in the skill's own code, untested, or error; Δ still fails it.
 - without the skill installed (uplift's without-skill arm): the structural assertions
@@ -78,6 +81,12 @@ class Judgement(BaseModel):
     expectations: list[Expectation]
     status: str = Field(description="pass | fail | error")
     reason: str = Field(description="Why, in one line.")
+
+
+def over_bound(exceeded: str, reason: str | None = None) -> str:
+    """The reason of a case whose command went over the attempt's disk bound."""
+    return (f"{exceeded}: a command went over the attempt's disk bound and was killed "
+            f"(eval.config's max_disk_mb raises it)" + (f"; {reason}" if reason else ""))
 
 
 def change_evidence(changes: list[ChangeMade]) -> str:
@@ -179,8 +188,8 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           errors: list[FirstAttemptError] | None = None,
           probe: ProbeResult | None = None, run_status: str = "completed",
           run_text: str = "", doc_test: bool = False, skill_installed: bool = True,
-          findings: list[StaticFinding] | None = None, exercised: list[str] | None = None
-          ) -> Judgement:
+          findings: list[StaticFinding] | None = None, exercised: list[str] | None = None,
+          exceeded: str | None = None) -> Judgement:
     """Expectations and status of one case.
 
     ``checks``: outcome per deterministic assertion id; ``verdicts``: the grader's verdict per
@@ -192,7 +201,8 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
     ``doc_test``: the case is a doc test of SKILL.md's blocks; ``skill_installed`` False:
     uplift's without-skill arm (no structural assertion, no skill rule applies);
     ``findings``: the static skill check's (S0); ``exercised``: the evidence that the skill
-    ran (None: not asked, as for a recorded run graded again without it)."""
+    ran (None: not asked, as for a recorded run graded again without it); ``exceeded``: the
+    bound a command of the attempt went over (`over_bound`)."""
     if not skill_installed:
         assertions = [a for a in assertions if a.kind != "structural"]
         changes, errors, probe, doc_test, findings = [], [], None, False, []
@@ -201,6 +211,9 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
                                     grader_error, errors, probe, findings, doc)
                     for a in assertions]
     status, reason = case_status(expectations, threshold)
+    if exceeded:
+        return Judgement(expectations=expectations, status="fail",
+                         reason=over_bound(exceeded, reason))
     if status != "fail" or not any(e.kind == "structural" and e.passed is False
                                    for e in expectations):
         if run_status == "untested":

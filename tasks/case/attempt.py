@@ -136,6 +136,10 @@ class Attempt:
                 result = self._run(runtime, credentials)
             finally:
                 self.changes = self._delta()
+                # what the runtime's own tools wrote (a write tool) counts against the bound
+                measure = getattr(self.sandbox, "measure", None)
+                if measure is not None:
+                    measure()
             outputs = self._publish(before)
         except BaseException as exc:
             self._fail(exc)
@@ -330,6 +334,7 @@ class Attempt:
 
     def _write_record(self) -> None:
         self.record.changes = [f"{c.change} {c.path}" for c in self.changes]
+        self.record.exceeded = getattr(self.sandbox, "exceeded", None)
         write_model(self.dir / "attempt.json", self.record, self.redactor)
 
     def cleanup(self) -> None:

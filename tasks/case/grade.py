@@ -69,7 +69,7 @@ from aeval.verdicts.documented import (
     failed_documented_calls,
     skill_files,
 )
-from aeval.verdicts.judge import STATIC, judge, judge_structural, static_evidence
+from aeval.verdicts.judge import STATIC, judge, judge_structural, over_bound, static_evidence
 from aeval.verdicts.verdict import summarize
 
 
@@ -202,6 +202,8 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
             reason = (f"the static skill check found a defect: "
                       f"{static_evidence(plan.static_findings)} (the case did not execute: "
                       f"{reason})")
+        if last and last.exceeded:  # e.g. a setup that wrote past the disk bound
+            status, reason = "fail", over_bound(last.exceeded, reason)
         grading = Grading(
             skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
             status_reason=reason, expectations=expectations, summary=summarize(expectations),
@@ -243,7 +245,8 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
               run_text=execution.result.final_text, doc_test=doc_test,
               skill_installed=plan.install_skill, findings=plan.static_findings,
               exercised=None if not plan.require_exercise
-              else resources.exercised if resources is not None else [])
+              else resources.exercised if resources is not None else [],
+              exceeded=graded_attempt.exceeded if graded_attempt is not None else None)
     result = execution.result
     m = metrics(events, len(execution.outputs))
     grading = Grading(

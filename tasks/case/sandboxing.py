@@ -41,7 +41,8 @@ def sandbox_policy(plan: CasePlan, root: Path, *,
     case declares shown, the case's network as declared; nothing else of the host."""
     return SandboxPolicy(
         root=root, writable=list(writable or []), shown=declared_tools(plan.case.host_tools),
-        network=plan.case.network, output_cap=plan.output_cap)
+        network=plan.case.network, output_cap=plan.output_cap,
+        max_disk_bytes=plan.case.max_disk_mb << 20)
 
 
 def attempt_policy(plan: CasePlan, root: Path) -> SandboxPolicy:

@@ -186,3 +186,12 @@ def test_example_tiers():
              for n in ("csv-stats", "segmentation", "release-notes", "hello-docs")}
     assert tiers == {"csv-stats": Tier.per_skill, "segmentation": Tier.per_skill,
                      "release-notes": Tier.per_name, "hello-docs": Tier.generic}
+
+
+def test_the_disk_bound_is_read_in_mib_and_a_non_positive_one_is_refused(tmp_path):
+    d = write_skill(tmp_path)
+    case = parse_config(write_config(d, {"evals": [{**CASE, "max_disk_mb": 64}]})).evals[0]
+    assert case.max_disk_mb == 64
+    assert parse_config(write_config(d, {"evals": [CASE]})).evals[0].max_disk_mb == 10_240
+    with pytest.raises(ContractError, match=r"evals\[0\]\.max_disk_mb"):
+        parse_config(write_config(d, {"evals": [{**CASE, "max_disk_mb": 0}]}))

@@ -443,3 +443,16 @@ def test_the_reasons_of_untested_and_nothing_ran():
 def test_a_run_is_completed_unless_the_runtime_said_otherwise():
     j = judge([S1, S2], [], {}, {}, 1.0, doc_test=True)
     assert (j.status, j.reason) == ("pass", "doc test: ")
+
+
+@pytest.mark.parametrize("extra", [{}, {"run_status": "untested", "run_text": "needs jq"},
+                                   {"grader_error": "grader model failed: 503"},
+                                   {"exercised": []}])
+def test_a_command_over_the_disk_bound_fails_the_case_whatever_else_passed(extra):
+    """What the skill or the agent wrote is theirs: `fail` with the bound as the reason,
+    never pass, untested or error (eval.config's max_disk_mb raises the bound)."""
+    j = judge([CHECK, S1], [], {"A1": ok()}, {}, 1.0,
+              exceeded="wrote more than 64 MiB (70.2 MiB held)", **extra)
+    assert j.status == "fail"
+    assert j.reason.startswith("wrote more than 64 MiB (70.2 MiB held)") \
+        and "max_disk_mb" in j.reason, j.reason
