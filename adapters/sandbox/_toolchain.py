@@ -30,15 +30,26 @@ import functools
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 _PIP_SHIM = "#!{python}\nimport sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n"
 
 
-@functools.lru_cache(maxsize=1)
+_MADE = threading.Lock()
+
+
 def toolchain() -> Path:
     """The toolchain folder of this process (made on first use, removed at exit); its ``bin``
-    goes first on PATH inside every sandbox."""
+    goes first on PATH inside every sandbox. Made once even when cases start at once on
+    several threads (an unlocked cache made two, and a case could bind one folder while its
+    PATH named the other: the toolchain's python was then missing inside)."""
+    with _MADE:
+        return _toolchain()
+
+
+@functools.lru_cache(maxsize=1)
+def _toolchain() -> Path:
     env = Path(tempfile.mkdtemp(prefix="aeval-toolchain-"))
     atexit.register(shutil.rmtree, env, True)
     base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
