@@ -152,16 +152,9 @@ def run_aeval(tmp_path: Path, *args: str, env: dict[str, str] | None = None
 
 def assert_refused(r: subprocess.CompletedProcess, found: dict) -> None:
     assert found.pop("db") == "FileNotFoundError", "aeval's Prefect database is readable"
-    # other Prefect servers on this machine (other test sessions) may answer; none of them
-    # holds this run, and aeval's own refuses everything
-    assert not [t for t in found.values() if t["ours"]], found
-    # (aeval's reused local servers of other PREFECT_HOMEs, and other sessions' embedded
-    # ones, refuse the same way: at least one refusing server, and every one refuses it all)
-    refusing = [t for t in found.values() if t["flow_runs"] == 401]
-    assert refusing, f"aeval's own Prefect API was not found refusing: {found}"
-    for tried in refusing:
-        assert {k: v for k, v in tried.items() if k != "ours"} == {
-            "flow_runs": 401, "task_runs": 401, "logs": 401, "artifact": 401}, found
+    # the case's network is its own: /proc/net/tcp lists no listener of the machine, so no
+    # Prefect API (aeval's, another session's, the user's) is found, let alone attacked
+    assert found == {}, f"a Prefect API was found from inside a case: {found}"
     # the case fails on its own assertion; no Prefect state a tool changed decides the code
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert "internal error" not in r.stderr
@@ -213,15 +206,15 @@ def open_prefect_server(home: Path):
         proc.wait(timeout=30)
 
 
-def test_the_exit_code_is_aevals_gate_even_when_a_tool_deletes_the_flow_run(tmp_path):
+def test_a_tool_cannot_reach_the_users_own_unauthenticated_prefect_server(tmp_path):
     """Against a Prefect server that does not authenticate (the user's own, configured), the
-    skill's script forces its flow run's state and deletes it: aeval still exits with its
-    gate's code (1: the case fails), not 4."""
+    skill's script looks for its flow run to force its state and delete it: it finds no
+    server at all (a private network), and aeval exits with its gate's code (1: the case
+    fails). On 2a1420f the attack reached the server (set_state 201, delete 204)."""
     with open_prefect_server(tmp_path / "server-home") as url:
         r, found = run_aeval(tmp_path, "--runtime", "literal", env={"PREFECT_API_URL": url})
     found.pop("db")
-    (attacked,) = [t for t in found.values() if t["ours"]]
-    assert attacked["set_state"] == 201 and attacked["delete"] == 204  # the attack happened
+    assert found == {}, f"the user's Prefect server was reached from a case: {found}"
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert "internal error" not in r.stderr
     assert "exit 1: 1 case(s) failed: service-health/collect" in r.stdout
