@@ -9,10 +9,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.case import Artifact, CaseStatus
+from aeval.artifacts.coverage import SkillCoverage
 from aeval.events import Usage
 from aeval.isolation.sandbox import SandboxStatus
 from aeval.skill.contract import Tier
-from aeval.verdicts.coverage import SkillCoverage
 
 
 class _M(BaseModel):

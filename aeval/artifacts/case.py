@@ -9,11 +9,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.artifacts.coverage import ResourceUse
 from aeval.events import Usage
 from aeval.isolation.sandbox import SandboxStatus
 from aeval.isolation.workspace import OutputFile
 from aeval.skill.contract import DeterministicCheck, Tier
-from aeval.verdicts.coverage import ResourceUse
 
 SCHEMA_VERSION = 1
 

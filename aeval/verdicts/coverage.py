@@ -30,8 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from aeval.artifacts.coverage import ResourceUse, SkillCoverage
 from aeval.events import Event, ToolCallEvent
 from aeval.skill.shellparse import as_skill_var
 from aeval.skill.skill_md import SKIPPED_FOLDERS
@@ -48,33 +47,6 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "{", "}", "then", "do", "else",
                          "!", "if", "while", "until"})
 _REDIRECTS = frozenset({">", ">>", "1>", "2>", "&>", "1>>", "2>>"})
-
-
-class ResourceUse(BaseModel):
-    """The files of the skill copy one attempt used, by skill-relative POSIX path."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    read: list[str] = Field(default_factory=list,
-                            description="Read: a file tool, a command naming it, or an open the "
-                                        "watch saw (not executed).")
-    executed: list[str] = Field(default_factory=list,
-                                description="Run as a program or as an interpreter's script by "
-                                            "a command of the agent.")
-    written: list[str] = Field(default_factory=list,
-                               description="Written by a file tool or a redirection, or seen "
-                                           "written by the watch.")
-    watched: bool = Field(False, description="True when the watch saw opens (any process): "
-                                             "False means the events alone were used.")
-    exercised: list[str] = Field(
-        default_factory=list,
-        description="Evidence that the attempt exercised the skill: each skill file run, or "
-                    "read by a tool call that succeeded, with the event (`scripts/x.py "
-                    "executed by event 3`). Empty: nothing of the skill ran, and the case "
-                    "cannot pass.")
-
-    def touched(self) -> set[str]:
-        return set(self.read) | set(self.executed) | set(self.written)
 
 
 def _expand(raw: str, skill_var: Path, skill_dir: Path | None = None) -> str:
@@ -333,26 +305,6 @@ def skill_files(root: Path) -> list[str]:
             if p.is_file() and n != ".DS_Store":
                 out.append(p.relative_to(root).as_posix())
     return sorted(out)
-
-
-class SkillCoverage(BaseModel):
-    """Which shipped files of a skill the runs of one runtime used (benchmark.json)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    runs: int = Field(description="Case runs with a resource record (the graded attempt's).")
-    files: list[str] = Field(description="Every file of the skill (caches left out).")
-    read: dict[str, int] = Field(default_factory=dict,
-                                 description="File -> runs that read it (not executed).")
-    executed: dict[str, int] = Field(default_factory=dict,
-                                     description="File -> runs that executed it.")
-    written: dict[str, int] = Field(default_factory=dict,
-                                    description="File -> runs that wrote it (see Δ).")
-    untouched: list[str] = Field(default_factory=list,
-                                 description="Files no run read, executed or wrote: dead "
-                                             "scripts, untested references.")
-    watched: bool = Field(description="True when every run's watch saw opens by any process; "
-                                      "False: some runs counted from the tool calls alone.")
 
 
 def skill_coverage(files: list[str], uses: list[ResourceUse]) -> SkillCoverage:
