@@ -56,10 +56,11 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata, util
 from pathlib import Path
 from typing import Any, ClassVar
@@ -129,8 +130,11 @@ env = dict(os.environ)
 argv = json.loads(env.pop("AEVAL_CLAUDE_ARGV"))
 keep = set(env.pop("AEVAL_CLAUDE_KEEP", "").split(","))
 key = env.pop("AEVAL_CLAUDE_API_KEY", "")
-with open(env.pop("AEVAL_CLAUDE_PIDFILE"), "w") as fh:
-    fh.write(str(os.getpid()))  # the CLI's pid: execve keeps it
+# the CLI's pid (execve keeps it), into aeval's own folder: a new file, never through a link
+fd = os.open(env.pop("AEVAL_CLAUDE_PIDFILE"),
+             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+os.write(fd, str(os.getpid()).encode())
+os.close(fd)
 sdk = {{"CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SDK_READS_SESSION_STATE",
        "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "PWD"}}
 env = {{k: v for k, v in env.items()
@@ -213,14 +217,16 @@ class ClaudeCodeRuntime:
         raise RuntimeUnavailable(f"the claude-code runtime needs {self.api_key_env} set (or "
                                  "--api-base on loopback)")
 
-    def _cli_env(self, request: RunRequest, argv: list[str], g: Grant) -> dict[str, str]:
+    def _cli_env(self, request: RunRequest, argv: list[str], g: Grant,
+                 pidfile: Path) -> dict[str, str]:
         """The CLI's whole environment, as the launcher will exec it (AEVAL_* are its input);
-        ``argv``: the CLI's command line (inside the sandbox or not), ``g``: the proxy grant."""
+        ``argv``: the CLI's command line (inside the sandbox or not), ``g``: the proxy grant,
+        ``pidfile``: where the launcher writes the CLI's pid (`_pid_folder`)."""
         env = self._base_env(request, g)
         argv = in_sandbox(request, argv, env, g)
         return {**env, "AEVAL_CLAUDE_KEEP": ",".join(sorted(env)),
                 "AEVAL_CLAUDE_ARGV": json.dumps(argv), "AEVAL_CLAUDE_API_KEY": g.token,
-                "AEVAL_CLAUDE_PIDFILE": str(_pidfile(request.home))}
+                "AEVAL_CLAUDE_PIDFILE": str(pidfile)}
 
     @staticmethod
     def _base_env(request: RunRequest, g: Grant) -> dict[str, str]:
@@ -278,13 +284,14 @@ class ClaudeCodeRuntime:
             ensure_folder(d, request.home.parent)
         launcher = self._write_launcher(request.home)
         model = request.model.removeprefix("anthropic/")
-        with grant(self.upstream(request), self._api_key(request), "anthropic",
-                   models=[model], endpoints=ENDPOINTS) as g:
+        with _pid_folder() as pidfile, grant(self.upstream(request), self._api_key(request),
+                                              "anthropic", models=[model],
+                                              endpoints=ENDPOINTS) as g:
             return self._run(request, recorder, launcher,
-                             self._cli_env(request, [cli], g), start)
+                             self._cli_env(request, [cli], g, pidfile), start, pidfile)
 
     def _run(self, request: RunRequest, recorder: EventRecorder, launcher: Path,
-             env: dict[str, str], start: float) -> RunResult:
+             env: dict[str, str], start: float, pidfile: Path) -> RunResult:
         stderr: list[str] = []
         options = self._options(request, launcher, env, stderr)
         parser = StreamParser(cap=request.limits.output_cap)
@@ -296,7 +303,7 @@ class ClaudeCodeRuntime:
             for fields in parser.feed(record):
                 _emit(recorder, fields)
 
-        stop_guard = guard_launched(request, _pidfile(request.home))  # the disk bound
+        stop_guard = guard_launched(request, pidfile)  # the disk bound
         exceeded = None
         try:
             take({"_type": START, "_t": 0.0, "prompt": request.prompt,
@@ -304,7 +311,7 @@ class ClaudeCodeRuntime:
                   "runtime_version": self.version()})
             try:
                 stop = _run_sync(_stream(request.prompt, options, start, take, stderr,
-                                         request.limits.timeout_s, _pidfile(request.home)),
+                                         request.limits.timeout_s, pidfile),
                                  request.limits.timeout_s + BACKSTOP_S)
             finally:
                 exceeded = stop_guard()
@@ -401,8 +408,18 @@ def scrubbed_spawn(env: dict[str, str]) -> contextvars.Token:
     return _SPAWN_ENV.set(dict(env))
 
 
-def _pidfile(home: Path) -> Path:
-    return home / ".aeval" / "claude.pid"
+@contextlib.contextmanager
+def _pid_folder() -> Iterator[Path]:
+    """Where the launcher leaves the CLI's pid, which aeval signals at the deadline and
+    watches for the disk bound: a private folder of aeval's on the host, outside everything
+    the attempt is shown (`aeval.adapters.sandbox`). In the attempt's HOME, a tool could
+    write another pid there (aeval would signal a process of the host) or its setup could
+    plant a link (the launcher would write through it)."""
+    folder = Path(tempfile.mkdtemp(prefix="aeval-claude-"))
+    try:
+        yield folder / "claude.pid"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _signal(pidfile: Path, sig: int) -> None:

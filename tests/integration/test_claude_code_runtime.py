@@ -200,6 +200,42 @@ def test_timeout_stops_the_cli_and_records_what_happened(skill_copy, tmp_path, k
     assert meta["wall_s"] < 20
 
 
+def test_the_attempt_cannot_steer_what_aeval_signals_or_writes_on_the_host(
+        skill_copy, tmp_path, keys):
+    """aeval signals the CLI at the deadline by the pid its launcher (outside the sandbox, as
+    aeval's user) wrote down. If that pid lived where the attempt can write, its setup could
+    plant a link there (the launcher writes through it, onto a host file) and a tool could
+    write another pid (aeval kills a process of the host at the deadline). Both tried here,
+    in the attempt's HOME where the pid used to be kept."""
+    import subprocess
+    import sys
+
+    precious = tmp_path / "host" / "precious.conf"
+    precious.parent.mkdir()
+    precious.write_text("listen = 8080\n")
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        config = {**TRAIN_CASE, "timeout_s": 8,
+                  "setup": [f"mkdir -p $HOME/.aeval && ln -sf {precious} $HOME/.aeval/claude.pid"]}
+        (skill_copy / "eval.config").write_text(json.dumps({"evals": [config]}))
+        marker = f"aeval-sleeper-{tmp_path.name}"
+        hostile = Script(name="hostile", match=MATCH, turns=[
+            READ, Turn(tool_calls=[bash(
+                f"rm -f $HOME/.aeval/claude.pid; echo {victim.pid} > $HOME/.aeval/claude.pid; "
+                f"python3 -c 'import time; time.sleep(60)' {marker}")])])
+        with ScriptedModelServer([hostile]) as srv:
+            _, case = run(skill_copy, srv, tmp_path / "s")
+            assert srv.requests_for("hostile")  # the CLI ran the tool call
+        assert victim.poll() is None, "aeval signalled the pid the attempt wrote"
+        assert precious.read_text() == "listen = 8080\n"
+        assert not _processes_with(marker)  # the deadline still stopped the CLI's tools
+        events = [json.loads(x) for x in (case / "events.jsonl").read_text().splitlines()]
+        assert events[-1]["kind"] == "end" and events[-1]["status"] == "timeout"
+    finally:
+        victim.kill()
+        victim.wait()
+
+
 class ObservedLauncher:
     """Wraps aeval's launcher in a shell script that first copies its own environment: what
     the host-side launcher holds before it execs anything (the sandbox, or the CLI)."""
