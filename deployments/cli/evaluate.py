@@ -301,9 +301,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return ENVIRONMENT
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
-        print(f"gitlab: {manifest.delivery}")
+        print(f"post: {manifest.delivery}")
         if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
-            return 3  # the skills passed, but the MR did not get the report: retry the job
+            return 3  # the skills passed, but the request did not get the report: retry
     return manifest.gate.exit_code
 
 
