@@ -117,9 +117,9 @@ def run_summary_markdown(manifest: RunManifest, run_dir: Path, base_url: str | N
         lines += [f"Report: [report.html]({url}/report.html)  ",
                   f"JUnit: [junit.xml]({url}/junit.xml)  ", f"Run folder: <{url}/>"]
     else:
-        where = Path(run_dir).resolve()
-        lines += [f"Run folder (on the machine that ran it): `{where}`  ",
-                  f"Report: `{where / 'report.html'}`  ", f"JUnit: `{where / 'junit.xml'}`"]
+        where = RunLayout(Path(run_dir).resolve())
+        lines += [f"Run folder (on the machine that ran it): `{where.run_dir}`  ",
+                  f"Report: `{where.report}`  ", f"JUnit: `{where.junit}`"]
     return "\n".join(lines) + "\n"
 
 

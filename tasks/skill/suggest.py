@@ -88,7 +88,7 @@ def delta_suggestions(skill_dir: Path, case: str, g: Grading, case_dir: Path
                 reason=f"a {ch.change} file is not a line replacement; see skill.diff"))
             continue
         before = read_lines(skill_dir, ch.path)
-        after = read_lines(case_dir / "skill_after", ch.path)
+        after = read_lines(CaseFiles(case_dir).skill_after, ch.path)
         if before is None or after is None:
             rejected.append(RejectedSuggestion(suggestion={"grounded_in": ref, "path": ch.path},
                                                reason="the file is not text, or its edited "
