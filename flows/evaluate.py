@@ -267,7 +267,7 @@ def evaluate(request: EvalRequest) -> State:
     if not request.keep_workspaces:
         shutil.rmtree(run.workspace_root, ignore_errors=True)
     if request.post:
-        manifest.delivery = post_run(str(run.run_dir), request.mr_iid, request.project_id,
-                                     request.gitlab_url)
+        manifest.delivery = post_run(str(run.run_dir), request.forge, request.mr_iid,
+                                     request.project_id, request.gitlab_url)
         write_model(run.layout.manifest, manifest)
     return gate_state(manifest)

@@ -11,8 +11,9 @@ from aeval.tasks.studies.compare import write_regrade
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
+from aeval.run.read import read_run
 from aeval.run.requests import EvalRequest
-from aeval.run.store import RunStore, new_run_id, read_model
+from aeval.run.store import RunStore, new_run_id
 
 
 def recordings_of(source: Path, src: RunManifest, runtime: str) -> dict[str, str]:
@@ -30,7 +31,7 @@ def regrade(run: str, grader_models: list[str], store: str = ".aeval",
     verdicts, agreement and kappa. A grader whose re-grade run fails is recorded as that
     grader's error; the others still report."""
     source = RunStore(Path(store)).resolve(run)
-    src = read_model(source / "run.json", RunManifest)
+    src = read_run(source).manifest
     new_id = new_run_id()
     models = list(dict.fromkeys(grader_models))
     regraded, failures = [], []

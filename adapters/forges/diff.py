@@ -22,6 +22,15 @@ class ForgeError(AevalError):
         return self.status_code is None or self.status_code == 429 or self.status_code >= 500
 
 
+class ForgeConfigError(ForgeError):
+    """What to post to is not known, or must not be posted to (no token, no merge or pull
+    request, ...): a usage error, never worth another try."""
+
+    @property
+    def transient(self) -> bool:
+        return False
+
+
 class FileDiff(BaseModel):
     """One file of a merge / pull request diff."""
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from aeval.adapters.forges.diff import FileDiff, ForgeError
+from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.isolation.redact import Redactor
@@ -43,13 +43,9 @@ class GitHubError(ForgeError):
     """A GitHub call failed after PyGithub's own retries, or cannot be made at all."""
 
 
-class GitHubConfigError(GitHubError):
+class GitHubConfigError(GitHubError, ForgeConfigError):
     """What to post to is not known, or must not be posted to: no token, no repository, no
     pull request, or a pull request whose head is not the run's."""
-
-    @property
-    def transient(self) -> bool:
-        return False
 
 
 class _M(BaseModel):

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import gitlab
 import requests
-from aeval.adapters.forges.diff import FileDiff, ForgeError
+from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.isolation.redact import Redactor
@@ -50,12 +50,8 @@ class GitLabError(ForgeError):
     """A GitLab call failed after python-gitlab's own retries, or cannot be made at all."""
 
 
-class GitLabConfigError(GitLabError):
+class GitLabConfigError(GitLabError, ForgeConfigError):
     """What to post to is not known: no token, no MR, no project or no server URL."""
-
-    @property
-    def transient(self) -> bool:
-        return False
 
 
 class _M(BaseModel):

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from aeval.artifacts import Grading
 from aeval.errors import RuntimeUnavailable
 from aeval.events import EndEvent, read_events
+from aeval.run.layout import CaseFiles
+from aeval.run.read import read_grading
 from aeval.runtime import EventRecorder, RunRequest, RunResult
 
 
@@ -67,20 +68,18 @@ class ReplayRuntime:
 
     def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
         start = time.monotonic()
-        rec = self._recording(request)
-        events_path = rec / "events.jsonl"
+        rec = CaseFiles(self._recording(request))
+        events_path = rec.events
         if not events_path.is_file():
             raise RuntimeUnavailable(f"{events_path} does not exist")
-        outputs = rec / "outputs"
+        outputs = rec.outputs
         if outputs.is_dir():
             _copy(outputs, request.workspace)
-        after = rec / "skill_after"
+        after = rec.skill_after
         if after.is_dir():  # the executor's edits to the skill, as it left them
             _copy(after, request.skill_dir)
-        grading = rec / "grading.json"
-        if grading.is_file():
-            for ch in Grading.model_validate_json(grading.read_text()).self_correction \
-                    .changes_made:
+        if (grading := read_grading(rec.dir)) is not None:
+            for ch in grading.self_correction.changes_made:
                 target = _inside(request.skill_dir, ch.path)
                 if ch.change == "deleted" and target is not None and not target.is_dir():
                     target.unlink(missing_ok=True)

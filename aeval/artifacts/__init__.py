@@ -96,32 +96,6 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "uplift": UpliftReport,
     "triggers": TriggersReport,
 }
-# artifact file name -> schema name, for validation of a run folder
-FILE_SCHEMAS = {
-    "run.json": "run",
-    "eval_metadata.json": "eval-metadata",
-    "assertions.json": "assertions",
-    "grading.json": "grading",
-    "benchmark.json": "benchmark",
-    "analysis_notes.json": "analysis-notes",
-    "fix_suggestions.json": "fix-suggestions",
-    "multi_eval_report.json": "multi-eval-report",
-    "regression.json": "regression",
-    "events.jsonl": "event",
-    "baselines.json": "baselines",
-    "verdicts.json": "verdicts",
-    "compare.json": "compare",
-    "uplift.json": "uplift",
-    "triggers.json": "triggers",
-}
-
-
-def schema_for(filename: str) -> str | None:
-    """The schema name of an artifact file of a run folder, or None when it has none
-    (a re-grade is written as ``regrade-<id>.json``)."""
-    if filename.startswith("regrade-") and filename.endswith(".json"):
-        return "regrade"
-    return FILE_SCHEMAS.get(filename)
 
 
 def json_schema(name: str) -> dict:
@@ -139,7 +113,6 @@ def json_schema(name: str) -> dict:
 SCHEMA_NAMES = sorted([*SCHEMAS, "event"])
 
 __all__ = [
-    "FILE_SCHEMAS",
     "SCHEMAS",
     "SCHEMA_NAMES",
     "SCHEMA_VERSION",
@@ -203,5 +176,4 @@ __all__ = [
     "VerdictEntry",
     "VerdictIndex",
     "json_schema",
-    "schema_for",
 ]

@@ -1,11 +1,14 @@
-"""Where every file of a run goes: one definition, used everywhere.
+"""Where every file of a run goes: one definition, used everywhere. No other module spells
+the name of a run folder's file; `aeval.run.read` reads them back.
 
     <store>/runs/<run-id>/                                    RunLayout.run_dir
-        run.json  junit.xml  report.html
-        <skill-key>/<runtime>/                                 .skill_dir(key, runtime)
-            benchmark.json fix_suggestions.json ...
-            <case-id>[/epoch-N]/                               .case_dir(key, runtime, case, epoch)
-                grading.json  events.jsonl ...
+        run.json  junit.xml  report.html  uplift.json          .manifest .junit .report .uplift
+        <skill-key>/<runtime>/                                 .skill(key, runtime): SkillFiles
+            benchmark.json analysis_notes.json fix_suggestions.json
+            multi_eval_report.json summary.md regression.json
+            <case-id>[/epoch-N]/                               .case_files(rel): CaseFiles
+                eval_metadata.json assertions.json events.jsonl transcript.md
+                grading.json skill.diff skill_after/ outputs/
                 attempts/<n>/                                  .attempt_dir(case_dir, n)
 
 ``<skill-key>`` is the skill's name made path-safe, or, when two skills of a run share a name,
@@ -20,6 +23,49 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+# the run's own files
+RUN_MANIFEST = "run.json"
+JUNIT = "junit.xml"
+REPORT = "report.html"
+UPLIFT = "uplift.json"
+# one skill x runtime
+BENCHMARK = "benchmark.json"
+ANALYSIS_NOTES = "analysis_notes.json"
+FIX_SUGGESTIONS = "fix_suggestions.json"
+MULTI_EVAL_REPORT = "multi_eval_report.json"
+SUMMARY = "summary.md"
+REGRESSION = "regression.json"
+# one case
+EVAL_METADATA = "eval_metadata.json"
+ASSERTIONS = "assertions.json"
+EVENTS = "events.jsonl"
+TRANSCRIPT = "transcript.md"
+GRADING = "grading.json"
+SKILL_DIFF = "skill.diff"
+SKILL_AFTER = "skill_after"
+OUTPUTS = "outputs"
+ATTEMPTS = "attempts"
+
+FILE_SCHEMAS = {
+    RUN_MANIFEST: "run", EVAL_METADATA: "eval-metadata", ASSERTIONS: "assertions",
+    GRADING: "grading", BENCHMARK: "benchmark", ANALYSIS_NOTES: "analysis-notes",
+    FIX_SUGGESTIONS: "fix-suggestions", MULTI_EVAL_REPORT: "multi-eval-report",
+    REGRESSION: "regression", EVENTS: "event", "baselines.json": "baselines",
+    "verdicts.json": "verdicts", "compare.json": "compare", UPLIFT: "uplift",
+    "triggers.json": "triggers",
+}
+"""Artifact file name -> the name of its JSON Schema (`aeval.artifacts.json_schema`), for
+validating a run folder."""
+
+
+def schema_for(filename: str) -> str | None:
+    """The schema name of an artifact file of a run folder, or None when it has none
+    (a re-grade is written as ``regrade-<id>.json``)."""
+    if filename.startswith("regrade-") and filename.endswith(".json"):
+        return "regrade"
+    return FILE_SCHEMAS.get(filename)
+
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -52,6 +98,85 @@ def case_rel(skill_key: str, runtime: str, case_id: str, epoch: int | None = Non
 
 
 @dataclass(frozen=True)
+class SkillFiles:
+    """The files of one skill x runtime (``RunLayout.skill``)."""
+
+    dir: Path
+
+    @property
+    def benchmark(self) -> Path:
+        return self.dir / BENCHMARK
+
+    @property
+    def analysis_notes(self) -> Path:
+        return self.dir / ANALYSIS_NOTES
+
+    @property
+    def fix_suggestions(self) -> Path:
+        return self.dir / FIX_SUGGESTIONS
+
+    @property
+    def multi_eval_report(self) -> Path:
+        return self.dir / MULTI_EVAL_REPORT
+
+    @property
+    def summary(self) -> Path:
+        return self.dir / SUMMARY
+
+    @property
+    def regression(self) -> Path:
+        return self.dir / REGRESSION
+
+
+@dataclass(frozen=True)
+class CaseFiles:
+    """The files of one case folder (``RunLayout.case_files``, or ``CaseFiles(case_dir)``).
+    grading.json is written last: a case with one is finished."""
+
+    dir: Path
+
+    @property
+    def eval_metadata(self) -> Path:
+        return self.dir / EVAL_METADATA
+
+    @property
+    def assertions(self) -> Path:
+        return self.dir / ASSERTIONS
+
+    @property
+    def events(self) -> Path:
+        return self.dir / EVENTS
+
+    @property
+    def transcript(self) -> Path:
+        return self.dir / TRANSCRIPT
+
+    @property
+    def grading(self) -> Path:
+        return self.dir / GRADING
+
+    @property
+    def skill_diff(self) -> Path:
+        return self.dir / SKILL_DIFF
+
+    @property
+    def skill_after(self) -> Path:
+        """The skill copy as the attempt left it (what replay re-applies)."""
+        return self.dir / SKILL_AFTER
+
+    @property
+    def outputs(self) -> Path:
+        return self.dir / OUTPUTS
+
+    @property
+    def attempts(self) -> Path:
+        return self.dir / ATTEMPTS
+
+    def attempt(self, number: int) -> Path:
+        return self.dir / ATTEMPTS / str(number)
+
+
+@dataclass(frozen=True)
 class RunLayout:
     """The paths of one run."""
 
@@ -72,7 +197,20 @@ class RunLayout:
 
     @property
     def manifest(self) -> Path:
-        return self.run_dir / "run.json"
+        return self.run_dir / RUN_MANIFEST
+
+    @property
+    def junit(self) -> Path:
+        return self.run_dir / JUNIT
+
+    @property
+    def report(self) -> Path:
+        return self.run_dir / REPORT
+
+    @property
+    def uplift(self) -> Path:
+        """uplift.json of the with-skill arm of `aeval uplift`."""
+        return self.run_dir / UPLIFT
 
     def skill_dir(self, skill_key: str, runtime: str) -> Path:
         """Folder of the per skill x runtime artifacts."""
@@ -82,14 +220,22 @@ class RunLayout:
                  epoch: int | None = None) -> Path:
         return self.run_dir / case_rel(skill_key, runtime, case_id, epoch)
 
+    def skill(self, skill_key: str, runtime: str) -> SkillFiles:
+        """The files of one skill x runtime."""
+        return SkillFiles(self.skill_dir(skill_key, runtime))
+
     def case(self, rel: str) -> Path:
         """A case folder from its run-relative path (``CaseResult.dir``)."""
         return self.run_dir / rel
 
+    def case_files(self, rel: str) -> CaseFiles:
+        """The files of a case from its run-relative path (``CaseResult.dir``)."""
+        return CaseFiles(self.run_dir / rel)
+
     @staticmethod
     def attempts_dir(case_dir: Path) -> Path:
-        return case_dir / "attempts"
+        return CaseFiles(case_dir).attempts
 
     @staticmethod
     def attempt_dir(case_dir: Path, number: int) -> Path:
-        return case_dir / "attempts" / str(number)
+        return CaseFiles(case_dir).attempt(number)

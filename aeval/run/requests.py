@@ -7,7 +7,7 @@ the serve entrypoint and the tests build the same object.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -142,10 +142,17 @@ class EvalRequest(ModelChoice):
                           "store's runs/ (the run id is appended): the Prefect run-summary "
                           "links there. None: AEVAL_REPORT_URL, else the GitLab CI job's "
                           "artifacts when run in a job, else no link (the path is shown).")
-    post: bool = Field(False, description="Post the results on the GitLab merge request.")
-    mr_iid: int | None = Field(None, description="Merge request IID for `post`.")
-    project_id: str | None = Field(None, description="GitLab project id or path for `post`.")
-    gitlab_url: str | None = Field(None, description="GitLab URL for `post`.")
+    post: bool = Field(False, description="Post the results on the merge or pull request.")
+    forge: Literal["gitlab", "github"] | None = Field(
+        None, description="Where `post` posts. None: GitLab when the merge request fields "
+                          "below are given, else GitHub inside GitHub Actions (the pull "
+                          "request from its event), else GitLab (from the CI variables).")
+    mr_iid: int | None = Field(None, description="Merge request IID for `post` (a pull "
+                                                 "request's number with `forge` github).")
+    project_id: str | None = Field(None, description="GitLab project id or path for `post` "
+                                                     "(owner/name with `forge` github).")
+    gitlab_url: str | None = Field(None, description="GitLab URL for `post` (the REST API "
+                                                     "root with `forge` github).")
 
     @field_validator("runtimes")
     @classmethod

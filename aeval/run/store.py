@@ -19,6 +19,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from aeval.isolation.redact import Redactor
+from aeval.run.layout import RUN_MANIFEST
 
 _NO_REDACTION = Redactor()
 M = TypeVar("M", bound=BaseModel)
@@ -86,23 +87,23 @@ class RunStore:
     def run_ids(self) -> list[str]:
         if not self.runs.is_dir():
             return []
-        return sorted(p.name for p in self.runs.iterdir() if (p / "run.json").is_file())
+        return sorted(p.name for p in self.runs.iterdir() if (p / RUN_MANIFEST).is_file())
 
     def resolve(self, run_id_or_dir: str) -> Path:
         """A run id, ``latest``, or a run directory path -> the run directory."""
         p = Path(run_id_or_dir)
-        if (p / "run.json").is_file():
+        if (p / RUN_MANIFEST).is_file():
             return p
         if run_id_or_dir == "latest":
             ids = self.run_ids()
             if not ids:
                 raise FileNotFoundError(f"no runs in {self.runs}")
             for run_id in reversed(ids):  # the newest run that is not a regrade's replay
-                if not _replay_only(self.run_dir(run_id) / "run.json"):
+                if not _replay_only(self.run_dir(run_id) / RUN_MANIFEST):
                     return self.run_dir(run_id)
             return self.run_dir(ids[-1])
         d = self.run_dir(run_id_or_dir)
-        if not (d / "run.json").is_file():
+        if not (d / RUN_MANIFEST).is_file():
             raise FileNotFoundError(f"no run {run_id_or_dir!r} in {self.runs}")
         return d
 

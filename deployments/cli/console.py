@@ -263,8 +263,8 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
     from rich.padding import Padding
     from rich.table import Table
 
-    from aeval.artifacts import Grading
-    from aeval.run.store import read_model
+    from aeval.run.layout import RunLayout
+    from aeval.run.read import read_grading
 
     console = console or make_console()
     view = _Summary(console.width, piped=console.width >= PIPE_WIDTH)
@@ -310,11 +310,10 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
                 untested.append(f"{head}: {shown(evidence_line(c.reason, view.cap))}"
                                 f"[dim]{shown(note)}[/]")
                 continue
-            grading = run_dir / c.dir / "grading.json"
-            if c.status == "error" or not grading.is_file():
+            g = read_grading(run_dir / c.dir)
+            if c.status == "error" or g is None:
                 failures.append((head, [("", [shown(c.reason)])]))
                 continue
-            g = read_model(grading, Grading)
             failed = [e for e in g.expectations if e.status == "failed"]
             items = [] if failed else [("", [shown(c.reason)])]  # never without evidence
             items += [(f"{shown(e.id)} {shown(e.text)}" if not view.compact else shown(e.id),
@@ -380,8 +379,8 @@ def print_summary(manifest, run_dir: Path, console=None) -> None:
     g = manifest.gate
     # paths whole on one line (the terminal wraps them, a copy gets them entire)
     console.print(f"\nartifacts: {_shown_path(run_dir, view.compact)}", soft_wrap=True)
-    if (run_dir / "report.html").is_file():
-        console.print(f"report:    {_shown_path(run_dir / 'report.html', view.compact)}",
+    if (report := RunLayout(run_dir).report).is_file():
+        console.print(f"report:    {_shown_path(report, view.compact)}",
                       soft_wrap=True)
     console.print(f"exit {g.exit_code}: {shown(g.reason)}")
 

@@ -107,8 +107,7 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
     the server was busy, not aeval wrong), else the exception is raised (exit 4)."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from aeval.artifacts import RunManifest
-    from aeval.run.store import read_model
+    from aeval.run.read import read_run
 
     try:
         # No flow-run heartbeats from the command line: Prefect's heartbeat thread sleeps in
@@ -119,7 +118,7 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
             return call()
     except Exception as exc:
         try:
-            published = read_model(run_dir / "run.json", RunManifest)
+            published = read_run(run_dir).manifest
         except (OSError, ValueError):
             published = None
         if published is None or published.status != "finished" or published.gate is None:
@@ -138,10 +137,10 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
 
 def resume_run(args: argparse.Namespace) -> int:
     """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
-    from aeval.artifacts import RunManifest
     from aeval.run.layout import RunLayout
+    from aeval.run.read import read_run
     from aeval.run.requests import EvalRequest
-    from aeval.run.store import RunStore, read_model
+    from aeval.run.store import RunStore
     from aeval.settings import Settings
 
     settings = Settings()
@@ -149,7 +148,7 @@ def resume_run(args: argparse.Namespace) -> int:
     try:
         run_dir = store.run_dir(args.resume) if not Path(args.resume).is_dir() else Path(
             args.resume)
-        old = read_model(run_dir / "run.json", RunManifest)
+        old = read_run(run_dir).manifest
     except (FileNotFoundError, ValueError) as exc:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -301,9 +300,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return ENVIRONMENT
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
-        print(f"gitlab: {manifest.delivery}")
+        print(f"post: {manifest.delivery}")
         if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
-            return 3  # the skills passed, but the MR did not get the report: retry the job
+            return 3  # the skills passed, but the request did not get the report: retry
     return manifest.gate.exit_code
 
 

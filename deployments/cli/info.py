@@ -120,8 +120,8 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from aeval.artifacts import RunManifest
-    from aeval.run.store import RunStore, read_model
+    from aeval.run.read import read_run
+    from aeval.run.store import RunStore
     from aeval.settings import Settings
 
     store = RunStore(Path(args.out or Settings().home))
@@ -130,7 +130,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    manifest = read_model(run_dir / "run.json", RunManifest)
+    manifest = read_run(run_dir).manifest
     if manifest.gate is None:
         print(f"run {manifest.run_id} did not finish (status {manifest.status})")
         return EXIT_USAGE

@@ -155,8 +155,8 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
     """Run the written skills' cases once (`aeval run` itself); case statuses per skill
     folder."""
 
-    from aeval.artifacts import RunManifest
-    from aeval.run.store import RunStore, read_model
+    from aeval.run.read import read_run
+    from aeval.run.store import RunStore
     from aeval.settings import Settings
 
     argv = [str(r.root) for r in rows]
@@ -174,7 +174,7 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
     new = sorted(set(store.run_ids()) - before)
     if not new:
         return {}
-    manifest = read_model(store.run_dir(new[-1]) / "run.json", RunManifest)
+    manifest = read_run(store.run_dir(new[-1])).manifest
     out: dict[str, list[tuple[str, str]]] = {}
     for s in manifest.skills:
         out.setdefault(str(Path(s.path).resolve()), []).extend(

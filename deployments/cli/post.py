@@ -28,7 +28,6 @@ client's retries); 4 an internal error (aeval itself failed).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,19 +77,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
-    from aeval.adapters.forges.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
-    from aeval.tasks.deliver.gitlab import (
-        REPORT_URL_ENV,
-        DeliveryResult,
-        deliver,
-        load_run,
-        plan_as_text,
-        plan_delivery,
-        write_code_quality_report,
-    )
+    from aeval.adapters.forges.diff import ForgeError
+    from aeval.tasks.deliver.forge import forge_named, post_to_forge
+    from aeval.tasks.deliver.read_run import load_run
 
-    from aeval.artifacts import RunManifest
-    from aeval.run.store import RunStore, read_model
+    from aeval.run.read import read_run
+    from aeval.run.store import RunStore
     from aeval.settings import Settings
 
     store = RunStore(Path(args.out or Settings().home))
@@ -99,7 +91,7 @@ def cmd_post(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    manifest = read_model(run_dir / "run.json", RunManifest)
+    manifest = read_run(run_dir).manifest
     if manifest.status != "finished":
         print(f"run {manifest.run_id} did not finish (status {manifest.status})",
               file=sys.stderr)
@@ -109,109 +101,39 @@ def cmd_post(args: argparse.Namespace) -> int:
         print(f"--repo-root {repo_root}: no such folder", file=sys.stderr)
         return EXIT_USAGE
     bundle = load_run(run_dir, repo_root)
-    report_url = args.report_url or os.environ.get(REPORT_URL_ENV)
-    if forge_of(args) == "github":
-        return cmd_post_github(args, bundle, report_url)
-
     try:
-        target = GitLabTarget.resolve(args.gitlab_url, args.project, args.mr)
-        mr = GitLabMR.connect(target)
-    except GitLabConfigError as exc:
-        if not args.dry_run:
-            print(f"aeval post: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"-- no GitLab access ({exc}): showing the bodies as if the MR were empty and "
-              "nothing were in its diff")
-        plan = plan_delivery(bundle, refs=None, diffs=[], notes=[], discussions=[],
-                             report_url=report_url)
-        print(plan_as_text(plan), end="")
-        print(DeliveryResult(**plan.model_dump(), dry_run=True).summary())
-        return 0
-
-    if not args.dry_run:
-        path = write_code_quality_report(bundle)
-        print(f"wrote {path}")
-    try:
-        result = deliver(mr, bundle, report_url=report_url, dry_run=args.dry_run)
-    except GitLabError as exc:
+        if args.summary_only:
+            print(forge_named(forge_of(args)).summary_only(bundle))
+            return 0
+        posted = post_to_forge(bundle, target_of(args), report_url=args.report_url,
+                               dry_run=args.dry_run)
+    except ForgeError as exc:
         print(f"aeval post: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT if exc.transient else EXIT_USAGE
-    if args.dry_run:
-        print(plan_as_text(result), end="")
-    else:
-        for a in result.actions:
-            where = f" at {a.position.new_path}:{a.position.new_line}" if a.position else ""
-            print(f"{a.kind}{where} {a.marker}")
-        for r in result.rejected:
-            print(f"GitLab refused the inline position of {r}: moved to the fallback note")
-        for s in result.skipped:
-            print(f"skipped: {s}")
-    print(f"{target.url} project {target.project_id} MR !{target.mr_iid}: {result.summary()}")
+    print(posted.text(), end="")
     return 0
 
 
 def forge_of(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str:
-    """``--forge``, else github inside GitHub Actions (and not GitLab CI), else gitlab."""
-    env = os.environ if environ is None else environ
-    if args.forge:
-        return args.forge
-    if args.repo or args.pr or args.github_api_url or args.summary_only:
-        return "github"
-    if args.mr or args.project or args.gitlab_url:
-        return "gitlab"
-    return "github" if env.get("GITHUB_ACTIONS") == "true" and not env.get("GITLAB_CI") \
-        else "gitlab"
+    """``--forge``, else the forge whose options were given, else github inside GitHub
+    Actions (and not GitLab CI), else gitlab."""
+    from aeval.tasks.deliver.forge import choose_forge
+
+    return choose_forge(
+        args.forge, github_args=bool(args.repo or args.pr or args.github_api_url
+                                     or args.summary_only),
+        gitlab_args=bool(args.mr or args.project or args.gitlab_url), environ=environ)
 
 
-def cmd_post_github(args: argparse.Namespace, bundle: Any, report_url: str | None) -> int:
-    """``aeval post --forge github``; the exit code."""
-    from aeval.adapters.forges.github import GitHubConfigError, GitHubError, GitHubPR, GitHubTarget
-    from aeval.tasks.deliver.github import (
-        GitHubResult,
-        deliver_github,
-        github_plan_as_text,
-        plan_github,
-        write_step_summary,
-    )
+def target_of(args: argparse.Namespace) -> Any:
+    """The `PostTarget` of the options: the chosen forge's request, project and URL."""
+    from aeval.tasks.deliver.forge import PostTarget
 
-    if args.summary_only:
-        path = write_step_summary(bundle)
-        print(f"wrote the gate to {path}" if path else
-              "GITHUB_STEP_SUMMARY is not set: no job summary to write")
-        return 0
-    try:
-        target = GitHubTarget.resolve(args.repo, args.pr, args.github_api_url)
-        pr = GitHubPR.connect(target)
-    except GitHubConfigError as exc:
-        if not args.dry_run:
-            print(f"aeval post: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"-- no GitHub access ({exc}): showing the bodies as if the pull request were "
-              "empty and nothing were in its diff")
-        plan = plan_github(bundle, head_sha="0" * 40, files=[], comments=[],
-                           review_comments=[], report_url=report_url)
-        print(github_plan_as_text(plan), end="")
-        print(GitHubResult(**plan.model_dump(), dry_run=True).summary())
-        return 0
-    try:
-        result = deliver_github(pr, bundle, report_url=report_url, dry_run=args.dry_run)
-    except GitHubError as exc:
-        print(f"aeval post: {exc}", file=sys.stderr)
-        return EXIT_ENVIRONMENT if exc.transient else EXIT_USAGE
-    if args.dry_run:
-        print(github_plan_as_text(result), end="")
-    else:
-        for a in result.actions:
-            where = f" at {a.path}:{a.line}" if a.path else ""
-            print(f"{a.kind}{where} {a.marker}")
-        for r in result.rejected:
-            print(f"GitHub refused the review comment {r}: moved to the fallback comment")
-        for s in result.skipped:
-            print(f"skipped: {s}")
-        if path := write_step_summary(bundle):
-            print(f"wrote the gate to {path}")
-    print(f"{target.repository} pull request #{target.number}: {result.summary()}")
-    return 0
+    forge = forge_of(args)
+    if forge == "github":
+        return PostTarget(forge=forge, number=args.pr, project=args.repo,
+                          url=args.github_api_url)
+    return PostTarget(forge=forge, number=args.mr, project=args.project, url=args.gitlab_url)
 
 
 def build_parser() -> argparse.ArgumentParser:

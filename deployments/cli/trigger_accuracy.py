@@ -31,6 +31,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    from aeval.run.layout import RunLayout
     from aeval.run.store import new_run_id
     from aeval.settings import Settings
     from aeval.skill.skill_md import find_skill_roots
@@ -96,7 +97,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     report = flow(request)
     print(render_scores(report))
     out = store / "triggers" / run_id
-    print(f"report: {out / 'report.html'}\ntriggers.json: {out / 'triggers.json'}")
+    print(f"report: {RunLayout(out).report}\ntriggers.json: {out / 'triggers.json'}")
     if report.invalid:
         for line in report.invalid:
             print(f"invalid: {line}", file=sys.stderr)

@@ -153,6 +153,7 @@ def print_uplift(report, store: Path) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from aeval.run.layout import RunLayout
     from aeval.run.store import RunStore
 
     console = make_console()
@@ -175,7 +176,7 @@ def print_uplift(report, store: Path) -> None:
                 f"{st.with_skill.passed}/{st.pairs} pass with the skill, "
                 f"{st.without_skill.passed}/{st.pairs} without (p = {st.mcnemar_p:.3g})")
     runs = RunStore(store)
-    console.print(f"\nuplift.json: {runs.run_dir(report.with_run) / 'uplift.json'}")
+    console.print(f"\nuplift.json: {RunLayout(runs.run_dir(report.with_run)).uplift}")
     console.print(f"runs: {runs.run_dir(report.with_run)} (with the skill), "
                   f"{runs.run_dir(report.without_run)} (without)")
     g = report.gate

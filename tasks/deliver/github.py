@@ -39,6 +39,7 @@ from aeval.adapters.forges.github import (
     ReviewComment,
 )
 from aeval.tasks.deliver.bodies import _cell, github_suggestion_body, outdated_body
+from aeval.tasks.deliver.forge import Delivered, Forge, PostTarget
 from aeval.tasks.deliver.plan import (
     fallback_note,
     note_change,
@@ -50,18 +51,14 @@ from aeval.tasks.deliver.read_run import (
     _ICON,
     _M,
     OUTDATED_MARKER,
-    REPORT_URL_ENV,
     FileLines,
     LocatedSuggestion,
     Placed,
     RunBundle,
     diff_index,
     diff_lines,
-    load_run,
     suggestion_marker,
 )
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from aeval.artifacts import RunManifest
@@ -372,23 +369,6 @@ def write_step_summary(bundle: RunBundle, environ: dict[str, str] | None = None)
     return Path(path)
 
 
-@task(name="post-to-github", task_run_name="post-to-github", cache_policy=NO_CACHE)
-def post_to_github(run_dir: str, pr_number: int | None = None, repository: str | None = None,
-                   api_url: str | None = None, repo_root: str | None = None,
-                   report_url: str | None = None, dry_run: bool = False) -> GitHubResult:
-    """Post the run on its pull request and write the job summary. The pull request defaults
-    to the Actions environment; the token is read from ``AEVAL_GITHUB_TOKEN`` inside the
-    adapter (never a parameter); ``report_url`` defaults to ``AEVAL_REPORT_URL``."""
-    bundle = load_run(Path(run_dir), Path(repo_root) if repo_root else None)
-    target = GitHubTarget.resolve(repository, pr_number, api_url)
-    result = deliver_github(GitHubPR.connect(target), bundle,
-                            report_url=report_url or os.environ.get(REPORT_URL_ENV),
-                            dry_run=dry_run)
-    if not dry_run:
-        write_step_summary(bundle)
-    return result
-
-
 def github_plan_as_text(plan: GitHubPlan) -> str:
     """A readable listing of the writes (``--dry-run``)."""
     out = []
@@ -406,3 +386,48 @@ def github_plan_as_text(plan: GitHubPlan) -> str:
     out += [f"-- skipped: {s}" for s in plan.skipped]
     out += [f"-- notice: {n}" for n in plan.notices]
     return "\n".join(out) + ("\n" if out else "")
+
+
+class GitHubForge(Forge):
+    """GitHub behind the one `Forge` interface: a pull request's comments, review and check
+    run, and the job summary."""
+
+    name = "github"
+    title = "GitHub"
+
+    def connect(self, target: PostTarget) -> None:
+        t = GitHubTarget.resolve(target.project, target.number, target.url)
+        self.pr = GitHubPR.connect(t)
+        self.where = f"{t.repository} pull request #{t.number}"
+
+    def deliver(self, bundle: RunBundle, *, report_url: str | None, dry_run: bool
+                ) -> GitHubResult:
+        return deliver_github(self.pr, bundle, report_url=report_url, dry_run=dry_run)
+
+    def offline(self, bundle: RunBundle, report_url: str | None) -> GitHubResult:
+        plan = plan_github(bundle, head_sha="0" * 40, files=[], comments=[],
+                           review_comments=[], report_url=report_url)
+        return GitHubResult(**plan.model_dump(), dry_run=True)
+
+    def plan_text(self, result: Delivered) -> str:
+        assert isinstance(result, GitHubPlan)
+        return github_plan_as_text(result)
+
+    def done_lines(self, result: Delivered) -> list[str]:
+        assert isinstance(result, GitHubResult)
+        out = []
+        for a in result.actions:
+            where = f" at {a.path}:{a.line}" if a.path else ""
+            out.append(f"{a.kind}{where} {a.marker}")
+        out += [f"GitHub refused the review comment {r}: moved to the fallback comment"
+                for r in result.rejected]
+        return out + [f"skipped: {s}" for s in result.skipped]
+
+    def after(self, bundle: RunBundle) -> list[str]:
+        path = write_step_summary(bundle)
+        return [f"wrote the gate to {path}"] if path else []
+
+    def summary_only(self, bundle: RunBundle) -> str:
+        path = write_step_summary(bundle)
+        return (f"wrote the gate to {path}" if path else
+                "GITHUB_STEP_SUMMARY is not set: no job summary to write")

@@ -5,7 +5,7 @@ inline discussion per suggestion whose lines lie in the MR diff (a ```` ```sugge
 block), one fallback note with patches and an agent prompt for the rest, and the GitLab Code
 Quality report. ``plan_delivery`` compares that with what the MR already holds and returns the
 edits; ``apply_plan`` makes them through the adapter; ``deliver`` does both.
-``post_to_gitlab`` is the thin Prefect task.
+``GitLabForge`` is GitLab behind the one interface of ``forge.py``.
 
 Idempotence rests on hidden markers, always the first line of what aeval posts::
 
@@ -22,9 +22,7 @@ time, so it is stable across reruns (and serves as the Code Quality fingerprint 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from aeval.adapters.forges.diff import FileDiff
 from aeval.adapters.forges.gitlab import (
@@ -48,6 +46,7 @@ from aeval.tasks.deliver.bodies import (
     suggestion_body,
     write_code_quality_report,
 )
+from aeval.tasks.deliver.forge import Delivered, Forge, PostTarget
 from aeval.tasks.deliver.plan import (
     fallback_note,
     note_change,
@@ -59,7 +58,6 @@ from aeval.tasks.deliver.read_run import (
     _M,
     CODE_QUALITY_FILE,
     OUTDATED_MARKER,
-    REPORT_URL_ENV,
     FileLines,
     LocatedSuggestion,
     Placed,
@@ -74,8 +72,6 @@ from aeval.tasks.deliver.read_run import (
     skill_repo_dir,
     suggestion_marker,
 )
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 
@@ -257,22 +253,6 @@ def deliver(mr: GitLabMR, bundle: RunBundle, *, report_url: str | None = None,
                                     "unchanged": again.unchanged})
 
 
-@task(name="post-to-gitlab", task_run_name="post-to-gitlab", cache_policy=NO_CACHE)
-def post_to_gitlab(run_dir: str, mr_iid: int | None = None, project_id: str | None = None,
-                   gitlab_url: str | None = None, repo_root: str | None = None,
-                   report_url: str | None = None, dry_run: bool = False) -> DeliveryResult:
-    """Write gl-code-quality.json, then post the run on its merge request.
-
-    The MR defaults to the CI variables; the token is read from ``AEVAL_GITLAB_TOKEN`` inside
-    the adapter (never a parameter); ``report_url`` defaults to ``AEVAL_REPORT_URL``.
-    """
-    bundle = load_run(Path(run_dir), Path(repo_root) if repo_root else None)
-    write_code_quality_report(bundle)
-    target = GitLabTarget.resolve(gitlab_url, project_id, mr_iid)
-    return deliver(GitLabMR.connect(target), bundle,
-                   report_url=report_url or os.environ.get(REPORT_URL_ENV), dry_run=dry_run)
-
-
 def plan_as_text(plan: DeliveryPlan) -> str:
     """A readable listing of the writes (``--dry-run``)."""
     out = []
@@ -288,12 +268,51 @@ def plan_as_text(plan: DeliveryPlan) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+class GitLabForge(Forge):
+    """GitLab behind the one `Forge` interface: a merge request's notes and discussions,
+    and gl-code-quality.json in the run folder."""
+
+    name = "gitlab"
+    title = "GitLab"
+
+    def connect(self, target: PostTarget) -> None:
+        t = GitLabTarget.resolve(target.url, target.project, target.number)
+        self.mr = GitLabMR.connect(t)
+        self.where = f"{t.url} project {t.project_id} MR !{t.mr_iid}"
+
+    def deliver(self, bundle: RunBundle, *, report_url: str | None, dry_run: bool
+                ) -> DeliveryResult:
+        return deliver(self.mr, bundle, report_url=report_url, dry_run=dry_run)
+
+    def offline(self, bundle: RunBundle, report_url: str | None) -> DeliveryResult:
+        plan = plan_delivery(bundle, refs=None, diffs=[], notes=[], discussions=[],
+                             report_url=report_url)
+        return DeliveryResult(**plan.model_dump(), dry_run=True)
+
+    def plan_text(self, result: Delivered) -> str:
+        assert isinstance(result, DeliveryPlan)
+        return plan_as_text(result)
+
+    def done_lines(self, result: Delivered) -> list[str]:
+        assert isinstance(result, DeliveryResult)
+        out = []
+        for a in result.actions:
+            where = f" at {a.position.new_path}:{a.position.new_line}" if a.position else ""
+            out.append(f"{a.kind}{where} {a.marker}")
+        out += [f"GitLab refused the inline position of {r}: moved to the fallback note"
+                for r in result.rejected]
+        return out + [f"skipped: {s}" for s in result.skipped]
+
+    def before(self, bundle: RunBundle) -> list[str]:
+        return [f"wrote {write_code_quality_report(bundle)}"]
+
+
 __all__ = [
     "CODE_QUALITY_FILE", "CodeQualityIssue", "DeliveryAction", "DeliveryPlan", "DeliveryResult",
-    "FileLines", "LocatedSuggestion", "RunBundle", "SkillReport", "agent_prompt",
+    "FileLines", "GitLabForge", "LocatedSuggestion", "RunBundle", "SkillReport", "agent_prompt",
     "apply_plan", "code_quality_report", "deliver", "diff_index", "fallback_note_body",
     "file_patch", "fingerprint", "inline_position", "load_run", "outdated_body",
-    "parse_hunks", "plan_as_text", "plan_delivery", "post_to_gitlab", "skill_marker",
+    "parse_hunks", "plan_as_text", "plan_delivery", "skill_marker",
     "skill_note_body", "skill_repo_dir", "suggestion_body", "suggestion_marker",
     "write_code_quality_report",
 ]

@@ -17,15 +17,13 @@ from aeval.adapters.git import find_toplevel
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import (
-    Benchmark,
     FixSuggestion,
-    FixSuggestions,
     Grading,
     RunManifest,
     SkillResult,
 )
-from aeval.run.plan import safe
-from aeval.run.store import read_model
+from aeval.run.layout import safe
+from aeval.run.read import read_run
 from aeval.verdicts.coverage import SkillCoverage
 
 CODE_QUALITY_FILE = "gl-code-quality.json"
@@ -206,13 +204,14 @@ def _stale(s: FixSuggestion, repo_root: Path, repo_path: str) -> str | None:
 
 
 def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
-    """Read run.json, the gradings and every fix_suggestions.json of a run folder.
+    """A run folder read for a merge or pull request (`aeval.run.read.read_run`): run.json,
+    the gradings, and every suggestion located in the repository.
 
     ``repo_root`` maps skill folders to repository paths; without it, each skill folder's
     ``git rev-parse --show-toplevel`` is used.
     """
-    run_dir = Path(run_dir)
-    manifest = read_model(run_dir / "run.json", RunManifest)
+    run = read_run(run_dir)
+    manifest = run.manifest
     if repo_root is None:
         repo_root = next((r for s in manifest.skills if (r := find_toplevel(Path(s.path)))),
                          None)
@@ -221,19 +220,17 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
         skill_dir = skill_repo_dir(sk.path, repo_root)
         key = sk.key or safe(sk.name)
         report = SkillReport(result=sk, folder=key if skill_dir is None else skill_dir or ".")
-        for c in sk.cases:
-            if (p := run_dir / c.dir / "grading.json").is_file():
-                report.gradings[c.dir] = read_model(p, Grading)
+        report.gradings = {case.result.dir: g for case, g in run.gradings(sk)}
         for rt in sorted({c.runtime for c in sk.cases} | set(manifest.runtimes)):
-            p = run_dir / key / rt / "fix_suggestions.json"
-            if p.is_file():
+            if (fixes := run.suggestions(sk, rt)) is not None:
                 report.suggestions += [_locate(s, rt, report, skill_dir, repo_root)
-                                       for s in read_model(p, FixSuggestions).suggestions]
-            bench = run_dir / key / rt / "benchmark.json"
-            if bench.is_file() and (cov := read_model(bench, Benchmark).coverage) is not None:
-                report.coverage[rt] = cov
+                                       for s in fixes.suggestions]
+            bench = run.benchmark(sk, rt)
+            if bench is not None and bench.coverage is not None:
+                report.coverage[rt] = bench.coverage
         reports.append(report)
-    return RunBundle(run_dir=run_dir, manifest=manifest, repo_root=repo_root, skills=reports)
+    return RunBundle(run_dir=run.run_dir, manifest=manifest, repo_root=repo_root,
+                     skills=reports)
 
 
 # ---- the MR diff ------------------------------------------------------------------------------

@@ -15,8 +15,10 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from aeval.run.layout import JUNIT
+
 CI_REPORTS_KEY = "ci-reports"
-REPORT_FILES = ("junit.xml", CODE_QUALITY_FILE)
+REPORT_FILES = (JUNIT, CODE_QUALITY_FILE)
 _SECTION = re.compile(r"^## (?P<name>\S+)\n(?P<fence>`{3,})\w*\n(?P<body>.*?)\n(?P=fence)$",
                       re.M | re.S)
 _RUN_ID = re.compile(r"^# CI reports of aeval run (?P<run_id>\S+)$", re.M)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan, Examined
 
 
@@ -64,5 +65,5 @@ def _recorded(recordings: dict[str, str] | None, skill: str, case: str,
                 if recordings and k in recordings), None)
     if key is None:
         return None
-    p = Path(recordings[key]) / "assertions.json"
+    p = CaseFiles(Path(recordings[key])).assertions
     return p if p.is_file() else None

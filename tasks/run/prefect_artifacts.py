@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aeval.artifacts import CaseResult, Grading, RunManifest, TriggersReport
+from aeval.artifacts import CaseResult, RunManifest, TriggersReport
 from aeval.isolation.text import code_span, escape_controls
-from aeval.run.layout import safe
-from aeval.run.store import read_model
+from aeval.run.layout import RunLayout, safe
+from aeval.run.read import read_grading
 from aeval.verdicts.coverage import SkillCoverage
 
 
@@ -42,9 +42,7 @@ def artifact_key(*parts: str) -> str:
 def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:
     lines = [f"### {code_span(skill)} / {c.case_id} [{c.runtime}]: **{c.status.upper()}**",
              "", code_span(c.reason), ""]
-    p = run_dir / c.dir / "grading.json"
-    if p.is_file():
-        g = read_model(p, Grading)
+    if (g := read_grading(RunLayout(run_dir).case(c.dir))) is not None:
         lines += ["| id | verdict | assertion | evidence |", "|---|---|---|---|"]
         for e in g.expectations:
             lines.append(f"| {_md_cell(e.id)} | {e.status} | {_md_cell(e.text)} | "
@@ -119,9 +117,9 @@ def run_summary_markdown(manifest: RunManifest, run_dir: Path, base_url: str | N
         lines += [f"Report: [report.html]({url}/report.html)  ",
                   f"JUnit: [junit.xml]({url}/junit.xml)  ", f"Run folder: <{url}/>"]
     else:
-        where = Path(run_dir).resolve()
-        lines += [f"Run folder (on the machine that ran it): `{where}`  ",
-                  f"Report: `{where / 'report.html'}`  ", f"JUnit: `{where / 'junit.xml'}`"]
+        where = RunLayout(Path(run_dir).resolve())
+        lines += [f"Run folder (on the machine that ran it): `{where.run_dir}`  ",
+                  f"Report: `{where.report}`  ", f"JUnit: `{where.junit}`"]
     return "\n".join(lines) + "\n"
 
 

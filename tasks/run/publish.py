@@ -21,13 +21,14 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from aeval.artifacts import CaseResult, Grading, RunManifest, SkillResult
+from aeval.artifacts import CaseResult, RunManifest, SkillResult
 from aeval.isolation.redact import Redactor, declared_values
 from aeval.isolation.text import escape_controls, one_line
+from aeval.run.layout import RunLayout
+from aeval.run.read import RunRecord
 from aeval.run.store import (
     atomic_write_bytes,
     atomic_write_text,
-    read_model,
     redacted_model,
     write_model,
 )
@@ -36,6 +37,7 @@ from aeval.verdicts.verdict import gate, skill_status, terminal_rate
 
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
     """A testsuite per skill x runtime, a testcase per case; failures carry the evidence."""
+    run = RunRecord.of(run_dir, manifest)
     root = ET.Element("testsuites", name=f"aeval {manifest.run_id}")
     # the root's attributes are the common JUnit XSD's (no `skipped` there; suites have it)
     totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
@@ -60,8 +62,7 @@ def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:
             suite_time = 0.0
             for c in cases:
                 name = c.case_id if c.epoch is None else f"{c.case_id} epoch {c.epoch}"
-                grading_path = run_dir / c.dir / "grading.json"
-                g = read_model(grading_path, Grading) if grading_path.is_file() else None
+                g = run.grading(c)
                 seconds = (g.timing.total_s or 0.0) if g else 0.0
                 suite_time += seconds
                 tc = ET.SubElement(suite, "testcase", classname=f"{s.name}.{rt}", name=name,
@@ -122,9 +123,10 @@ def finish_run(run_dir: Path, manifest: RunManifest, require_tested: bool = Fals
     done = redacted_model(manifest.model_copy(update={
         "gate": g, "totals": totals, "status": "finished", "finished_at": datetime.now(UTC)}),
         redactor)
-    write_model(run_dir / "run.json", done, redactor)
-    atomic_write_bytes(run_dir / "junit.xml", redactor.bytes(junit_xml(run_dir, done)))
-    atomic_write_text(run_dir / "report.html", render_report(run_dir, done), redactor)
+    layout = RunLayout(run_dir)
+    write_model(layout.manifest, done, redactor)
+    atomic_write_bytes(layout.junit, redactor.bytes(junit_xml(run_dir, done)))
+    atomic_write_text(layout.report, render_report(run_dir, done), redactor)
     return done
 
 

@@ -17,15 +17,11 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from aeval.artifacts import (
-    Benchmark,
-    FixSuggestions,
-    Grading,
     RunManifest,
     TriggersReport,
-    UpliftReport,
 )
 from aeval.isolation.text import escape_controls
-from aeval.run.store import read_model
+from aeval.run.read import RunRecord
 from aeval.verdicts.verdict import terminal_rate
 
 
@@ -60,31 +56,27 @@ def environment() -> Environment:
 
 def render_report(run_dir: Path, manifest: RunManifest) -> str:
     """report.html of a run (with its uplift section when ``uplift.json`` is there)."""
+    run = RunRecord.of(run_dir, manifest)
     details = []
     fixes = []
     coverage = []
     for s in manifest.skills:
         if s.status != "invalid":
-            for c in s.cases:
-                p = run_dir / c.dir / "grading.json"
-                if c.status != "pass" and p.is_file():
-                    case = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
-                    details.append({"skill": s.name, "case": case, "runtime": c.runtime,
-                                    "grading": read_model(p, Grading)})
-        folder = run_dir / (s.key or s.name)
+            for case, g in run.gradings(s):
+                c = case.result
+                if c.status != "pass":
+                    name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
+                    details.append({"skill": s.name, "case": name, "runtime": c.runtime,
+                                    "grading": g})
         for rt in manifest.runtimes:
-            fx = folder / rt / "fix_suggestions.json"
-            sug = read_model(fx, FixSuggestions).suggestions if fx.is_file() else []
-            if sug:
-                fixes.append({"skill": s.name, "runtime": rt, "suggestions": sug})
-            bench = folder / rt / "benchmark.json"
-            cov = read_model(bench, Benchmark).coverage if bench.is_file() else None
-            if cov is not None:
-                coverage.append({"skill": s.name, "runtime": rt, "cov": cov})
-    up = run_dir / "uplift.json"
-    uplift = read_model(up, UpliftReport) if up.is_file() else None
+            fx = run.suggestions(s, rt)
+            if fx is not None and fx.suggestions:
+                fixes.append({"skill": s.name, "runtime": rt, "suggestions": fx.suggestions})
+            bench = run.benchmark(s, rt)
+            if bench is not None and bench.coverage is not None:
+                coverage.append({"skill": s.name, "runtime": rt, "cov": bench.coverage})
     return environment().get_template("report.html").render(
-        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=uplift)
+        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift())
 
 
 def render_triggers_report(report: TriggersReport) -> str:

@@ -21,6 +21,7 @@ from aeval import __version__
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
 from aeval.prompts import load_prompt
 from aeval.run.fingerprint import REUSABLE, case_fingerprint, folder_digest, text_digest
+from aeval.run.layout import CaseFiles, RunLayout
 from aeval.run.plan import CasePlan
 from aeval.run.store import read_model, write_model
 
@@ -94,9 +95,9 @@ def reuse_unchanged(plans: list[CasePlan], store: Path
     todo, reused = [], []
     for plan in plans:
         entry = index.entries.get(plan.fingerprint or "")
-        source = (Path(store) / "runs" / entry.run_id / entry.dir) if entry else None
+        source = RunLayout.of(store, entry.run_id).case(entry.dir) if entry else None
         if (entry is None or entry.status not in REUSABLE or entry.run_id == plan.run_id
-                or not (source / "grading.json").is_file()):
+                or not CaseFiles(source).grading.is_file()):
             todo.append(plan)
             continue
         shutil.rmtree(plan.case_dir, ignore_errors=True)

@@ -24,7 +24,9 @@ from aeval.errors import EnvironmentFailure
 from aeval.events import Usage
 from aeval.isolation.redact import Redactor
 from aeval.prompts import load_prompt
-from aeval.run.store import atomic_write_text, read_model, write_model
+from aeval.run.layout import CaseFiles, SkillFiles
+from aeval.run.read import read_grading, read_if_there
+from aeval.run.store import atomic_write_text, write_model
 from aeval.verdicts.coverage import SkillCoverage, skill_coverage, skill_files
 from aeval.verdicts.verdict import skill_status
 
@@ -61,12 +63,7 @@ def _stats(series: pd.Series, successes: int | None = None, trials: int | None =
 
 
 def load_gradings(run_dir: Path, cases: list[CaseResult]) -> list[tuple[CaseResult, Grading]]:
-    out = []
-    for c in cases:
-        p = run_dir / c.dir / "grading.json"
-        if p.is_file():
-            out.append((c, read_model(p, Grading)))
-    return out
+    return [(c, g) for c in cases if (g := read_grading(Path(run_dir) / c.dir)) is not None]
 
 
 def assertion_frame(pairs: list[tuple[CaseResult, Grading]]) -> pd.DataFrame:
@@ -223,10 +220,10 @@ def coverage(run_dir: Path, cases: list[CaseResult], skill_root: Path) -> SkillC
     files of the original skill; None when no attempt recorded its resource use."""
     uses = []
     for c in cases:
-        p = Path(run_dir) / c.dir / "eval_metadata.json"
-        if not p.is_file():
+        meta = read_if_there(CaseFiles(Path(run_dir) / c.dir).eval_metadata, EvalMetadata)
+        if meta is None:
             continue
-        attempts = read_model(p, EvalMetadata).attempts
+        attempts = meta.attempts
         if attempts and attempts[-1].resources is not None:
             uses.append(attempts[-1].resources)
     return skill_coverage(skill_files(skill_root), uses) if uses else None
@@ -238,7 +235,7 @@ def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[Ca
               ) -> MultiEvalReport:
     """Write the per skill x runtime artifacts into ``out``, redacted with ``redactor`` (the
     run's credentials); return the multi-eval report."""
-    out, redactor = Path(out), redactor or Redactor()
+    files, redactor = SkillFiles(Path(out)), redactor or Redactor()
     pairs = load_gradings(Path(run_dir), cases)
     bench = benchmark(skill, runtime, pairs)
     if skill_root is not None:
@@ -246,16 +243,16 @@ def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[Ca
     notes = analyze(skill, runtime, pairs)
     if model and pairs:
         notes = narrate(notes, bench, model, api_base)
-    write_model(out / "benchmark.json", bench, redactor)
-    write_model(out / "analysis_notes.json", notes, redactor)
+    write_model(files.benchmark, bench, redactor)
+    write_model(files.analysis_notes, notes, redactor)
     fidelity = all(g.grader.protocol_fidelity for _, g in pairs)
     report = MultiEvalReport(skill=skill, runtime=runtime, cases=cases,
                              verdict=skill_status(cases), protocol_fidelity=fidelity)
     summary = render_summary(report)
     if template_problems(summary):
         report.protocol_fidelity = False
-    write_model(out / "multi_eval_report.json", report, redactor)
-    atomic_write_text(out / "summary.md", summary, redactor)
+    write_model(files.multi_eval_report, report, redactor)
+    atomic_write_text(files.summary, summary, redactor)
     return report
 
 

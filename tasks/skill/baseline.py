@@ -19,7 +19,8 @@ from aeval.artifacts import (
     RunManifest,
 )
 from aeval.isolation.redact import Redactor
-from aeval.run.layout import RunLayout
+from aeval.run.layout import RunLayout, SkillFiles
+from aeval.run.read import RunRecord, read_run
 from aeval.run.store import read_model, write_model
 
 BASELINES = "baselines.json"
@@ -32,15 +33,11 @@ def _key(skill: str, runtime: str, case: str) -> str:
 def entries_of_run(run_dir: Path, manifest: RunManifest | None = None,
                    only_passing: bool = False) -> dict[str, BaselineEntry]:
     """Per skill x runtime x case (epochs pooled), what a finished run says."""
-    run_dir = Path(run_dir)
-    manifest = manifest or read_model(run_dir / "run.json", RunManifest)
+    run = RunRecord.of(run_dir, manifest) if manifest is not None else read_run(run_dir)
     grouped: dict[str, list[tuple[CaseResult, Grading]]] = {}
-    for s in manifest.skills:
-        for c in s.cases:
-            p = run_dir / c.dir / "grading.json"
-            if p.is_file():
-                grouped.setdefault(_key(s.key or s.name, c.runtime, c.case_id), []).append(
-                    (c, read_model(p, Grading)))
+    for case, g in run.gradings():
+        s, c = case.skill, case.result
+        grouped.setdefault(_key(s.key or s.name, c.runtime, c.case_id), []).append((c, g))
     out = {}
     for key, runs in grouped.items():
         if only_passing and any(c.status != "pass" for c, _ in runs):
@@ -121,7 +118,7 @@ def regression_for(layout: RunLayout, out: Path, skill_key: str, skill: str, run
     ``redactor``: the run's credentials)."""
     label, entries = baseline_entries(store, baseline)
     doc = regression(skill_key, skill, runtime, layout.run_dir, cases, label, entries)
-    write_model(Path(out) / "regression.json", doc, redactor or Redactor())
+    write_model(SkillFiles(Path(out)).regression, doc, redactor or Redactor())
     return doc
 
 

@@ -18,8 +18,9 @@ from prefect.cache_policies import NO_CACHE
 from aeval.artifacts import Benchmark, CaseResult, MultiEvalReport
 from aeval.isolation.redact import Redactor, declared_values
 from aeval.run.layout import RunLayout
+from aeval.run.read import read_if_there
 from aeval.run.requests import EvalRequest
-from aeval.run.store import read_model, redacted_model
+from aeval.run.store import redacted_model
 
 
 def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
@@ -49,8 +50,8 @@ def conclude_skill(layout: RunLayout, group: SkillGroup, cases: list[CaseResult]
     """Suggestions, regression and aggregates of one skill x runtime; the skill's resource
     coverage as a Prefect table (``coverage-<skill>-<runtime>``, one row per file)."""
     report = conclude(layout, group, cases, request)
-    bench = layout.skill_dir(group.skill_key, group.runtime) / "benchmark.json"
-    cov = read_model(bench, Benchmark).coverage if bench.is_file() else None  # redacted
+    bench = read_if_there(layout.skill(group.skill_key, group.runtime).benchmark, Benchmark)
+    cov = bench.coverage if bench is not None else None  # redacted
     if cov is not None and request.install_skill:
         used = len(cov.files) - len(cov.untouched)
         create_table_artifact(

@@ -27,6 +27,7 @@ from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import AttemptRecord, CaseResult
 from aeval.errors import EnvironmentFailure
+from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan
 from aeval.run.store import read_model
 from aeval.skill.contract import EvalCase, find_marketplace
@@ -37,7 +38,7 @@ BASE_LOG = "base-preflight.log"
 
 def last_error_type(case_dir: Path) -> str | None:
     """The error type of the case's last attempt (``attempts/<n>/attempt.json``)."""
-    attempts = sorted((p for p in (case_dir / "attempts").glob("*/attempt.json")),
+    attempts = sorted((p for p in CaseFiles(case_dir).attempts.glob("*/attempt.json")),
                       key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
     if not attempts:
         return None

@@ -31,7 +31,9 @@ from aeval.errors import EnvironmentFailure
 from aeval.isolation.redact import Redactor
 from aeval.isolation.workspace import text_files
 from aeval.prompts import load_prompt
-from aeval.run.store import read_model, write_model
+from aeval.run.layout import CaseFiles, SkillFiles
+from aeval.run.read import read_grading, read_if_there
+from aeval.run.store import write_model
 
 MAX_FILE_CHARS = 20_000
 
@@ -64,10 +66,9 @@ def validated_by_run(g: Grading, edit_seq: int | None, whole_run: set[str]) -> b
 
 def whole_run_checks(case_dir: Path) -> set[str]:
     """Ids of the case's `commands_succeeded` assertions (from assertions.json)."""
-    p = case_dir / "assertions.json"
-    if not p.is_file():
+    doc = read_if_there(CaseFiles(case_dir).assertions, AssertionsFile)
+    if doc is None:
         return set()
-    doc = read_model(p, AssertionsFile)
     return {a.id for a in doc.assertions
             if a.check is not None and a.check.type == "commands_succeeded"}
 
@@ -87,7 +88,7 @@ def delta_suggestions(skill_dir: Path, case: str, g: Grading, case_dir: Path
                 reason=f"a {ch.change} file is not a line replacement; see skill.diff"))
             continue
         before = read_lines(skill_dir, ch.path)
-        after = read_lines(case_dir / "skill_after", ch.path)
+        after = read_lines(CaseFiles(case_dir).skill_after, ch.path)
         if before is None or after is None:
             rejected.append(RejectedSuggestion(suggestion={"grounded_in": ref, "path": ch.path},
                                                reason="the file is not text, or its edited "
@@ -175,10 +176,10 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
     skill_dir = Path(skill_dir)
     pairs, dirs = [], {}
     for c in sorted(cases, key=lambda c: (c.case_id, c.epoch or 0)):
-        p = Path(run_dir) / c.dir / "grading.json"
-        if p.is_file():
-            pairs.append((_case_key(c), read_model(p, Grading)))
-            dirs[_case_key(c)] = p.parent
+        case_dir = Path(run_dir) / c.dir
+        if (g := read_grading(case_dir)) is not None:
+            pairs.append((_case_key(c), g))
+            dirs[_case_key(c)] = case_dir
     kept: list[FixSuggestion] = []
     rejected: list[RejectedSuggestion] = []
     for key, g in pairs:
@@ -224,5 +225,5 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
     lv1 = sum(s.level == "LV1" for s in final)
     doc = FixSuggestions(skill=skill, runtime=runtime, suggestions=final, rejected=rejected,
                          causal_share=round(lv1 / len(final), 4) if final else None)
-    write_model(Path(out_dir) / "fix_suggestions.json", doc, redactor or Redactor())
+    write_model(SkillFiles(Path(out_dir)).fix_suggestions, doc, redactor or Redactor())
     return doc

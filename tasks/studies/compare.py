@@ -23,11 +23,12 @@ from aeval.artifacts import (
     RaterVerdict,
     RefusedTools,
     RegradeReport,
-    RunManifest,
     TierDifference,
 )
 from aeval.events import ToolResultEvent, Usage, read_events
-from aeval.run.store import atomic_write_text, read_model, write_model
+from aeval.run.layout import CaseFiles, RunLayout
+from aeval.run.read import read_grading, read_if_there, read_run
+from aeval.run.store import atomic_write_text, write_model
 from aeval.stats.agreement import agreement, columns, pairwise
 
 COLUMNS = ("runtime", "wall (min)", "executor (min)", "assertions passed/total",
@@ -42,7 +43,7 @@ def _refused(case_dir: Path, errors: list) -> RefusedTools:
     """The calls of one case the runtime refused, and the tools it has not got."""
     found = RefusedTools(calls=0, misplaced=sum(
         1 for e in errors if e.agent_error and "not in this runtime's skill copy" in e.agent_error))
-    events = case_dir / "events.jsonl"
+    events = CaseFiles(case_dir).events
     if not events.is_file():
         return found
     for e in read_events(events):
@@ -54,7 +55,8 @@ def _refused(case_dir: Path, errors: list) -> RefusedTools:
 
 
 def row_for_run(run_dir: Path, label: str, runtime: str, model: str | None) -> CompareRow:
-    m = read_model(run_dir / "run.json", RunManifest)
+    run = read_run(run_dir)
+    m = run.manifest
     executor, passed, total, changes, valid, judged = 0.0, 0, 0, 0, 0, 0
     usage = Usage()
     statuses: dict[str, int] = {}
@@ -65,10 +67,8 @@ def row_for_run(run_dir: Path, label: str, runtime: str, model: str | None) -> C
             if c.runtime != runtime:
                 continue
             statuses[c.status] = statuses.get(c.status, 0) + 1
-            p = run_dir / c.dir / "grading.json"
-            if not p.is_file():
+            if (g := run.grading(c)) is None:
                 continue
-            g = read_model(p, Grading)
             if g.grader.model is not None:  # a grader model was asked: did it keep protocol?
                 judged += 1
                 valid += g.grader.protocol_fidelity
@@ -82,9 +82,8 @@ def row_for_run(run_dir: Path, label: str, runtime: str, model: str | None) -> C
             refused.misplaced += case.misplaced
             refused.unknown_tools += [t for t in case.unknown_tools
                                       if t not in refused.unknown_tools]
-        fx = run_dir / s.name / runtime / "fix_suggestions.json"
-        if fx.is_file():
-            sug = read_model(fx, FixSuggestions).suggestions
+        if (fx := run.suggestions(s, runtime)) is not None:
+            sug = fx.suggestions
             lv1 += sum(x.level == "LV1" for x in sug)
             lv2 += sum(x.level == "LV2" for x in sug)
     elapsed = ((m.finished_at - m.created_at).total_seconds()
@@ -214,13 +213,12 @@ class _Collector:
             rater=rater, model=model, runs=[], judged=0, passed=0, lv1=0, lv2=0,
             causal_share=None))
 
-    def grading(self, rater: str, path: Path, skill: str, c: CaseResult) -> None:
+    def grading(self, rater: str, g: Grading | None, skill: str, c: CaseResult) -> None:
         where = {"skill": skill, "runtime": c.runtime, "case_id": c.case_id, "epoch": c.epoch}
-        if not path.is_file():
+        if g is None:
             self.summaries[rater].errors.append(RaterError(
                 **where, reason="no grading.json: the case did not finish"))
             return
-        g = read_model(path, Grading)
         problem = grader_problem(g)
         if problem:
             self.summaries[rater].errors.append(RaterError(**where, reason=problem))
@@ -233,11 +231,12 @@ class _Collector:
                 verdict=None if e.status == "ungraded" else e.status,
                 evidence=e.evidence.replace("\n", " ")[:300])
 
-    def suggestions(self, rater: str, path: Path, skill: str, runtime: str) -> None:
-        if not path.is_file():
+    def suggestions(self, rater: str, fixes: FixSuggestions | None, skill: str,
+                    runtime: str) -> None:
+        if fixes is None:
             return
         s = self.summaries[rater]
-        for x in read_model(path, FixSuggestions).suggestions:
+        for x in fixes.suggestions:
             s.lv1 += x.level == "LV1"
             s.lv2 += x.level == "LV2"
             where = (skill, runtime, x.path, x.start_line, x.end_line)
@@ -250,7 +249,8 @@ def agreement_report(source: Path, regrade_id: str, grader_models: list[str],
     """Every rater's verdicts on every assertion of every epoch, and their agreement.
     ``regraded``: (grader model, source runtime, replay run folder); ``failures``: (grader
     model, runtime, reason) for a grader whose whole re-grade run failed."""
-    src = read_model(source / "run.json", RunManifest)
+    source_run = read_run(source)
+    src = source_run.manifest
     raters = [ORIGINAL, *grader_models]
     col = _Collector()
     col.summary(ORIGINAL, src.grader_model).runs.append(src.run_id)
@@ -258,20 +258,19 @@ def agreement_report(source: Path, regrade_id: str, grader_models: list[str],
         col.summary(m, m)
     for s in src.skills:
         for c in s.cases:
-            col.grading(ORIGINAL, source / c.dir / "grading.json", s.name, c)
-        for key, runtime in sorted({(Path(c.dir).parts[0], c.runtime) for c in s.cases}):
-            col.suggestions(ORIGINAL, source / key / runtime / "fix_suggestions.json", s.name,
-                            runtime)
+            col.grading(ORIGINAL, source_run.grading(c), s.name, c)
+        for runtime in sorted({c.runtime for c in s.cases}):
+            col.suggestions(ORIGINAL, source_run.suggestions(s, runtime), s.name, runtime)
     for model, runtime, run_dir in regraded:
         col.summaries[model].runs.append(run_dir.name)
         for s in src.skills:
             cases = [c for c in s.cases if c.runtime == runtime]
             for c in cases:
-                col.grading(model, run_dir / regraded_dir(c.dir, runtime) / "grading.json",
+                col.grading(model, read_grading(run_dir / regraded_dir(c.dir, runtime)),
                             s.name, c)
             for key in sorted({Path(c.dir).parts[0] for c in cases}):
-                col.suggestions(model, run_dir / key / "replay" / "fix_suggestions.json",
-                                s.name, runtime)
+                col.suggestions(model, read_if_there(RunLayout(run_dir).skill(
+                    key, "replay").fix_suggestions, FixSuggestions), s.name, runtime)
     for model, runtime, reason in failures:
         col.summaries[model].errors += [
             RaterError(skill=s.name, runtime=runtime, case_id=c.case_id, epoch=c.epoch,

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.artifacts import TriggersReport, TriggerTrial
 from aeval.errors import ContractError, EnvironmentFailure, TransientError
 from aeval.events import read_events
-from aeval.run.layout import skill_keys
+from aeval.run.layout import CaseFiles, RunLayout, skill_keys
 from aeval.run.plan import CasePlan, Examined
 from aeval.run.store import atomic_write_text, write_model
 from aeval.skill.contract import EvalCase, generic_triggers
@@ -185,7 +185,7 @@ def run_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0) -> 
         skills = {plan.skill.name: execution.skill_copy}
         for d in plan.distractors:
             skills.setdefault(load_skill(d).name, execution.skill_copy.parent / Path(d).name)
-        events = read_events(plan.case_dir / "events.jsonl")
+        events = read_events(CaseFiles(plan.case_dir).events)
         loads = skill_loads(events, execution.workspace, skills,
                             skill_var=execution.skill_copy)
         this = any(ld.skill == plan.skill.name for ld in loads)
@@ -244,7 +244,7 @@ def write_triggers(prepared: PreparedTriggers, trials: list[TriggerTrial]) -> Tr
     """triggers.json, report.html and a Prefect table (one row per skill x runtime)."""
     report = build_report(prepared, trials)
     write_model(prepared.run_dir / "triggers.json", report)
-    atomic_write_text(prepared.run_dir / "report.html", render_triggers_report(report))
+    atomic_write_text(RunLayout(prepared.run_dir).report, render_triggers_report(report))
     create_table_artifact(trigger_rows(report), key=artifact_key("triggers", report.run_id),
                           description=f"aeval triggers {report.run_id}: precision and recall "
                                       "per skill x runtime")

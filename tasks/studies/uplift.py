@@ -20,8 +20,10 @@ from prefect.cache_policies import NO_CACHE
 
 from aeval.artifacts import CaseResult, EvalMetadata, RunManifest, UpliftReport
 from aeval.artifacts.uplift import PairOutcome, SkillUplift
+from aeval.run.layout import RunLayout
+from aeval.run.read import read_if_there, read_run
 from aeval.run.requests import EvalRequest, UpliftRequest
-from aeval.run.store import RunStore, atomic_write_text, read_model, write_model
+from aeval.run.store import RunStore, atomic_write_text, write_model
 from aeval.stats.uplift import skill_uplifts, uplift_gate
 
 COUNTED = ("pass", "fail")
@@ -57,30 +59,29 @@ def with_arm_assertions(run_dir: Path) -> dict[str, str]:
     that wrote assertions.json, ``skill`` the skill's folder key (two skills may share a
     name): the without-arm reuses them verbatim, so both arms are graded against the same
     assertions (same sha256)."""
-    m = read_model(run_dir / "run.json", RunManifest)
     out: dict[str, str] = {}
-    for s in m.skills:
-        for c in s.cases:
-            if (run_dir / c.dir / "assertions.json").is_file():
-                key = s.key or s.name
-                out[f"{key}/{c.case_id}#{c.epoch}"] = str(run_dir / c.dir)
-                out.setdefault(f"{key}/{c.case_id}", str(run_dir / c.dir))
+    for case in read_run(run_dir).cases():
+        if case.files.assertions.is_file():
+            s, c = case.skill, case.result
+            key = s.key or s.name
+            out[f"{key}/{c.case_id}#{c.epoch}"] = str(case.dir)
+            out.setdefault(f"{key}/{c.case_id}", str(case.dir))
     return out
 
 
 def _cost(run_dir: Path, c: CaseResult | None) -> tuple[int, float | None]:
     """Executor tokens (uncached + cached input + output) and wall seconds of a case."""
-    p = run_dir / c.dir / "eval_metadata.json" if c is not None else None
-    if p is None or not p.is_file():
+    meta = read_if_there(RunLayout(run_dir).case_files(c.dir).eval_metadata, EvalMetadata) \
+        if c is not None else None
+    if meta is None:
         return 0, None
-    meta = read_model(p, EvalMetadata)
     u = meta.usage
     return u.input_tokens + u.cached_input_tokens + u.output_tokens, meta.wall_s
 
 
 def pair_cases(with_dir: Path, without_dir: Path) -> list[PairOutcome]:
     """Pair the two arms' cases by skill x runtime x case x epoch (the with-arm's order)."""
-    arms = [read_model(d / "run.json", RunManifest) for d in (with_dir, without_dir)]
+    arms = [read_run(d).manifest for d in (with_dir, without_dir)]
 
     def index(m: RunManifest) -> dict[tuple, tuple[str, CaseResult]]:
         return {(s.key or s.name, c.runtime, c.case_id, c.epoch): (s.name, c)
@@ -105,7 +106,7 @@ def pair_cases(with_dir: Path, without_dir: Path) -> list[PairOutcome]:
 
 def build_report(request: UpliftRequest, with_dir: Path, without_dir: Path) -> UpliftReport:
     """uplift.json's content from the two finished arms."""
-    with_run = read_model(with_dir / "run.json", RunManifest)
+    with_run = read_run(with_dir).manifest
     pairs = pair_cases(with_dir, without_dir)
     skills = skill_uplifts(pairs, request.alpha)
     invalid = [s.name for s in with_run.skills if s.status == "invalid"]
@@ -157,9 +158,9 @@ def write_uplift_files(request: UpliftRequest, with_dir: Path, without_dir: Path
     """uplift.json in the with-arm's run folder (atomic), and that run's report.html again,
     now with the Uplift section."""
     report = build_report(request, with_dir, without_dir)
-    write_model(with_dir / "uplift.json", report)
-    manifest = read_model(with_dir / "run.json", RunManifest)
-    atomic_write_text(with_dir / "report.html", render_report(with_dir, manifest))
+    run = read_run(with_dir)
+    write_model(run.layout.uplift, report)
+    atomic_write_text(run.layout.report, render_report(with_dir, run.manifest))
     for name in flagged(report.skills):
         progress("negative uplift: %s does worse with the skill than without", name,
                  warning=True)

@@ -13,8 +13,9 @@ import jsonschema
 import pytest
 from aeval.deployments.cli.main import main
 
-from aeval.artifacts import json_schema, schema_for
+from aeval.artifacts import json_schema
 from aeval.isolation.workspace import manifest
+from aeval.run.layout import schema_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from aeval.adapters.forges import github as github_adapter
 from aeval.deployments.cli.post import main as post_main
-from aeval.tasks.deliver.github import post_to_github
+from aeval.tasks.deliver.post import post_run
 
 from aeval.artifacts import FixSuggestion
 from tests.conftest import ROOT
@@ -259,6 +261,32 @@ def test_the_pull_request_from_the_actions_environment(github, run_dir, monkeypa
     assert f"{github.repo} pull request #{github.number}" in capsys.readouterr().out
 
 
+def test_aeval_run_post_inside_actions_posts_on_the_pull_request(github, monkeypatch,
+                                                                  tmp_path):
+    """`aeval run --post` in a GitHub Actions job posts on the job's pull request, through
+    the same path as `aeval post` (no GitLab variables anywhere)."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_REPOSITORY", github.repo)
+    monkeypatch.setenv("GITHUB_API_URL", github.url)
+    monkeypatch.setenv("GITHUB_EVENT_PATH", event_file(tmp_path, {
+        "action": "synchronize", "number": github.number,
+        "pull_request": {"number": github.number, "head": {"sha": github.head_sha}}}))
+    aeval = Path(sys.executable).parent / "aeval"
+    cmd = [str(aeval)] if aeval.exists() else [sys.executable, "-m", "aeval.deployments.cli.main"]
+    proc = subprocess.run([*cmd, "run", str(test_gitlab.SKILL_DIR), "--out",
+                           str(tmp_path / "store"), "-q", "--post"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the skill's defect, posted
+    assert f"post: posted on GitHub, {github.repo} pull request #{github.number}" \
+        in proc.stdout, proc.stdout + proc.stderr
+    (summary,) = github.issue_comments
+    assert summary["body"].startswith("<!-- aeval:skill=segmentation ")
+    (check,) = github.check_runs
+    assert check["conclusion"] == "failure" and check["head_sha"] == github.head_sha
+    assert "## aeval · gate: exit 1" in Path(os.environ["GITHUB_STEP_SUMMARY"]).read_text()
+    assert TOKEN not in proc.stdout + proc.stderr
+
+
 def test_a_workflow_run_posts_only_on_the_pull_request_of_its_head(github, run_dir,
                                                                    monkeypatch, tmp_path,
                                                                    capsys):
@@ -280,10 +308,12 @@ def test_the_prefect_task_posts_too(github, run_dir, monkeypatch):
     monkeypatch.setenv("GITHUB_REPOSITORY", github.repo)
     monkeypatch.setenv("GITHUB_API_URL", github.url)
     write_suggestions(run_dir, train_row_fix())
-    result = post_to_github.fn(str(run_dir), pr_number=github.number, repo_root=str(ROOT))
-    assert len(result.inline) == 1 and not result.fallback
-    assert {a.kind for a in result.actions} == {"create_comment", "create_review_comment",
-                                                "create_check_run"}
+    said = post_run.fn(str(run_dir), "github", github.number)  # the flow's step
+    assert said.startswith(f"posted on GitHub, {github.repo} pull request #{github.number}: "
+                           "done"), said
+    assert "1 suggestion(s) inline, 0 in the fallback comment" in said
+    assert len(github.issue_comments) == 1 and len(github.review_comments) == 1
+    assert len(github.check_runs) == 1
 
 
 def test_dry_run_only_reads(github, run_dir, capsys, tmp_path):

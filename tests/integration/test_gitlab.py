@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 from aeval.deployments.cli.post import main as post_main
-from aeval.tasks.deliver.gitlab import (
-    post_to_gitlab,
-)
+from aeval.tasks.deliver.post import post_run
 from aeval.tasks.deliver.read_run import (
     CODE_QUALITY_FILE,
 )
@@ -255,9 +253,11 @@ def test_mr_from_ci_variables_and_the_prefect_task(gitlab, run_dir, monkeypatch)
     monkeypatch.setenv("CI_MERGE_REQUEST_IID", str(gitlab.mr_iid))
     monkeypatch.setenv("AEVAL_REPORT_URL", "https://ci.example/report")
     write_suggestions(run_dir, train_row_fix())
-    result = post_to_gitlab.fn(str(run_dir), repo_root=str(ROOT))
-    assert len(result.inline) == 1 and not result.fallback
-    assert {a.kind for a in result.actions} == {"create_note", "create_discussion"}
+    said = post_run.fn(str(run_dir))  # the flow's step: the forge and MR from CI variables
+    assert said.startswith(f"posted on GitLab, {gitlab.url} project {gitlab.project_path} "
+                           f"MR !{gitlab.mr_iid}: done"), said
+    assert "1 suggestion(s) inline, 0 in the fallback note" in said
+    assert len([d for d in gitlab.discussions if not d["individual_note"]]) == 1
     assert "https://ci.example/report" in gitlab.notes[-1]["body"] + gitlab.notes[0]["body"]
     assert (run_dir / CODE_QUALITY_FILE).is_file()
 
