@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 
+# fixtures
+from tests.integration.test_prefect_server import server  # noqa: F401
 from tests.reach import (
     AUDIT_CASES,
     Listeners,
@@ -187,3 +189,121 @@ def test_a_case_on_a_remote_dask_worker_reaches_nothing(host_dir):
                 for proc in reversed(procs):
                     _stop(proc)
     assert_reaches_nothing(audited)
+
+
+# ---- the MR deployment on a served flow ---------------------------------------------------
+
+def listening_ports(pid: int) -> list[int]:
+    """The TCP ports ``pid`` and its descendants listen on."""
+    import psutil
+
+    root = psutil.Process(pid)
+    ports = []
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            ports += [c.laddr.port for c in proc.net_connections(kind="inet")
+                      if c.status == psutil.CONN_LISTEN]
+        except psutil.NoSuchProcess:
+            continue
+    return sorted(set(ports))
+
+
+def test_a_case_of_the_served_mr_deployment_reaches_nothing(server, host_dir):  # noqa: F811
+    """deployments/README: `prefect server start`, `python -m aeval.deployments.serve`
+    serving the MR deployment (flow runs execute in the serving process), triggered by the CI
+    template's aeval-prefect job (`aeval trigger`) for an MR that adds the port-audit skill.
+    The Prefect server (and whatever the serving process listens on) is on the list the
+    cases try: none answers."""
+    from tests.integration.test_prefect_server import (
+        aeval_prefect_job,
+        sh,
+        start_serve,
+        stop,
+        wait_for_deployment,
+    )
+
+    api_port = int(server["PREFECT_API_URL"].rsplit(":", 1)[1].split("/")[0])
+    work = host_dir / "serve"
+    work.mkdir()
+    log = host_dir / "serve.log"
+    serve = start_serve({**server, "AEVAL_RETRIES": "0"}, work, log, "--no-schedule")
+    try:
+        wait_for_deployment(server, "aeval-mr/mr", serve, log)
+        services = {"prefect server": api_port,
+                    **{f"serve ({port})": port for port in listening_ports(serve.pid)}}
+
+        def start(targets: dict) -> tuple[Path | None, str]:
+            repo = host_dir / "marketplace"
+            repo.mkdir()
+            (repo / "README.md").write_text("# Our skills\n")
+            sh(repo, "init", "-q", "-b", "main")
+            sh(repo, "add", "-A")
+            sh(repo, "commit", "-q", "-m", "base")
+            base = sh(repo, "rev-parse", "HEAD")
+            sh(repo, "checkout", "-q", "-b", "port-audit")
+            add_port_audit(repo, targets)
+            sh(repo, "add", "-A")
+            sh(repo, "commit", "-q", "-m", "port-audit: a new skill")
+            head = sh(repo, "rev-parse", "HEAD")
+            sh(repo, "checkout", "-q", "main")
+            job = aeval_prefect_job(server, repo, base, head, "9", host_dir / "job-9")
+            out = job.communicate(timeout=220)[0]
+            runs = sorted((work / ".aeval" / "runs").glob("*/run.json"))
+            why = f"the CI job exited {job.returncode}:\n{out[-2500:]}\n{tail(None, log)}"
+            return (runs[-1].parent if runs else None), why
+
+        audited = audit_through("served MR deployment", services, host_dir, start)
+    finally:
+        stop(serve)
+    assert_reaches_nothing(audited)
+
+
+# ---- the GitHub Action's command ----------------------------------------------------------
+
+def test_a_case_run_by_the_github_actions_command_reaches_nothing(host_dir):
+    """action.yml's steps run as a runner would (tests/integration/test_github_action.py's
+    Job), `mode: run` on a pull_request that adds the port-audit skill, with the default
+    `sandbox: require`, on a runner image that has aeval already (the Action's install step
+    then only prints its version). aeval starts its own Prefect server during the run, after
+    the inventory was written: the full scans of loopback, the gateway and the host's
+    addresses are what would find it."""
+    from tests.integration.test_github_action import ROOT, Job, runner_env, write_event
+    from tests.integration.test_gitlab_template import git
+
+    image_bin = host_dir / "image-bin"
+    image_bin.mkdir()
+    (image_bin / "aeval").symlink_to(AEVAL)
+    base_env = runner_env(image_bin) | {"PREFECT_HOME": str(host_dir / "prefect-home"),
+                                        "AEVAL_RETRIES": "0"}
+    base_env.pop("TMPDIR", None)
+
+    def start(targets: dict) -> tuple[Path | None, str]:
+        repo = host_dir / "marketplace"
+        repo.mkdir()
+        (repo / "README.md").write_text("# Our skills\n")
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "base")
+        base = git(repo, "rev-parse", "HEAD")
+        add_port_audit(repo, targets)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "port-audit: a new skill")
+        head = git(repo, "rev-parse", "HEAD")
+        event = {"action": "synchronize", "number": 5, "pull_request": {
+            "number": 5, "base": {"sha": base}, "head": {"sha": head, "repo": {
+                "full_name": "acme/skills"}}}}
+        job = Job(repo, base_env, {
+            "repository": "acme/skills", "api_url": "http://127.0.0.1:9",
+            "action_path": str(ROOT), "run_id": 7, "sha": head, "token": "",
+            "event_name": "pull_request", "event": event,
+            "event_path": write_event(host_dir / "event.json", event)},
+            {"args": "--runtime literal --no-grader"}, host_dir / "artifacts")
+        code = job.run()
+        ran = {name: c for name, c, _ in job.ran}
+        why = f"the job exited {code}, steps {ran}:\n{job.output()[-3000:]}"
+        assert "Evaluate the changed skills" in ran, why
+        assert job.ctx["steps"]["run"]["outputs"]["exit-code"] == str(code), why
+        runs = sorted((repo / ".aeval" / "runs").glob("*/run.json"))
+        return (runs[-1].parent if runs else None), why
+
+    assert_reaches_nothing(audit_through("GitHub Action", {}, host_dir, start))
