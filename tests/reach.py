@@ -10,8 +10,11 @@ Nothing here is a list of known paths or ports to hide: the host's sockets are r
 from __future__ import annotations
 
 import contextlib
+import gzip
 import itertools
+import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -273,3 +276,86 @@ def outside_view(paths: Iterable[str], roots: Iterable[Path]) -> dict[str, int]:
                 break
         areas[top] = areas.get(top, 0) + 1
     return dict(sorted(areas.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# ---- the port audit, from any entry point -----------------------------------------------
+
+SKILLS = Path(__file__).resolve().parent / "data" / "reach"
+AUDIT_CASES = {"offline": False, "online": True}
+"""The port-audit skill's cases: one with the default ``network: false``, one with
+``network: true`` (outbound through the user-mode network)."""
+
+
+def add_port_audit(marketplace: Path, targets: dict, timeout_s: int = 150) -> Path:
+    """The port-audit skill in ``marketplace``, with ``targets`` as its fixture and one case
+    per entry of `AUDIT_CASES`."""
+    d = marketplace / "port-audit"
+    shutil.copytree(SKILLS / "port-audit", d)
+    (d / "fixtures").mkdir()
+    (d / "fixtures" / "targets.json").write_text(json.dumps(targets, indent=1))
+    (d / "eval.config").write_text(json.dumps({"evals": [{
+        "id": case, "network": network,
+        "prompt": "Audit which services answer on this machine with the port-audit skill.",
+        "expected_outcome": "reports/port-audit.json lists every port that answered.",
+        "files": ["fixtures/"],
+        "steps": ["python3 $SKILL_DIR/scripts/audit.py fixtures/targets.json "
+                  "--out reports/port-audit.json"],
+        "assertions": [{"type": "file_exists", "path": "reports/port-audit.json"}],
+        "timeout_s": timeout_s} for case, network in AUDIT_CASES.items()]}, indent=1))
+    return d
+
+
+def read_audit(outputs: Path, why: str = "") -> tuple[dict, dict]:
+    """The audit's report and the socket tables it read, from a case's ``outputs/``; fails
+    with the case's own reason (grading.json) when it wrote none."""
+    report, tables = outputs / "reports" / "port-audit.json", \
+        outputs / "reports" / "socket-tables.json.gz"
+    if not (report.is_file() and tables.is_file()):
+        grading = outputs.parent / "grading.json"
+        reason = (json.loads(grading.read_text()).get("status_reason", "")
+                  if grading.is_file() else "no grading.json")
+        raise AssertionError(f"{outputs.parent.name} wrote no audit ({reason})\n{why}")
+    return json.loads(report.read_text()), json.loads(gzip.decompress(tables.read_bytes()))
+
+
+def assert_nothing_answers(report: dict, ours: Iterable[tuple[str, int]],
+                           accepted: list[str], label: str,
+                           services: dict[str, int] | None = None) -> None:
+    """No TCP port, unix socket or abstract socket the audit tried accepted, and every scan
+    finished; ``ours`` are the test's own listeners and ``services`` (name -> port) the entry
+    point's, both named apart in the message."""
+    ours = set(ours)
+    opened = [tuple(o) for o in report["open"]]
+    mine = [o for o in opened if o in ours or o[0] in ("unix", "abstract")]
+    theirs = sorted({f"{name} ({port})" for name, port in (services or {}).items()
+                     for o in opened if o[1] == port})
+    by_host = {h: r for h, r in report["tcp"].items() if r["open_count"]}
+    unfinished = {h: {k: r[k] for k in ("left", "timeout", "filtered")}
+                  for h, r in report["tcp"].items() if r["left"]}
+    assert not opened and not unfinished, (
+        f"[{label}] reachable from the case:\n"
+        f"  the test's own listeners: {mine}\n"
+        + (f"  the entry point's own services: {theirs}\n" if theirs else "")
+        + "".join(f"  {h}: {r['open_count']} port(s) open, e.g. {r['open'][:12]}\n"
+                  for h, r in by_host.items())
+        + (f"  scans not finished: {unfinished}\n" if unfinished else "")
+        + f"  (what the test's listeners accepted during the run, from any case: "
+          f"{accepted[:8]})")
+    # the unix ones are the test's alone: nobody else knows their names
+    assert not [a for a in accepted if "(unix)" in a], accepted
+
+
+def assert_no_host_sockets(tables: dict, host_sockets: dict[int, str],
+                           host_unix_names: set[str], label: str) -> None:
+    """The socket tables a case read hold no socket the host held during the run (by inode)
+    and no named unix socket of the host."""
+    inside = {row["inode"]: name for name, rows in tables.items() if isinstance(rows, list)
+              for row in rows if row.get("inode")}
+    shared = {i: host_sockets[i] for i in inside if i in host_sockets}
+    names = {row["path"] for row in tables.get("unix", []) if row.get("path")}
+    host_names = names & host_unix_names
+    assert not shared and not host_names, (
+        f"[{label}] the case lists {len(shared)} socket(s) of the host, e.g.:\n  "
+        + "\n  ".join(sorted(shared.values(), key=lambda w: ("(state 0A)" not in w, w))[:15])
+        + f"\n  named unix sockets of the host: {sorted(host_names)[:15]}")
+    assert socket_inodes(), "the host's own socket tables are unreadable: nothing compared"

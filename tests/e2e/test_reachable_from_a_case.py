@@ -40,23 +40,27 @@ import pytest
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 
 from tests.reach import (
+    AUDIT_CASES,
     CANARY_HOMES,
+    SKILLS,
     SYSTEM_TREES,
     Listeners,
     SocketWatch,
+    add_port_audit,
+    assert_no_host_sockets,
+    assert_nothing_answers,
     audit_targets,
     canaries,
     named_unix_sockets,
     outside_view,
     python_prefixes,
-    socket_inodes,
+    read_audit,
 )
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(bwrap_problem() is not None,
                                  reason=f"bubblewrap: {bwrap_problem()}")]
 
-SKILLS = Path(__file__).resolve().parent.parent / "data" / "reach"
 AEVAL = Path(sys.executable).parent / "aeval"
 PACKAGES = ("pandas", "prefect", "distributed", "litellm")  # in aeval's venv, not the base's
 SETTLE_S = 15  # how long the release-notes case holds its token while the others run
@@ -309,7 +313,7 @@ def test_aevals_own_packages_do_not_import_in_a_case(fs_run):
 # ---- the network -----------------------------------------------------------------------
 
 NET_ENTRIES = ("run", "dask", "sweep")
-CASES = {"offline": False, "online": True}
+CASES = AUDIT_CASES
 
 
 @pytest.fixture(scope="module", params=NET_ENTRIES)
@@ -322,16 +326,7 @@ def net_run(request, host_dir) -> Run:
     mp = top / "marketplace"
     with Listeners(token, socket_dirs=[tmpdir]) as listening, SocketWatch() as watch:
         targets = audit_targets(listening)
-        add_skill(mp, "port-audit", [{
-            "id": case, "network": network,
-            "prompt": "Audit which services answer on this machine with the port-audit skill.",
-            "expected_outcome": "reports/port-audit.json lists every port that answered.",
-            "files": ["fixtures/"],
-            "steps": ["python3 $SKILL_DIR/scripts/audit.py fixtures/targets.json "
-                      "--out reports/port-audit.json"],
-            "assertions": [{"type": "file_exists", "path": "reports/port-audit.json"}],
-            "timeout_s": 150} for case, network in CASES.items()],
-            fixtures={"fixtures/targets.json": targets})
+        add_port_audit(mp, targets)
         run = aeval(entry, mp, top, token, tmpdir=tmpdir, planted=[])
         unix_names = named_unix_sockets()
     run.host_sockets = watch.seen
@@ -341,16 +336,13 @@ def net_run(request, host_dir) -> Run:
     return run
 
 
-def audit(run: Run, case: str) -> dict:
-    return run.report("port-audit", case, "reports/port-audit.json")
+def audit(run: Run, case: str) -> tuple[dict, dict]:
+    """The audit's report and the socket tables the case read."""
+    return read_audit(run.outputs("port-audit", case), run.why())
 
 
-def socket_tables(run: Run, case: str) -> dict:
-    """/proc/net/{tcp,tcp6,udp,udp6,unix} as the case read them."""
-    audit(run, case)  # fails with the case's reason when it wrote nothing
-    path = run.outputs("port-audit", case) / "reports" / "socket-tables.json.gz"
-    assert path.is_file(), f"port-audit/{case} wrote no socket tables\n{run.why()}"
-    return json.loads(gzip.decompress(path.read_bytes()))
+def label(run: Run, case: str) -> str:
+    return f"{run.entry}, network: {str(CASES[case]).lower()}"
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -359,38 +351,15 @@ def test_nothing_listening_on_the_machine_answers_a_case(net_run, case):
     the host's address, its abstract and file unix sockets; aeval's and anyone else's), tried
     from the case on every address that could lead to it, and full scans of loopback, the
     gateway and the host's addresses: nothing accepts."""
-    report = audit(net_run, case)
-    ours = set(net_run.extra["listening"])
-    opened = [tuple(o) for o in report["open"]]
-    mine = [o for o in opened if o in ours or o[0] in ("unix", "abstract")]
-    by_host = {h: r for h, r in report["tcp"].items() if r["open_count"]}
-    unfinished = {h: {k: r[k] for k in ("left", "timeout", "filtered")}
-                  for h, r in report["tcp"].items() if r["left"]}
-    assert not opened and not unfinished, (
-        f"[{net_run.entry}, network: {str(CASES[case]).lower()}] reachable from the case:\n"
-        f"  the test's own listeners: {mine}\n"
-        + "".join(f"  {h}: {r['open_count']} port(s) open, e.g. {r['open'][:12]}\n"
-                  for h, r in by_host.items())
-        + (f"  scans not finished: {unfinished}\n" if unfinished else "")
-        + f"  (what the test's listeners accepted during the run, from any case: "
-          f"{net_run.accepted[:8]})")
-    # the unix ones are the test's alone: nobody else knows their names
-    assert not [a for a in net_run.accepted if "(unix)" in a], net_run.accepted
+    report, _ = audit(net_run, case)
+    assert_nothing_answers(report, net_run.extra["listening"], net_run.accepted,
+                           label(net_run, case))
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_case_reads_none_of_the_hosts_sockets_in_proc_net(net_run, case):
     """/proc/net/{tcp,tcp6,udp,udp6,unix} inside list only the case's own network namespace:
     no socket the host held during the run (by inode), no named unix socket of the host."""
-    tables = socket_tables(net_run, case)
-    inside = {row["inode"]: name for name, rows in tables.items() if isinstance(rows, list)
-              for row in rows if row.get("inode")}
-    shared = {i: net_run.host_sockets[i] for i in inside if i in net_run.host_sockets}
-    names = {row["path"] for row in tables.get("unix", []) if row.get("path")}
-    host_names = names & net_run.host_unix_names
-    assert not shared and not host_names, (
-        f"[{net_run.entry}, network: {str(CASES[case]).lower()}] the case lists "
-        f"{len(shared)} socket(s) of the host, e.g.:\n  "
-        + "\n  ".join(sorted(shared.values(), key=lambda w: ("(state 0A)" not in w, w))[:15])
-        + f"\n  named unix sockets of the host: {sorted(host_names)[:15]}")
-    assert socket_inodes(), "the host's own socket tables are unreadable: nothing compared"
+    _, tables = audit(net_run, case)
+    assert_no_host_sockets(tables, net_run.host_sockets, net_run.host_unix_names,
+                           label(net_run, case))
