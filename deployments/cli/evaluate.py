@@ -17,7 +17,7 @@ from aeval.deployments.cli.console import (
     start_prefect,
 )
 
-from aeval.exit_codes import ENVIRONMENT
+from aeval.exit_codes import ENVIRONMENT, OK
 
 
 def prefetch_model_client(model: bool = True) -> None:
@@ -91,7 +91,7 @@ def dask_workers_refused(address: str | None, paths: list, store: Path,
         problem = dask_preflight(address, [str(p) for p in paths], str(store), sandboxed)
     except OSError as exc:
         print(f"aeval: --dask {address}: cannot reach the scheduler: {exc}", file=sys.stderr)
-        return 3
+        return ENVIRONMENT
     if problem is None:
         return None
     print(f"aeval: {problem}", file=sys.stderr)
@@ -256,7 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(note)
         if not changes.skills:
             print(f"no skill changed since {args.changed_since}: nothing to evaluate")
-            return 0
+            return OK
         here = Path(args.paths[0]).resolve()
         shown = [str(s.relative_to(here)) if s.is_relative_to(here) else str(s)
                  for s in changes.skills]
@@ -302,8 +302,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"gitlab: {manifest.delivery}")
-        if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
-            return 3  # the skills passed, but the MR did not get the report: retry the job
+        if manifest.delivery.startswith("failed") and manifest.gate.exit_code == OK:
+            return ENVIRONMENT  # the skills passed, the MR did not get the report: retry
     return manifest.gate.exit_code
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from aeval.deployments.cli._common import EXIT_FAIL, EXIT_USAGE
 from aeval.deployments.cli.console import make_console, print_summary
 
+from aeval.exit_codes import OK
+
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from aeval.tasks.run.examine import examine
@@ -45,7 +47,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for w in ex.warnings:
             print(f"  warning: {w}")
     print(f"{len(roots)} skill(s), {invalid} invalid, {defective} with a static defect")
-    return EXIT_FAIL if defective else EXIT_USAGE if invalid else 0
+    return EXIT_FAIL if defective else EXIT_USAGE if invalid else OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -58,7 +60,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
             (out / f"{name}.schema.json").write_text(json.dumps(json_schema(name), indent=2)
                                                      + "\n")
         print(f"wrote {len(SCHEMA_NAMES)} schemas to {out}")
-        return 0
+        return OK
     if not args.name:
         print(f"aeval schema: a schema name is required (or --write DIR); valid names: "
               f"{', '.join(SCHEMA_NAMES)}", file=sys.stderr)
@@ -68,7 +70,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
               f"{', '.join(SCHEMA_NAMES)}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(json_schema(args.name), indent=2))
-    return 0
+    return OK
 
 
 def runtime_rows() -> list[dict[str, str]]:
@@ -106,7 +108,7 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
     if not console.is_terminal:  # piped or captured: one line per runtime, never wrapped
         for r in rows:
             print("  ".join(f"{k}: {v}" if k != "name" else v for k, v in r.items()))
-        return 0
+        return OK
     from rich.markup import escape
     from rich.table import Table
 
@@ -116,7 +118,7 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(*(escape(c) for c in r.values()))
     console.print(table)
-    return 0
+    return OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -24,7 +24,9 @@ from pathlib import Path
 from aeval.deployments.cli._common import EXIT_USAGE
 from aeval.deployments.cli.console import inert
 
-EXIT_MODEL = 3
+from aeval.exit_codes import ENVIRONMENT, OK
+
+EXIT_MODEL = ENVIRONMENT  # the model API failed, or its answer stayed invalid: retry
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Row:
     outcome: str  # drafted | template | exists | invalid | refused | model error
     detail: str = ""
     cases: int = 0
-    exit_code: int = 0
+    exit_code: int = OK
 
 
 def add_parser(sub, run_parser: argparse.ArgumentParser) -> None:
@@ -97,7 +99,8 @@ def _targets(args: argparse.Namespace) -> tuple[list[Path], list[Row], str | Non
         try:
             skill = load_skill(root)
         except ContractError as exc:
-            skipped.append(Row(root.name, root, "invalid", str(exc.problems[0]), exit_code=2))
+            skipped.append(Row(root.name, root, "invalid", str(exc.problems[0]),
+                                exit_code=EXIT_USAGE))
             continue
         tier, source = find_contract(skill, find_marketplace(root))
         if tier == Tier.generic or args.force:
@@ -227,4 +230,4 @@ def cmd_init(args: argparse.Namespace) -> int:
     results = _first_run(written, args) if written and not args.no_run else {}
     _print_table(rows, results)
     codes = {r.exit_code for r in rows}
-    return next((c for c in (EXIT_USAGE, EXIT_MODEL) if c in codes), 0)
+    return next((c for c in (EXIT_USAGE, EXIT_MODEL) if c in codes), OK)

@@ -28,6 +28,7 @@ from aeval.deployments.cli.info import cmd_runtimes, cmd_schema, cmd_show, cmd_v
 from aeval.deployments.cli.init import add_parser as add_init_parser
 from aeval.deployments.cli.trigger_accuracy import cmd_triggers
 
+from aeval.exit_codes import INTERRUPTED
 from aeval.isolation.hardening import harden_process, limit_malloc_arenas
 
 TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         print("aeval: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except Exception as exc:  # the last line of defence: one line, exit 4
         if verbose:
             traceback.print_exc()

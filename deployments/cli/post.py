@@ -33,8 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_USAGE = 2
-EXIT_ENVIRONMENT = 3
+from aeval.exit_codes import ENVIRONMENT as EXIT_ENVIRONMENT
+from aeval.exit_codes import USAGE as EXIT_USAGE
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -20,6 +20,8 @@ from aeval.deployments.cli.console import (
 )
 from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 
+from aeval.exit_codes import ENVIRONMENT, OK
+
 
 def cmd_triggers(args: argparse.Namespace) -> int:
     for p in [*args.paths, *([args.distractors] if args.distractors else [])]:
@@ -106,7 +108,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
     if any(e.startswith(INTERNAL) for e in errors):
         return EXIT_INTERNAL  # aeval's own bug, not the environment's
-    return 3 if errors else 0
+    return ENVIRONMENT if errors else OK
 
 
 def render_scores(report) -> str:

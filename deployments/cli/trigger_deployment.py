@@ -20,7 +20,9 @@ from pathlib import Path
 
 from aeval.deployments.cli._common import EXIT_USAGE, add_verbose, flag_problem
 
-EXIT_ENVIRONMENT = 3
+from aeval.exit_codes import ENVIRONMENT as EXIT_ENVIRONMENT
+from aeval.exit_codes import OK
+
 TRIGGER_EXITS = """exit codes of `aeval trigger` (first match wins):
   1  a case failed: a skill defect (blocks the merge)
   2  a usage error: a bad flag, no PREFECT_API_URL, no such deployment, a request the flow
@@ -80,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def exit_code_of(state) -> int:
     """The exit code a finished MR flow run's state stands for."""
     if state.is_completed():
-        return 0
+        return OK
     m = _GATE.match(state.message or "")
     if m:
         return int(m.group(1))
