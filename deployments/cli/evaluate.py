@@ -16,6 +16,7 @@ from aeval.deployments.cli.console import (
     progress_logging,
     start_prefect,
 )
+from aeval.deployments.cli.options import Options, resolve
 
 from aeval.exit_codes import ENVIRONMENT, OK
 
@@ -142,10 +143,10 @@ def resume_run(args: argparse.Namespace) -> int:
     from aeval.run.layout import RunLayout
     from aeval.run.requests import EvalRequest
     from aeval.run.store import RunStore, read_model
-    from aeval.settings import Settings
 
-    settings = Settings()
-    store = RunStore(Path(args.out or settings.home))
+    opts = resolve(args)
+    settings = opts.settings
+    store = RunStore(opts.store)
     try:
         run_dir = store.run_dir(args.resume) if not Path(args.resume).is_dir() else Path(
             args.resume)
@@ -156,9 +157,9 @@ def resume_run(args: argparse.Namespace) -> int:
     from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import use_global_model_limit
 
-    if (runner := dask_task_runner(args, args.concurrency or settings.concurrency)) is None:
+    if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
     refused = dask_workers_refused(args.dask, old.skill_roots, RunLayout(run_dir).store, sandbox)
@@ -186,7 +187,7 @@ def resume_run(args: argparse.Namespace) -> int:
 MAX_EPOCHS = 100  # as the request models allow
 
 
-def run_option_problem(args: argparse.Namespace) -> str | None:
+def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
     """The first problem of `run`/`sweep` options that would otherwise surface only later,
     found before anything starts (no server, no import of Prefect): an unknown runtime, an
     agent runtime without a model, a model (or grader model) whose provider key is not set —
@@ -195,17 +196,12 @@ def run_option_problem(args: argparse.Namespace) -> str | None:
     import os
 
     from aeval.isolation.model_keys import config_problem
-    from aeval.settings import Settings
 
     if not 1 <= args.epochs <= MAX_EPOCHS:
         return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
     if args.concurrency is not None and args.concurrency < 1:
         return f"--concurrency {args.concurrency}: must be at least 1"
-    settings = Settings()
-    model = args.model or settings.model
-    runtimes = args.runtime or (["builtin"] if model else ["literal"])
-    grader = None if args.no_grader else (args.grader_model or settings.grader_model or model)
-    return config_problem(runtimes, model, grader, args.api_base or settings.api_base,
+    return config_problem(opts.runtimes, opts.model, opts.grader_model, opts.api_base,
                           os.environ)
 
 
@@ -220,7 +216,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not Path(p).exists():
             print(f"{p}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
-    if problem := run_option_problem(args):
+    opts = resolve(args)
+    if problem := run_option_problem(args, opts):
         print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     prefect_env(args.verbose)
@@ -229,15 +226,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from aeval.run.requests import EvalRequest
     from aeval.run.store import RunStore, new_run_id
-    from aeval.settings import Settings
     from aeval.skill.skill_md import discover
 
-    settings = Settings()
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    settings = opts.settings
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
-    model = args.model or settings.model
-    runtimes = args.runtime or (["builtin"] if model else ["literal"])
+    model, runtimes = opts.model, opts.runtimes
     if not args.runtime:
         print(f"runtime: {runtimes[0]} "
               + (f"(model {model})" if model else "(no model configured: running the cases' "
@@ -267,30 +262,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         if nothing:
             print(nothing, file=sys.stderr)
             return EXIT_USAGE
-    store = Path(args.out or settings.home)
+    store = opts.store
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import use_global_model_limit
 
-    if (runner := dask_task_runner(args, args.concurrency or settings.concurrency)) is None:
+    if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
     if (refused := dask_workers_refused(args.dask, roots, store, sandbox)) is not None:
         return refused
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
-    prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
+    prefetch_model_client(bool(model or opts.named_grader))
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
     request = EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
-        epochs=args.epochs, store=str(store), model=model,
-        grader_model=None if args.no_grader else (
-            args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, retries=settings.retries,
-        retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
+        epochs=args.epochs, store=str(store), model=model, grader_model=opts.grader_model,
+        api_base=opts.api_base, retries=settings.retries,
+        retry_delay_s=settings.retry_delay_s, keep_workspaces=opts.keep_workspaces,
+        sandbox=sandbox,
         require_tested=args.require_tested,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
@@ -311,7 +304,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not Path(args.marketplace).is_dir():
         print(f"{args.marketplace}: no such folder", file=sys.stderr)
         return EXIT_USAGE
-    if problem := run_option_problem(args):
+    opts = resolve(args)
+    if problem := run_option_problem(args, opts):
         print(f"aeval sweep: {problem}", file=sys.stderr)
         return EXIT_USAGE
     prefect_env(args.verbose)
@@ -322,16 +316,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from aeval.run.requests import SweepRequest
     from aeval.run.store import RunStore, new_run_id
-    from aeval.settings import Settings
 
-    settings = Settings()
-    model = args.model or settings.model
-    store = Path(args.out or settings.home)
+    settings = opts.settings
+    store = opts.store
     run_id = new_run_id()
     from aeval.flows.evaluate import manifest_of
     from aeval.flows.runners import use_global_model_limit
 
-    if dask_task_runner(args, args.concurrency or settings.concurrency) is None:
+    if dask_task_runner(args, opts.concurrency) is None:
         return EXIT_USAGE  # a usage error now, not in the flow
     # the sweep's evaluate runs take the default --sandbox auto
     if (refused := dask_workers_refused(args.dask, [args.marketplace], store,
@@ -342,13 +334,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         use_global_model_limit(settings.model_concurrency)
     request = SweepRequest(
         marketplace=str(Path(args.marketplace).resolve()), epochs=args.epochs,
-        concurrency=args.concurrency or settings.concurrency, dask=args.dask,
+        concurrency=opts.concurrency, dask=args.dask,
         dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
         skip_unchanged=not args.no_skip,
-        runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
-        grader_model=None if args.no_grader else (
-            args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id)
+        runtimes=opts.runtimes, model=opts.model, grader_model=opts.grader_model,
+        api_base=opts.api_base, store=str(store), run_id=run_id)
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:
@@ -359,21 +349,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from aeval.settings import Settings
     from aeval.skill.skill_md import discover
 
     roots, nothing = discover(args.paths)
     if nothing:
         print(nothing, file=sys.stderr)
         return EXIT_USAGE
-    settings = Settings()
-    models = args.model or ([settings.model] if settings.model else [None])
-    runtimes = args.runtime or ["builtin"]
+    opts = resolve(args, default_runtimes=["builtin"])
     variants = []
-    for spec in runtimes:
+    for spec in opts.runtimes:
         rt, _, own_model = spec.partition("=")
         for m in ([None] if rt in ("literal", "replay") else [own_model] if own_model
-                  else models):
+                  else opts.models):
             if rt not in ("literal", "replay") and not m:
                 print(f"runtime {rt} needs --model", file=sys.stderr)
                 return EXIT_USAGE
@@ -385,10 +372,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from aeval.isolation.model_keys import config_problem
 
-    grader = None if args.no_grader else (args.grader_model or settings.grader_model)
-    for v in variants:
-        if problem := config_problem([v["runtime"]], v["model"], grader,
-                                     args.api_base or settings.api_base, os.environ):
+    for v in variants:  # each row's grader is the one named, else the row's model
+        if problem := config_problem([v["runtime"]], v["model"], opts.named_grader,
+                                     opts.api_base, os.environ):
             print(f"aeval compare: {problem}", file=sys.stderr)
             return EXIT_USAGE
     prefect_env(args.verbose)
@@ -399,17 +385,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from aeval.run.store import new_run_id
 
-    store = Path(args.out or settings.home)
+    store = opts.store
     compare_id = new_run_id()
     # as `run` does: litellm loads while the server starts, not inside the first case's wall
     prefetch_model_client(any(v["runtime"] == "builtin" for v in variants)
-                          or bool(args.grader_model or settings.grader_model))
+                          or bool(opts.named_grader))
     prefect_ready()
     report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
-                     concurrency=args.concurrency or settings.concurrency,
-                     store=str(store), grader_model=None if args.no_grader else (
-                         args.grader_model or settings.grader_model),
-                     api_base=args.api_base or settings.api_base, epochs=args.epochs,
+                     concurrency=opts.concurrency, store=str(store),
+                     grader_model=opts.named_grader, api_base=opts.api_base,
+                     epochs=args.epochs,
                      skill_roots=[str(r) for r in roots])
     print(render_compare(report))
     print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
@@ -418,10 +403,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_regrade(args: argparse.Namespace) -> int:
     from aeval.run.store import RunStore
-    from aeval.settings import Settings
 
-    settings = Settings()
-    store = Path(args.out or settings.home)
+    opts = resolve(args)
+    store = opts.store
     try:
         source = RunStore(store).resolve(args.run)
     except FileNotFoundError as exc:
@@ -435,7 +419,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
     prefect_ready()
     report = regrade(run=str(source), grader_models=args.grader_model, store=str(store),
-                     api_base=args.api_base or settings.api_base)
+                     api_base=opts.api_base)
     print(render_regrade(report))
     print(f"regraded runs: {', '.join(report.regrade_runs)}")
     print(f"report: {source / f'regrade-{report.regrade_id}.json'}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from aeval.deployments.cli._common import EXIT_FAIL, EXIT_USAGE
 from aeval.deployments.cli.console import make_console, print_summary
+from aeval.deployments.cli.options import resolve
 
 from aeval.exit_codes import OK
 
@@ -124,9 +125,8 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from aeval.artifacts import RunManifest
     from aeval.run.store import RunStore, read_model
-    from aeval.settings import Settings
 
-    store = RunStore(Path(args.out or Settings().home))
+    store = RunStore(resolve(args).store)
     try:
         run_dir = store.resolve(args.run)
     except FileNotFoundError as exc:

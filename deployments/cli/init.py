@@ -23,6 +23,7 @@ from pathlib import Path
 
 from aeval.deployments.cli._common import EXIT_USAGE
 from aeval.deployments.cli.console import inert
+from aeval.deployments.cli.options import resolve
 
 from aeval.exit_codes import ENVIRONMENT, OK
 
@@ -160,7 +161,6 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
 
     from aeval.artifacts import RunManifest
     from aeval.run.store import RunStore, read_model
-    from aeval.settings import Settings
 
     argv = [str(r.root) for r in rows]
     for name in args.runtime or []:
@@ -171,7 +171,7 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
             argv += [flag, value]
     run_args = args.run_parser.parse_args(argv)
     print(f"running the new cases once: aeval run {' '.join(argv)}")
-    store = RunStore(Path(args.out or Settings().home))
+    store = RunStore(resolve(args).store)
     before = set(store.run_ids())
     run_args.func(run_args)
     new = sorted(set(store.run_ids()) - before)
@@ -208,8 +208,6 @@ def _print_table(rows: list[Row], results: dict[str, list[tuple[str, str]]]) -> 
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from aeval.settings import Settings
-
     if args.cases < 1:
         print("aeval init: --cases must be at least 1", file=sys.stderr)
         return EXIT_USAGE
@@ -217,9 +215,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     if problem:
         print(f"aeval init: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    settings = Settings()
-    model = args.model or settings.model
-    api_base = args.api_base or settings.api_base
+    opts = resolve(args)
+    model, api_base = opts.model, opts.api_base
     if not todo and args.missing:
         print("every skill has a contract: nothing to write")
     for n, root in enumerate(todo, 1):

@@ -79,6 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
     from aeval.adapters.forges.gitlab import GitLabConfigError, GitLabError, GitLabMR, GitLabTarget
+    from aeval.deployments.cli.options import resolve
     from aeval.tasks.deliver.gitlab import (
         REPORT_URL_ENV,
         DeliveryResult,
@@ -91,9 +92,8 @@ def cmd_post(args: argparse.Namespace) -> int:
 
     from aeval.artifacts import RunManifest
     from aeval.run.store import RunStore, read_model
-    from aeval.settings import Settings
 
-    store = RunStore(Path(args.out or Settings().home))
+    store = RunStore(resolve(args).store)
     try:
         run_dir = store.resolve(args.run)
     except FileNotFoundError as exc:

@@ -19,6 +19,7 @@ from aeval.deployments.cli.console import (
     start_prefect,
 )
 from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
+from aeval.deployments.cli.options import resolve
 
 from aeval.exit_codes import ENVIRONMENT, OK
 
@@ -34,12 +35,10 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     from aeval.run.store import new_run_id
-    from aeval.settings import Settings
     from aeval.skill.skill_md import find_skill_roots
 
-    settings = Settings()
-    model = args.model or settings.model
-    runtimes = args.runtime or ["builtin"]
+    opts = resolve(args, default_runtimes=["builtin"])
+    model, runtimes = opts.model, opts.runtimes
     if not model or any(rt in ("literal", "replay") for rt in runtimes):
         print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
               "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
@@ -54,8 +53,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
 
     from aeval.isolation.model_keys import config_problem
 
-    if problem := config_problem(runtimes, model, None, args.api_base or settings.api_base,
-                                 os.environ):
+    if problem := config_problem(runtimes, model, None, opts.api_base, os.environ):
         print(f"aeval triggers: {problem}", file=sys.stderr)
         return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
@@ -69,7 +67,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
     # would swap this process's environment while the model client is imported beside it
     start_prefect()
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
     from aeval.flows.runners import task_runner
@@ -79,22 +77,22 @@ def cmd_triggers(args: argparse.Namespace) -> int:
 
     from aeval.stats.triggers import TriggersRequest
 
-    store = Path(args.out or settings.home)
+    store = opts.store
     run_id = new_run_id()
     try:
         request = TriggersRequest(
             skill_roots=[str(r) for r in roots], distractors=args.distractors,
-            runtimes=runtimes, model=model, api_base=args.api_base or settings.api_base,
-            epochs=args.epochs, max_turns=args.max_turns, store=str(store), run_id=run_id,
-            sandbox=sandbox, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
-            keep_workspaces=args.keep_workspaces)
+            runtimes=runtimes, model=model, api_base=opts.api_base, epochs=args.epochs,
+            max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
+            retries=opts.settings.retries, retry_delay_s=opts.settings.retry_delay_s,
+            keep_workspaces=args.keep_workspaces)  # the flag only, not AEVAL_KEEP_WORKSPACES
     except ValidationError as exc:
         print(f"aeval triggers: {flag_problem(exc)}", file=sys.stderr)
         return EXIT_USAGE
     prefetch_model_client()
     prefect_ready()
     flow = triggers.with_options(
-        task_runner=task_runner(args.concurrency or settings.concurrency))
+        task_runner=task_runner(opts.concurrency))
     report = flow(request)
     print(render_scores(report))
     out = store / "triggers" / run_id
