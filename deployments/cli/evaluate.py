@@ -8,7 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aeval.deployments.cli._common import EXIT_USAGE
+from aeval.deployments.cli._common import (
+    EPILOG,
+    EXIT_USAGE,
+    add_grader_options,
+    add_quiet_verbose,
+)
 from aeval.deployments.cli.console import (
     prefect_env,
     prefect_ready,
@@ -57,6 +62,13 @@ def check_sandbox(mode: str) -> str | None:
         print(f"warning: no sandbox: {status.reason}; the cases' commands run as this user, "
               "unsandboxed (--sandbox require refuses this)", file=sys.stderr)
     return mode
+
+
+def add_insecure_dask_option(parser: argparse.ArgumentParser) -> None:
+    """--dask-allow-insecure-tcp, as `run` and `sweep` have it."""
+    parser.add_argument("--dask-allow-insecure-tcp", action="store_true",
+                        help="accept a plain tcp:// Dask scheduler: anyone who can reach it "
+                             "runs code on its workers as their user (deployments/README.md)")
 
 
 def dask_task_runner(args: argparse.Namespace, concurrency: int) -> Any:
@@ -205,6 +217,58 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
                           os.environ)
 
 
+def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `run` subcommand (returned: `init` parses its first run with it)."""
+    r = sub.add_parser("run", help="evaluate skills", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Evaluate every skill at or under PATH (a folder with "
+                       "SKILL.md, or a marketplace root).")
+    r.add_argument("paths", nargs="*", metavar="PATH",
+                   help="skill folders or marketplace roots (default: .)")
+    r.add_argument("--changed-since", metavar="REF",
+                   help="evaluate only the skills changed in `git diff REF...HEAD` of the "
+                        "repository at PATH")
+    r.add_argument("--head", default="HEAD", help="head ref for --changed-since (default HEAD;"
+                                                  " the working tree must be at it)")
+    r.add_argument("--post", action="store_true",
+                   help="post the results on the GitLab MR (AEVAL_GITLAB_TOKEN; MR from CI "
+                        "variables or --mr/--project/--gitlab-url)")
+    r.add_argument("--mr", type=int, metavar="IID", help="merge request IID for --post")
+    r.add_argument("--project", metavar="ID", help="GitLab project id or path for --post")
+    r.add_argument("--gitlab-url", metavar="URL", help="GitLab URL for --post")
+    r.add_argument("--runtime", action="append", metavar="NAME",
+                   help="runtime to use (repeatable); default: builtin with a model, else "
+                        "literal")
+    r.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    add_grader_options(r)
+    r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
+    r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    r.add_argument("--dask", metavar="ADDRESS|local",
+                   help="run the tasks on Dask: `local` (a temporary local cluster, mutual "
+                        "TLS on loopback) or a scheduler address tls://HOST:PORT, secured by "
+                        "Dask's TLS config (pip install 'aeval-skills[dask]')")
+    add_insecure_dask_option(r)
+    r.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    r.add_argument("--resume", metavar="RUN_ID",
+                   help="finish an interrupted run: only cases without grading.json run")
+    r.add_argument("--baseline", metavar="RUN_ID|DIR",
+                   help="compare with this run in regression.json (default: the store's "
+                        "last-known-good baselines, refreshed by `aeval sweep`)")
+    r.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each attempt's workspace for debugging")
+    r.add_argument("--require-tested", action="store_true",
+                   help="exit 2 when a case is untested (nothing runnable for its runtime: no "
+                        "steps under literal, no self-contained doc block, a missing host "
+                        "tool); by default untested cases are a warning, never a pass")
+    r.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a case starts: auto (default; "
+                        "without bubblewrap, warn and run unsandboxed), require (exit 2 "
+                        "without it), none [AEVAL_SANDBOX]")
+    add_quiet_verbose(r)
+    r.set_defaults(func=cmd_run)
+    return r
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         prefect_env(args.verbose)
@@ -300,6 +364,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return manifest.gate.exit_code
 
 
+def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
+    """The `sweep` subcommand."""
+    sw = sub.add_parser("sweep", help="evaluate a whole marketplace and refresh baselines",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="The nightly sweep: every skill, --epochs runs of each "
+                        "case; passing cases become the last-known-good baselines that "
+                        "regression.json compares against. A case run whose fingerprint (skill "
+                        "files, case, runtime and its version, models, epoch, aeval version) "
+                        "matches its last pass or fail keeps that verdict without running "
+                        "(.aeval/verdicts.json); --no-skip runs everything.")
+    sw.add_argument("marketplace", nargs="?", default=".", metavar="MARKETPLACE",
+                    help="marketplace root (default: .)")
+    sw.add_argument("--epochs", type=int, default=3, help="runs of each case (default 3)")
+    sw.add_argument("--runtime", action="append", metavar="NAME",
+                    help="runtime to use (repeatable); default: builtin with a model, else "
+                         "literal")
+    sw.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    add_grader_options(sw)
+    sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    sw.add_argument("--dask", metavar="ADDRESS|local",
+                    help="run the tasks on Dask, as `aeval run --dask` does")
+    add_insecure_dask_option(sw)
+    sw.add_argument("--no-skip", action="store_true",
+                    help="run every case, also those unchanged since their last verdict")
+    sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_quiet_verbose(sw)
+    sw.set_defaults(func=cmd_sweep)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     if not Path(args.marketplace).is_dir():
         print(f"{args.marketplace}: no such folder", file=sys.stderr)
@@ -346,6 +439,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print_summary(manifest, RunStore(store).run_dir(run_id))
     print(f"baselines refreshed: {store / 'baselines.json'}")
     return manifest.gate.exit_code
+
+
+def add_compare_parser(sub: argparse._SubParsersAction) -> None:
+    """The `compare` subcommand."""
+    c = sub.add_parser("compare", help="run the same skills through several runtimes/models",
+                       description="One evaluate run per runtime (x model), then one table: "
+                       "elapsed and executor minutes, assertions passed/total, causal share, "
+                       "self-corrections, protocol fidelity (– without a grader), requests, "
+                       "tokens in and cached (compare.json, compare.md). A row whose runtime "
+                       "refused the agent's tool calls is flagged: it measured the agent, "
+                       "not the skill. Exits with the worst gate of its runs, in aeval run's "
+                       "order: 1 a case failed in any row, 2, 4, 3, else 0.")
+    c.add_argument("paths", nargs="+", metavar="PATH",
+                   help="skill folders or marketplace roots")
+    c.add_argument("--runtime", action="append", metavar="NAME[=MODEL]",
+                   help="repeatable (default: builtin); NAME=MODEL gives that runtime its own "
+                        "model string, e.g. claude-code=claude-sonnet-4-5 (offline: the "
+                        "scripted model server picks each runtime's script by it)")
+    c.add_argument("--model", action="append", help="repeatable: one row per model")
+    add_grader_options(c)
+    c.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
+    c.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    c.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_quiet_verbose(c)
+    c.set_defaults(func=cmd_compare)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -399,6 +517,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(render_compare(report))
     print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
     return report.gate.exit_code
+
+
+REGRADE_EXITS = """exit codes of `aeval regrade` (first match wins):
+  2  a usage error: RUN is not a run of the store
+  4  internal error (aeval itself failed)
+  3  a grader could not grade a case epoch the original grader judged (its provider
+     failed, or its answers stayed invalid): the report is written, over fewer items; retry
+  0  otherwise
+"""
+
+
+def add_regrade_parser(sub: argparse._SubParsersAction) -> None:
+    """The `regrade` subcommand."""
+    rg = sub.add_parser("regrade", help="re-grade a run's transcripts with other graders: "
+                                        "agreement and kappa",
+                        description="Replay every case and epoch of RUN (events, outputs, skill "
+                        "edits) with its recorded assertions, grade it with each --grader-model, "
+                        "and report every grader's verdicts beside the original's: raw "
+                        "agreement, Cohen's kappa per pair, Fleiss' kappa across all, causal "
+                        "share per grader, and the assertions they disagree on "
+                        "(regrade-<id>.json in RUN's folder).", epilog=REGRADE_EXITS,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    rg.add_argument("run", metavar="RUN", help="run id, run folder, or latest")
+    rg.add_argument("--grader-model", required=True, action="append", metavar="MODEL",
+                    help="a grader model to re-grade with (litellm string); repeatable")
+    rg.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    rg.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_quiet_verbose(rg)
+    rg.set_defaults(func=cmd_regrade)
 
 
 def cmd_regrade(args: argparse.Namespace) -> int:

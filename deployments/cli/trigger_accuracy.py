@@ -11,7 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli._common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
+from aeval.deployments.cli._common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    add_quiet_verbose,
+    flag_problem,
+)
 from aeval.deployments.cli.console import (
     prefect_env,
     prefect_ready,
@@ -22,6 +27,45 @@ from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 from aeval.deployments.cli.options import resolve
 
 from aeval.exit_codes import ENVIRONMENT, OK
+
+TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
+  2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
+  4  internal error (aeval failed on a trial, or itself)
+  3  a trial ended in an environment error (model API, timeout) after retries
+  0  otherwise: every trial ran (precision and recall are reported, not gated)
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The `triggers` subcommand."""
+    t = sub.add_parser(
+        "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
+        description="For each skill and each trigger prompt (eval.config `triggers`, or one "
+        "should-prompt from the description), a fresh workspace with the skill installed among "
+        "distractor skills; the runtime runs the prompt and aeval records, from the events, "
+        "which skills it loaded. Precision and recall per skill x runtime go to "
+        "<out>/triggers/<run-id>/triggers.json and report.html; precision and recall are "
+        "reported, not gated.", epilog=TRIGGERS_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("paths", nargs="+", metavar="PATH", help="skill folders or marketplace roots")
+    t.add_argument("--runtime", action="append", metavar="NAME",
+                   help="agent runtime to use (repeatable; default builtin)")
+    t.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    t.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    t.add_argument("--epochs", type=int, default=1, help="runs of each prompt (default 1)")
+    t.add_argument("--distractors", metavar="DIR",
+                   help="install the skills of DIR as distractors (default: the other skills "
+                        "of the marketplace, topped up with aeval's bundled set below three)")
+    t.add_argument("--max-turns", type=int, default=3,
+                   help="model turns a trial may take before it is stopped (default 3)")
+    t.add_argument("--concurrency", type=int, help="trials at once (default 4)")
+    t.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    t.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each trial's workspace for debugging")
+    t.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a trial starts [AEVAL_SANDBOX]")
+    add_quiet_verbose(t)
+    t.set_defaults(func=cmd_triggers)
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
