@@ -65,6 +65,9 @@ def resolve(args: argparse.Namespace, default_runtimes: list[str] | None = None)
     models = list(given) if isinstance(given, list) else [given or settings.model]
     model = models[0]
     no_grader = bool(flag("no_grader"))
+    named = flag("grader_model")
+    if isinstance(named, list):  # `aeval regrade`'s graders: the list it re-grades with
+        named = None
     return Options(
         settings=settings,
         store=Path(flag("out") or settings.home),
@@ -74,7 +77,7 @@ def resolve(args: argparse.Namespace, default_runtimes: list[str] | None = None)
         concurrency=flag("concurrency") or settings.concurrency,
         sandbox=flag("sandbox") or settings.sandbox,
         keep_workspaces=bool(flag("keep_workspaces") or settings.keep_workspaces),
-        named_grader=None if no_grader else (flag("grader_model") or settings.grader_model),
+        named_grader=None if no_grader else (named or settings.grader_model),
         no_grader=no_grader,
         runtimes=list(flag("runtime") or default_runtimes
                       or (["builtin"] if model else ["literal"])),

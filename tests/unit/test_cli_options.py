@@ -61,3 +61,5 @@ def test_compare_has_a_row_per_model_and_agent_commands_default_to_builtin(monke
     monkeypatch.delenv("AEVAL_MODEL")
     assert options("uplift", ".", default_runtimes=["builtin"]).runtimes == ["builtin"]
     assert options("show").store == Path(".aeval")
+    regrade = options("regrade", "latest", "--grader-model", "a", "--grader-model", "b")
+    assert regrade.named_grader is None  # its graders are the list it re-grades with
