@@ -16,6 +16,8 @@ USAGE = 2
 ENVIRONMENT = 3
 INTERNAL = 4
 OK = 0
+INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT, as a shell reports it): any command, never in the gate."""
 
 
 class ExitCode(NamedTuple):

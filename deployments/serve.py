@@ -31,10 +31,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from aeval.exit_codes import OK
+from aeval.exit_codes import USAGE as EXIT_USAGE
+
 NIGHTLY_CRON = "0 2 * * *"
 TAGS = ("aeval",)
 POOL_SUFFIX = "-pool"  # prefect.yaml's names: aeval-mr/mr-pool, aeval-sweep/nightly-pool
-EXIT_USAGE = 2
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     from prefect import serve
 
     serve(*deployments, limit=args.limit)
-    return 0
+    return OK
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from aeval.artifacts.uplift import (
     UpliftGate,
     UpliftStats,
 )
+from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
 
 COUNTED = ("pass", "fail")
 ALPHA = 0.05
@@ -156,10 +157,10 @@ def uplift_gate(skills: list[SkillUplift], pairs: list[PairOutcome], invalid: li
     arm (internal); 3 an environment error excluded a pair; 0 otherwise (a negative uplift
     that is not significant is flagged, not failed)."""
     if hurts := [f"{s.label()} [{s.runtime}]" for s in skills if s.stats.verdict == "hurts"]:
-        return UpliftGate(exit_code=1, reason="the skill makes the agent significantly worse: "
-                                              + ", ".join(hurts))
+        return UpliftGate(exit_code=FAIL, reason="the skill makes the agent significantly "
+                                                 "worse: " + ", ".join(hurts))
     if usage_error or invalid:
-        return UpliftGate(exit_code=2, reason=usage_error or
+        return UpliftGate(exit_code=USAGE, reason=usage_error or
                           f"invalid skill(s): {', '.join(invalid)}")
 
     def with_status(status: str) -> list[str]:
@@ -167,15 +168,17 @@ def uplift_gate(skills: list[SkillUplift], pairs: list[PairOutcome], invalid: li
                 if status in (p.with_status, p.without_status)]
 
     if internal := with_status("internal"):
-        return UpliftGate(exit_code=4, reason=f"aeval failed on {len(internal)} pair(s) (a bug "
-                                              f"to report): {', '.join(internal[:5])}")
+        return UpliftGate(exit_code=INTERNAL,
+                          reason=f"aeval failed on {len(internal)} pair(s) (a bug "
+                                 f"to report): {', '.join(internal[:5])}")
     if errors := with_status("error"):
-        return UpliftGate(exit_code=3, reason=f"{len(errors)} pair(s) excluded by an "
-                                              f"environment error: {', '.join(errors[:5])}")
+        return UpliftGate(exit_code=ENVIRONMENT,
+                          reason=f"{len(errors)} pair(s) excluded by an "
+                                 f"environment error: {', '.join(errors[:5])}")
     if not pairs:
-        return UpliftGate(exit_code=0, reason="no case to compare")
+        return UpliftGate(exit_code=OK, reason="no case to compare")
     flagged = [f"{s.label()} [{s.runtime}]" for s in skills if s.stats.flagged]
     if flagged:
-        return UpliftGate(exit_code=0, reason="negative uplift, not significant: "
-                                              + ", ".join(flagged))
-    return UpliftGate(exit_code=0, reason="no skill makes the agent significantly worse")
+        return UpliftGate(exit_code=OK, reason="negative uplift, not significant: "
+                                               + ", ".join(flagged))
+    return UpliftGate(exit_code=OK, reason="no skill makes the agent significantly worse")

@@ -2,5 +2,7 @@
 and `main` (`main`), the command modules (`evaluate`: run, sweep, compare, regrade; `info`:
 validate, schema, runtimes, show; `init`: ``aeval init``; `trigger_deployment`: ``aeval
 trigger``, the MR deployment from CI; `trigger_accuracy`: ``aeval triggers``; `uplift`;
-`post`), what is shared by them (`_common`) and what `aeval` prints (`console`).
+`post`; each defines its commands' options beside them), the options they run with, resolved
+once from flags and settings (`options`), what is shared by them (`_common`) and what
+`aeval` prints (`console`).
 ``python -m aeval.deployments.cli`` runs the program."""

@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aeval.isolation.text import InertFilter, escape_controls
@@ -255,134 +256,213 @@ def _shown_path(path: Path, compact: bool) -> str:
     return shown(path)
 
 
+Row = tuple[str, str, str, str, str, str, str]
+"""A summary row: skill, case, runtime, status markup, first-attempt, terminal, tier."""
+Failure = tuple[str, list[tuple[str, list[str]]]]
+"""What failed in one case (or invalid skill): its head, then (label, evidence lines) items;
+label "" for the reason."""
+
+
+@dataclass
+class _Found:
+    """What the summary shows of a run, before it is laid out."""
+
+    rows: list[Row] = field(default_factory=list)
+    folded_rows: set[int] = field(default_factory=set)
+    """Indices of the rows that hold a skill's passing case runs of one runtime."""
+    folded: int = 0
+    """Case runs folded into those rows."""
+    failures: list[Failure] = field(default_factory=list)
+    untested: list[str] = field(default_factory=list)
+
+
+def _pad(text: str, left: int):
+    from rich.padding import Padding
+
+    return Padding(text, (0, 0, 0, left), expand=False)
+
+
+def _case_name(c) -> str:
+    return c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
+
+
+def _case_row(s, c) -> Row:
+    status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
+        " (unchanged: reused)" if c.reused_from else "")
+    first, terminal = _rates(c)
+    return (shown(s.name), shown(_case_name(c)), shown(c.runtime),
+            f"[{STATUS_STYLE[c.status]}]{shown(status)}[/]", first, terminal,
+            shown(s.tier or "–"))
+
+
+def _case_head(s, c) -> str:
+    """A case as the failure and untested lists name it: skill/case [runtime], coloured."""
+    head = f"[{STATUS_STYLE[c.status]}]{shown(f'{s.name}/{_case_name(c)} [{c.runtime}]')}[/]"
+    if c.reused_from:
+        head += shown(f" (verdict of {c.reused_from}, unchanged since)")
+    return head
+
+
+def _untested_line(view: _Summary, head: str, c) -> str:
+    note = " (SKILL.md's doc test beside the contract; the other cases decide " \
+           "the skill's verdict)" if c.supplementary else ""
+    return f"{head}: {shown(evidence_line(c.reason, view.cap))}[dim]{shown(note)}[/]"
+
+
+def _assertion_items(view: _Summary, g) -> list[tuple[str, list[str]]]:
+    """Each assertion that failed on the first attempt, with its evidence (the id alone
+    labels it on a narrow terminal)."""
+    return [(f"{shown(e.id)} {shown(e.text)}" if not view.compact else shown(e.id),
+             [shown(evidence_line(e.evidence, view.cap))])
+            for e in g.expectations if e.status == "failed"]
+
+
+def _failure_items(view: _Summary, run_dir: Path, c) -> list[tuple[str, list[str]]]:
+    """A failed or errored case's evidence: the reason alone (an error, no grading.json),
+    else each failed assertion with its evidence, then the commands that failed."""
+    from aeval.run.read import read_grading
+
+    g = None if c.status == "error" else read_grading(run_dir / c.dir)
+    if g is None:
+        return [("", [shown(c.reason)])]
+    items = _assertion_items(view, g) or [("", [shown(c.reason)])]  # never without evidence
+    if c.status == "fail" and (commands := view.failed_commands(g)):
+        items.append(("failed command(s):" if not view.compact else "", commands))
+    return items
+
+
+def _add_folded(found: _Found, s) -> None:
+    """A row for each runtime's passing case runs of skill ``s``."""
+    for runtime, cases in _passing_by_runtime(s.cases).items():
+        found.rows.append(_folded_row(s, runtime, cases, STATUS_STYLE["pass"]))
+        found.folded_rows.add(len(found.rows) - 1)
+        found.folded += len(cases)
+
+
+def _add_skill(found: _Found, view: _Summary, run_dir: Path, s, fold: bool) -> None:
+    """A skill's rows (its passing case runs folded when ``fold``), failures and untested
+    cases."""
+    if fold:
+        _add_folded(found, s)
+    if s.status == "invalid":
+        found.rows.append((shown(s.name), "–", "–", "[magenta]invalid[/]", "–", "–", "–"))
+        found.failures.append((f"[magenta]{shown(s.name)}[/]",
+                               [("", [shown(p)]) for p in s.problems]))
+        return
+    for c in s.cases:
+        if not (fold and _foldable(c)):
+            found.rows.append(_case_row(s, c))
+        if c.status == "pass":
+            continue
+        head = _case_head(s, c)
+        if c.status == "untested":
+            found.untested.append(_untested_line(view, head, c))
+        else:
+            found.failures.append((head, _failure_items(view, run_dir, c)))
+
+
+def _print_compact_rows(console, title: str, found: _Found) -> None:
+    """Below `COMPACT_BELOW` columns: a case on a line, its rates and tier under it."""
+    console.print(title)
+    for i, (name, case, runtime, status, first, terminal, tier) in enumerate(found.rows):
+        if i in found.folded_rows:
+            console.print(_pad(f"{name} [dim]\\[{runtime}][/]: {status}, {case}", 2))
+        else:
+            console.print(_pad(f"{name}/{case} [dim]\\[{runtime}][/]: {status}"
+                               if case != "–" else f"{name}: {status}", 2))
+        facts = [f"first attempt {first}"] if first != "–" else []
+        facts += [f"terminal {terminal}"] if terminal != "–" else []
+        facts += [f"tier {tier}"] if tier != "–" else []
+        if facts:
+            console.print(_pad(f"[dim]{', '.join(facts)}[/]", 4))
+
+
+def _print_table(console, title: str, found: _Found) -> None:
+    """The table, and what its terminal column means when a case was tested."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("skill", "case", "runtime", "status", "first-attempt", "terminal", "tier"):
+        table.add_column(col, overflow="fold")
+    for row in found.rows:
+        table.add_row(*row)
+    console.print(table)
+    if any(r[4] != "–" for r in found.rows):
+        console.print("[dim]terminal: the pass rate after the executor's own corrections;"
+                      " – where there was no later attempt (literal runs once)[/]")
+
+
+def _print_failure(console, view: _Summary, head: str,
+                   items: list[tuple[str, list[str]]]) -> None:
+    if view.compact:  # the case once, then each failure under it
+        console.print(_pad(head, 2))
+        for label, lines in items:
+            first_line, *rest = lines
+            console.print(_pad(f"{label} {first_line}" if label else first_line, 4))
+            for ln in rest:
+                console.print(_pad(ln, 6))
+        return
+    for label, lines in items:  # one greppable line per failure, naming its case
+        if not label:
+            console.print(_pad(f"{head}: {lines[0]}", 2))
+            lines = lines[1:]
+        else:
+            console.print(_pad(f"{head} {label}", 2))
+        for ln in lines:
+            console.print(_pad(ln, view.indent))
+
+
+def _print_folded_note(console, folded: int) -> None:
+    if folded:
+        console.print(f"[dim]{folded:,} passing case run(s) shown as one row per skill and "
+                      f"runtime (over {FOLD_PASSING_ABOVE} case runs); every case: run.json, "
+                      f"report.html[/]")
+
+
+def _print_failures(console, view: _Summary, failures: list[Failure]) -> None:
+    if failures:
+        console.print("\nWhat failed, with evidence:")
+    for head, items in failures:
+        _print_failure(console, view, head, items)
+
+
+def _print_untested(console, untested: list[str]) -> None:
+    if untested:
+        console.print("\nNot tested (never counted as a pass), and why:")
+    for line in untested:
+        console.print(_pad(line, 2))
+
+
+def _print_where(console, view: _Summary, run_dir: Path, gate) -> None:
+    """Where the artifacts and report.html are (paths whole on one line: the terminal wraps
+    them, a copy gets them entire), and the gate."""
+    from aeval.run.layout import RunLayout
+
+    console.print(f"\nartifacts: {_shown_path(run_dir, view.compact)}", soft_wrap=True)
+    if (report := RunLayout(run_dir).report).is_file():
+        console.print(f"report:    {_shown_path(report, view.compact)}", soft_wrap=True)
+    console.print(f"exit {gate.exit_code}: {shown(gate.reason)}")
+
+
 def print_summary(manifest, run_dir: Path, console=None) -> None:
     """The run's summary: a row per case (a table, or a compact list on a narrow terminal),
     what failed with its evidence (a failing command with its exit code and the end of its
     output), what was not tested and why, lint warnings, where the artifacts and report.html
     are, and the gate."""
-    from rich.padding import Padding
-    from rich.table import Table
-
-    from aeval.run.layout import RunLayout
-    from aeval.run.read import read_grading
-
     console = console or make_console()
     view = _Summary(console.width, piped=console.width >= PIPE_WIDTH)
-    style = STATUS_STYLE
-
-    def pad(text: str, left: int):
-        return Padding(text, (0, 0, 0, left), expand=False)
-
-    rows = []  # (name, case, runtime, status markup, first, terminal, tier)
-    # what failed: (head of the case, [(label, evidence lines)]); label "" for the reason
-    failures: list[tuple[str, list[tuple[str, list[str]]]]] = []
-    untested = []
+    found = _Found()
     fold = sum(len(s.cases) for s in manifest.skills) > FOLD_PASSING_ABOVE
-    folded, folded_rows = 0, set()  # case runs folded, and the rows that hold them
     for s in manifest.skills:
-        if fold:
-            for runtime, cases in _passing_by_runtime(s.cases).items():
-                rows.append(_folded_row(s, runtime, cases, style["pass"]))
-                folded_rows.add(len(rows) - 1)
-                folded += len(cases)
-        if s.status == "invalid":
-            rows.append((shown(s.name), "–", "–", "[magenta]invalid[/]", "–", "–", "–"))
-            failures.append((f"[magenta]{shown(s.name)}[/]",
-                             [("", [shown(p)]) for p in s.problems]))
-            continue
-        for c in s.cases:
-            status = c.status + (f", {c.ungraded} ungraded" if c.ungraded else "") + (
-                " (unchanged: reused)" if c.reused_from else "")
-            name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
-            if not (fold and _foldable(c)):
-                first, terminal = _rates(c)
-                rows.append((shown(s.name), shown(name), shown(c.runtime),
-                             f"[{style[c.status]}]{shown(status)}[/]", first, terminal,
-                             shown(s.tier or "–")))
-            if c.status == "pass":
-                continue
-            head = f"[{style[c.status]}]{shown(f'{s.name}/{name} [{c.runtime}]')}[/]"
-            if c.reused_from:
-                head += shown(f" (verdict of {c.reused_from}, unchanged since)")
-            if c.status == "untested":
-                note = " (SKILL.md's doc test beside the contract; the other cases decide " \
-                       "the skill's verdict)" if c.supplementary else ""
-                untested.append(f"{head}: {shown(evidence_line(c.reason, view.cap))}"
-                                f"[dim]{shown(note)}[/]")
-                continue
-            g = read_grading(run_dir / c.dir)
-            if c.status == "error" or g is None:
-                failures.append((head, [("", [shown(c.reason)])]))
-                continue
-            failed = [e for e in g.expectations if e.status == "failed"]
-            items = [] if failed else [("", [shown(c.reason)])]  # never without evidence
-            items += [(f"{shown(e.id)} {shown(e.text)}" if not view.compact else shown(e.id),
-                       [shown(evidence_line(e.evidence, view.cap))]) for e in failed]
-            if c.status == "fail" and (commands := view.failed_commands(g)):
-                items.append(("failed command(s):" if not view.compact else "", commands))
-            failures.append((head, items))
-    tested = any(r[4] != "–" for r in rows)
+        _add_skill(found, view, run_dir, s, fold)
     title = f"aeval run {manifest.run_id}"
-    if view.compact:
-        console.print(title)
-        for i, (name, case, runtime, status, first, terminal, tier) in enumerate(rows):
-            if i in folded_rows:
-                console.print(pad(f"{name} [dim]\\[{runtime}][/]: {status}, {case}", 2))
-            else:
-                console.print(pad(f"{name}/{case} [dim]\\[{runtime}][/]: {status}"
-                                  if case != "–" else f"{name}: {status}", 2))
-            facts = [f"first attempt {first}"] if first != "–" else []
-            facts += [f"terminal {terminal}"] if terminal != "–" else []
-            facts += [f"tier {tier}"] if tier != "–" else []
-            if facts:
-                console.print(pad(f"[dim]{', '.join(facts)}[/]", 4))
-    else:
-        table = Table(title=title, title_justify="left")
-        for col in ("skill", "case", "runtime", "status", "first-attempt", "terminal", "tier"):
-            table.add_column(col, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
-        if tested:
-            console.print("[dim]terminal: the pass rate after the executor's own corrections;"
-                          " – where there was no later attempt (literal runs once)[/]")
-    if folded:
-        console.print(f"[dim]{folded:,} passing case run(s) shown as one row per skill and "
-                      f"runtime (over {FOLD_PASSING_ABOVE} case runs); every case: run.json, "
-                      f"report.html[/]")
-    if failures:
-        console.print("\nWhat failed, with evidence:")
-    for head, items in failures:
-        if view.compact:  # the case once, then each failure under it
-            console.print(pad(head, 2))
-            for label, lines in items:
-                first_line, *rest = lines
-                console.print(pad(f"{label} {first_line}" if label else first_line, 4))
-                for ln in rest:
-                    console.print(pad(ln, 6))
-            continue
-        for label, lines in items:  # one greppable line per failure, naming its case
-            if not label:
-                console.print(pad(f"{head}: {lines[0]}", 2))
-                lines = lines[1:]
-            else:
-                console.print(pad(f"{head} {label}", 2))
-            for ln in lines:
-                console.print(pad(ln, view.indent))
-    if untested:
-        console.print("\nNot tested (never counted as a pass), and why:")
-        for d in untested:
-            console.print(pad(d, 2))
-    for s in manifest.skills:
-        for w in s.warnings:
-            console.print(f"[dim]lint: {shown(w)}[/]")
-    g = manifest.gate
-    # paths whole on one line (the terminal wraps them, a copy gets them entire)
-    console.print(f"\nartifacts: {_shown_path(run_dir, view.compact)}", soft_wrap=True)
-    if (report := RunLayout(run_dir).report).is_file():
-        console.print(f"report:    {_shown_path(report, view.compact)}",
-                      soft_wrap=True)
-    console.print(f"exit {g.exit_code}: {shown(g.reason)}")
+    (_print_compact_rows if view.compact else _print_table)(console, title, found)
+    _print_folded_note(console, found.folded)
+    _print_failures(console, view, found.failures)
+    _print_untested(console, found.untested)
+    for w in (w for s in manifest.skills for w in s.warnings):
+        console.print(f"[dim]lint: {shown(w)}[/]")
+    _print_where(console, view, run_dir, manifest.gate)
 
 
 class QuietPipe:

@@ -8,7 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aeval.deployments.cli._common import EXIT_USAGE
+from aeval.deployments.cli._common import (
+    EPILOG,
+    EXIT_USAGE,
+    add_grader_options,
+    add_quiet_verbose,
+)
 from aeval.deployments.cli.console import (
     prefect_env,
     prefect_ready,
@@ -16,8 +21,9 @@ from aeval.deployments.cli.console import (
     progress_logging,
     start_prefect,
 )
+from aeval.deployments.cli.options import Options, resolve
 
-from aeval.exit_codes import ENVIRONMENT
+from aeval.exit_codes import ENVIRONMENT, OK
 
 
 def prefetch_model_client(model: bool = True) -> None:
@@ -58,6 +64,13 @@ def check_sandbox(mode: str) -> str | None:
     return mode
 
 
+def add_insecure_dask_option(parser: argparse.ArgumentParser) -> None:
+    """--dask-allow-insecure-tcp, as `run` and `sweep` have it."""
+    parser.add_argument("--dask-allow-insecure-tcp", action="store_true",
+                        help="accept a plain tcp:// Dask scheduler: anyone who can reach it "
+                             "runs code on its workers as their user (deployments/README.md)")
+
+
 def dask_task_runner(args: argparse.Namespace, concurrency: int) -> Any:
     """The run's task runner (`aeval.flows.runners.task_runner`) for ``--dask`` and
     ``--dask-allow-insecure-tcp``, warning once when the latter is taken; None after one
@@ -91,7 +104,7 @@ def dask_workers_refused(address: str | None, paths: list, store: Path,
         problem = dask_preflight(address, [str(p) for p in paths], str(store), sandboxed)
     except OSError as exc:
         print(f"aeval: --dask {address}: cannot reach the scheduler: {exc}", file=sys.stderr)
-        return 3
+        return ENVIRONMENT
     if problem is None:
         return None
     print(f"aeval: {problem}", file=sys.stderr)
@@ -141,10 +154,10 @@ def resume_run(args: argparse.Namespace) -> int:
     from aeval.run.read import read_run
     from aeval.run.requests import EvalRequest
     from aeval.run.store import RunStore
-    from aeval.settings import Settings
 
-    settings = Settings()
-    store = RunStore(Path(args.out or settings.home))
+    opts = resolve(args)
+    settings = opts.settings
+    store = RunStore(opts.store)
     try:
         run_dir = store.run_dir(args.resume) if not Path(args.resume).is_dir() else Path(
             args.resume)
@@ -155,9 +168,9 @@ def resume_run(args: argparse.Namespace) -> int:
     from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import use_global_model_limit
 
-    if (runner := dask_task_runner(args, args.concurrency or settings.concurrency)) is None:
+    if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
     refused = dask_workers_refused(args.dask, old.skill_roots, RunLayout(run_dir).store, sandbox)
@@ -185,7 +198,7 @@ def resume_run(args: argparse.Namespace) -> int:
 MAX_EPOCHS = 100  # as the request models allow
 
 
-def run_option_problem(args: argparse.Namespace) -> str | None:
+def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
     """The first problem of `run`/`sweep` options that would otherwise surface only later,
     found before anything starts (no server, no import of Prefect): an unknown runtime, an
     agent runtime without a model, a model (or grader model) whose provider key is not set —
@@ -194,18 +207,65 @@ def run_option_problem(args: argparse.Namespace) -> str | None:
     import os
 
     from aeval.isolation.model_keys import config_problem
-    from aeval.settings import Settings
 
     if not 1 <= args.epochs <= MAX_EPOCHS:
         return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
     if args.concurrency is not None and args.concurrency < 1:
         return f"--concurrency {args.concurrency}: must be at least 1"
-    settings = Settings()
-    model = args.model or settings.model
-    runtimes = args.runtime or (["builtin"] if model else ["literal"])
-    grader = None if args.no_grader else (args.grader_model or settings.grader_model or model)
-    return config_problem(runtimes, model, grader, args.api_base or settings.api_base,
+    return config_problem(opts.runtimes, opts.model, opts.grader_model, opts.api_base,
                           os.environ)
+
+
+def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `run` subcommand (returned: `init` parses its first run with it)."""
+    r = sub.add_parser("run", help="evaluate skills", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Evaluate every skill at or under PATH (a folder with "
+                       "SKILL.md, or a marketplace root).")
+    r.add_argument("paths", nargs="*", metavar="PATH",
+                   help="skill folders or marketplace roots (default: .)")
+    r.add_argument("--changed-since", metavar="REF",
+                   help="evaluate only the skills changed in `git diff REF...HEAD` of the "
+                        "repository at PATH")
+    r.add_argument("--head", default="HEAD", help="head ref for --changed-since (default HEAD;"
+                                                  " the working tree must be at it)")
+    r.add_argument("--post", action="store_true",
+                   help="post the results on the GitLab MR (AEVAL_GITLAB_TOKEN; MR from CI "
+                        "variables or --mr/--project/--gitlab-url)")
+    r.add_argument("--mr", type=int, metavar="IID", help="merge request IID for --post")
+    r.add_argument("--project", metavar="ID", help="GitLab project id or path for --post")
+    r.add_argument("--gitlab-url", metavar="URL", help="GitLab URL for --post")
+    r.add_argument("--runtime", action="append", metavar="NAME",
+                   help="runtime to use (repeatable); default: builtin with a model, else "
+                        "literal")
+    r.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    add_grader_options(r)
+    r.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
+    r.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    r.add_argument("--dask", metavar="ADDRESS|local",
+                   help="run the tasks on Dask: `local` (a temporary local cluster, mutual "
+                        "TLS on loopback) or a scheduler address tls://HOST:PORT, secured by "
+                        "Dask's TLS config (pip install 'aeval-skills[dask]')")
+    add_insecure_dask_option(r)
+    r.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    r.add_argument("--resume", metavar="RUN_ID",
+                   help="finish an interrupted run: only cases without grading.json run")
+    r.add_argument("--baseline", metavar="RUN_ID|DIR",
+                   help="compare with this run in regression.json (default: the store's "
+                        "last-known-good baselines, refreshed by `aeval sweep`)")
+    r.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each attempt's workspace for debugging")
+    r.add_argument("--require-tested", action="store_true",
+                   help="exit 2 when a case is untested (nothing runnable for its runtime: no "
+                        "steps under literal, no self-contained doc block, a missing host "
+                        "tool); by default untested cases are a warning, never a pass")
+    r.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a case starts: auto (default; "
+                        "without bubblewrap, warn and run unsandboxed), require (exit 2 "
+                        "without it), none [AEVAL_SANDBOX]")
+    add_quiet_verbose(r)
+    r.set_defaults(func=cmd_run)
+    return r
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -219,7 +279,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not Path(p).exists():
             print(f"{p}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
-    if problem := run_option_problem(args):
+    opts = resolve(args)
+    if problem := run_option_problem(args, opts):
         print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     prefect_env(args.verbose)
@@ -228,15 +289,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from aeval.run.requests import EvalRequest
     from aeval.run.store import RunStore, new_run_id
-    from aeval.settings import Settings
     from aeval.skill.skill_md import discover
 
-    settings = Settings()
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    settings = opts.settings
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
-    model = args.model or settings.model
-    runtimes = args.runtime or (["builtin"] if model else ["literal"])
+    model, runtimes = opts.model, opts.runtimes
     if not args.runtime:
         print(f"runtime: {runtimes[0]} "
               + (f"(model {model})" if model else "(no model configured: running the cases' "
@@ -255,7 +314,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(note)
         if not changes.skills:
             print(f"no skill changed since {args.changed_since}: nothing to evaluate")
-            return 0
+            return OK
         here = Path(args.paths[0]).resolve()
         shown = [str(s.relative_to(here)) if s.is_relative_to(here) else str(s)
                  for s in changes.skills]
@@ -266,30 +325,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         if nothing:
             print(nothing, file=sys.stderr)
             return EXIT_USAGE
-    store = Path(args.out or settings.home)
+    store = opts.store
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.flows.runners import use_global_model_limit
 
-    if (runner := dask_task_runner(args, args.concurrency or settings.concurrency)) is None:
+    if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
     if (refused := dask_workers_refused(args.dask, roots, store, sandbox)) is not None:
         return refused
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
-    prefetch_model_client(bool(model or args.grader_model or settings.grader_model))
+    prefetch_model_client(bool(model or opts.named_grader))
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
     request = EvalRequest(
         paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
-        epochs=args.epochs, store=str(store), model=model,
-        grader_model=None if args.no_grader else (
-            args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, retries=settings.retries,
-        retry_delay_s=settings.retry_delay_s,
-        keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
+        epochs=args.epochs, store=str(store), model=model, grader_model=opts.grader_model,
+        api_base=opts.api_base, retries=settings.retries,
+        retry_delay_s=settings.retry_delay_s, keep_workspaces=opts.keep_workspaces,
+        sandbox=sandbox,
         require_tested=args.require_tested,
         output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
@@ -301,16 +358,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"post: {manifest.delivery}")
-        if manifest.delivery.startswith("failed") and manifest.gate.exit_code == 0:
-            return 3  # the skills passed, but the request did not get the report: retry
+        if manifest.delivery.startswith("failed") and manifest.gate.exit_code == OK:
+            return ENVIRONMENT  # the skills passed, the request did not get the report: retry
     return manifest.gate.exit_code
+
+
+def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
+    """The `sweep` subcommand."""
+    sw = sub.add_parser("sweep", help="evaluate a whole marketplace and refresh baselines",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="The nightly sweep: every skill, --epochs runs of each "
+                        "case; passing cases become the last-known-good baselines that "
+                        "regression.json compares against. A case run whose fingerprint (skill "
+                        "files, case, runtime and its version, models, epoch, aeval version) "
+                        "matches its last pass or fail keeps that verdict without running "
+                        "(.aeval/verdicts.json); --no-skip runs everything.")
+    sw.add_argument("marketplace", nargs="?", default=".", metavar="MARKETPLACE",
+                    help="marketplace root (default: .)")
+    sw.add_argument("--epochs", type=int, default=3, help="runs of each case (default 3)")
+    sw.add_argument("--runtime", action="append", metavar="NAME",
+                    help="runtime to use (repeatable); default: builtin with a model, else "
+                         "literal")
+    sw.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    add_grader_options(sw)
+    sw.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    sw.add_argument("--dask", metavar="ADDRESS|local",
+                    help="run the tasks on Dask, as `aeval run --dask` does")
+    add_insecure_dask_option(sw)
+    sw.add_argument("--no-skip", action="store_true",
+                    help="run every case, also those unchanged since their last verdict")
+    sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_quiet_verbose(sw)
+    sw.set_defaults(func=cmd_sweep)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     if not Path(args.marketplace).is_dir():
         print(f"{args.marketplace}: no such folder", file=sys.stderr)
         return EXIT_USAGE
-    if problem := run_option_problem(args):
+    opts = resolve(args)
+    if problem := run_option_problem(args, opts):
         print(f"aeval sweep: {problem}", file=sys.stderr)
         return EXIT_USAGE
     prefect_env(args.verbose)
@@ -321,16 +408,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from aeval.run.requests import SweepRequest
     from aeval.run.store import RunStore, new_run_id
-    from aeval.settings import Settings
 
-    settings = Settings()
-    model = args.model or settings.model
-    store = Path(args.out or settings.home)
+    settings = opts.settings
+    store = opts.store
     run_id = new_run_id()
     from aeval.flows.evaluate import manifest_of
     from aeval.flows.runners import use_global_model_limit
 
-    if dask_task_runner(args, args.concurrency or settings.concurrency) is None:
+    if dask_task_runner(args, opts.concurrency) is None:
         return EXIT_USAGE  # a usage error now, not in the flow
     # the sweep's evaluate runs take the default --sandbox auto
     if (refused := dask_workers_refused(args.dask, [args.marketplace], store,
@@ -341,13 +426,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         use_global_model_limit(settings.model_concurrency)
     request = SweepRequest(
         marketplace=str(Path(args.marketplace).resolve()), epochs=args.epochs,
-        concurrency=args.concurrency or settings.concurrency, dask=args.dask,
+        concurrency=opts.concurrency, dask=args.dask,
         dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
         skip_unchanged=not args.no_skip,
-        runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
-        grader_model=None if args.no_grader else (
-            args.grader_model or settings.grader_model or model),
-        api_base=args.api_base or settings.api_base, store=str(store), run_id=run_id)
+        runtimes=opts.runtimes, model=opts.model, grader_model=opts.grader_model,
+        api_base=opts.api_base, store=str(store), run_id=run_id)
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:
@@ -357,22 +440,44 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return manifest.gate.exit_code
 
 
+def add_compare_parser(sub: argparse._SubParsersAction) -> None:
+    """The `compare` subcommand."""
+    c = sub.add_parser("compare", help="run the same skills through several runtimes/models",
+                       description="One evaluate run per runtime (x model), then one table: "
+                       "elapsed and executor minutes, assertions passed/total, causal share, "
+                       "self-corrections, protocol fidelity (– without a grader), requests, "
+                       "tokens in and cached (compare.json, compare.md). A row whose runtime "
+                       "refused the agent's tool calls is flagged: it measured the agent, "
+                       "not the skill. Exits with the worst gate of its runs, in aeval run's "
+                       "order: 1 a case failed in any row, 2, 4, 3, else 0.")
+    c.add_argument("paths", nargs="+", metavar="PATH",
+                   help="skill folders or marketplace roots")
+    c.add_argument("--runtime", action="append", metavar="NAME[=MODEL]",
+                   help="repeatable (default: builtin); NAME=MODEL gives that runtime its own "
+                        "model string, e.g. claude-code=claude-sonnet-4-5 (offline: the "
+                        "scripted model server picks each runtime's script by it)")
+    c.add_argument("--model", action="append", help="repeatable: one row per model")
+    add_grader_options(c)
+    c.add_argument("--epochs", type=int, default=1, help="runs of each case (default 1)")
+    c.add_argument("--concurrency", type=int, help="case chains at once (default 4)")
+    c.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_quiet_verbose(c)
+    c.set_defaults(func=cmd_compare)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    from aeval.settings import Settings
     from aeval.skill.skill_md import discover
 
     roots, nothing = discover(args.paths)
     if nothing:
         print(nothing, file=sys.stderr)
         return EXIT_USAGE
-    settings = Settings()
-    models = args.model or ([settings.model] if settings.model else [None])
-    runtimes = args.runtime or ["builtin"]
+    opts = resolve(args, default_runtimes=["builtin"])
     variants = []
-    for spec in runtimes:
+    for spec in opts.runtimes:
         rt, _, own_model = spec.partition("=")
         for m in ([None] if rt in ("literal", "replay") else [own_model] if own_model
-                  else models):
+                  else opts.models):
             if rt not in ("literal", "replay") and not m:
                 print(f"runtime {rt} needs --model", file=sys.stderr)
                 return EXIT_USAGE
@@ -384,10 +489,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from aeval.isolation.model_keys import config_problem
 
-    grader = None if args.no_grader else (args.grader_model or settings.grader_model)
-    for v in variants:
-        if problem := config_problem([v["runtime"]], v["model"], grader,
-                                     args.api_base or settings.api_base, os.environ):
+    for v in variants:  # each row's grader is the one named, else the row's model
+        if problem := config_problem([v["runtime"]], v["model"], opts.named_grader,
+                                     opts.api_base, os.environ):
             print(f"aeval compare: {problem}", file=sys.stderr)
             return EXIT_USAGE
     prefect_env(args.verbose)
@@ -398,29 +502,56 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from aeval.run.store import new_run_id
 
-    store = Path(args.out or settings.home)
+    store = opts.store
     compare_id = new_run_id()
     # as `run` does: litellm loads while the server starts, not inside the first case's wall
     prefetch_model_client(any(v["runtime"] == "builtin" for v in variants)
-                          or bool(args.grader_model or settings.grader_model))
+                          or bool(opts.named_grader))
     prefect_ready()
     report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
-                     concurrency=args.concurrency or settings.concurrency,
-                     store=str(store), grader_model=None if args.no_grader else (
-                         args.grader_model or settings.grader_model),
-                     api_base=args.api_base or settings.api_base, epochs=args.epochs,
+                     concurrency=opts.concurrency, store=str(store),
+                     grader_model=opts.named_grader, api_base=opts.api_base,
+                     epochs=args.epochs,
                      skill_roots=[str(r) for r in roots])
     print(render_compare(report))
     print(f"report: {store / 'compare' / compare_id / 'compare.json'}")
     return report.gate.exit_code
 
 
+REGRADE_EXITS = """exit codes of `aeval regrade` (first match wins):
+  2  a usage error: RUN is not a run of the store
+  4  internal error (aeval itself failed)
+  3  a grader could not grade a case epoch the original grader judged (its provider
+     failed, or its answers stayed invalid): the report is written, over fewer items; retry
+  0  otherwise
+"""
+
+
+def add_regrade_parser(sub: argparse._SubParsersAction) -> None:
+    """The `regrade` subcommand."""
+    rg = sub.add_parser("regrade", help="re-grade a run's transcripts with other graders: "
+                                        "agreement and kappa",
+                        description="Replay every case and epoch of RUN (events, outputs, skill "
+                        "edits) with its recorded assertions, grade it with each --grader-model, "
+                        "and report every grader's verdicts beside the original's: raw "
+                        "agreement, Cohen's kappa per pair, Fleiss' kappa across all, causal "
+                        "share per grader, and the assertions they disagree on "
+                        "(regrade-<id>.json in RUN's folder).", epilog=REGRADE_EXITS,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    rg.add_argument("run", metavar="RUN", help="run id, run folder, or latest")
+    rg.add_argument("--grader-model", required=True, action="append", metavar="MODEL",
+                    help="a grader model to re-grade with (litellm string); repeatable")
+    rg.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    rg.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_quiet_verbose(rg)
+    rg.set_defaults(func=cmd_regrade)
+
+
 def cmd_regrade(args: argparse.Namespace) -> int:
     from aeval.run.store import RunStore
-    from aeval.settings import Settings
 
-    settings = Settings()
-    store = Path(args.out or settings.home)
+    opts = resolve(args)
+    store = opts.store
     try:
         source = RunStore(store).resolve(args.run)
     except FileNotFoundError as exc:
@@ -434,7 +565,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
     prefect_ready()
     report = regrade(run=str(source), grader_models=args.grader_model, store=str(store),
-                     api_base=args.api_base or settings.api_base)
+                     api_base=opts.api_base)
     print(render_regrade(report))
     print(f"regraded runs: {', '.join(report.regrade_runs)}")
     print(f"report: {source / f'regrade-{report.regrade_id}.json'}")

@@ -7,8 +7,26 @@ import json
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli._common import EXIT_FAIL, EXIT_USAGE
+from aeval.deployments.cli._common import EPILOG, EXIT_FAIL, EXIT_USAGE, add_verbose
 from aeval.deployments.cli.console import make_console, print_summary
+from aeval.deployments.cli.options import resolve
+
+from aeval.exit_codes import OK
+
+
+def add_validate_parser(sub: argparse._SubParsersAction) -> None:
+    """The `validate` subcommand."""
+    v = sub.add_parser("validate", help="check SKILL.md and eval.config files",
+                       description="Load every skill at or under PATH without running "
+                       "anything; print problems as path:field: problem, and the static "
+                       "skill check's findings (S0: a path SKILL.md names that the skill "
+                       "lacks, a script it runs that cannot start, an action or option the "
+                       "script does not accept) on SKILL.md's line. Exit 1 if the static "
+                       "check found a defect, 2 if any skill is invalid, else 0.")
+    v.add_argument("paths", nargs="+", metavar="PATH",
+                   help="skill folders or marketplace roots")
+    add_verbose(v)
+    v.set_defaults(func=cmd_validate)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -45,7 +63,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for w in ex.warnings:
             print(f"  warning: {w}")
     print(f"{len(roots)} skill(s), {invalid} invalid, {defective} with a static defect")
-    return EXIT_FAIL if defective else EXIT_USAGE if invalid else 0
+    return EXIT_FAIL if defective else EXIT_USAGE if invalid else OK
+
+
+def add_schema_parser(sub: argparse._SubParsersAction) -> None:
+    """The `schema` subcommand."""
+    s = sub.add_parser("schema", help="print an artifact's JSON Schema",
+                       description="Print the JSON Schema generated from the pydantic model.")
+    s.add_argument("name", nargs="?", help="eval-config, run, grading, ... (omit with --write)")
+    s.add_argument("--write", metavar="DIR", help="write every schema into DIR")
+    add_verbose(s)
+    s.set_defaults(func=cmd_schema)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -58,7 +86,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
             (out / f"{name}.schema.json").write_text(json.dumps(json_schema(name), indent=2)
                                                      + "\n")
         print(f"wrote {len(SCHEMA_NAMES)} schemas to {out}")
-        return 0
+        return OK
     if not args.name:
         print(f"aeval schema: a schema name is required (or --write DIR); valid names: "
               f"{', '.join(SCHEMA_NAMES)}", file=sys.stderr)
@@ -68,7 +96,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
               f"{', '.join(SCHEMA_NAMES)}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(json_schema(args.name), indent=2))
-    return 0
+    return OK
 
 
 def runtime_rows() -> list[dict[str, str]]:
@@ -100,13 +128,21 @@ def runtime_rows() -> list[dict[str, str]]:
         return list(pool.map(probe, sorted(RUNTIMES)))
 
 
+def add_runtimes_parser(sub: argparse._SubParsersAction) -> None:
+    """The `runtimes` subcommand."""
+    rt = sub.add_parser("runtimes", help="list the agent runtimes: installed, version, how to "
+                                         "install")
+    add_verbose(rt)
+    rt.set_defaults(func=cmd_runtimes)
+
+
 def cmd_runtimes(args: argparse.Namespace) -> int:
     rows = runtime_rows()
     console = make_console()
     if not console.is_terminal:  # piped or captured: one line per runtime, never wrapped
         for r in rows:
             print("  ".join(f"{k}: {v}" if k != "name" else v for k, v in r.items()))
-        return 0
+        return OK
     from rich.markup import escape
     from rich.table import Table
 
@@ -116,15 +152,29 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(*(escape(c) for c in r.values()))
     console.print(table)
-    return 0
+    return OK
+
+
+def add_show_parser(sub: argparse._SubParsersAction) -> None:
+    """The `show` subcommand."""
+    sh = sub.add_parser("show", help="summarize a finished run; exit with its gate code",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Print a finished run's summary table, what failed with "
+                        "evidence, and its gate.\n\nExit code: the run's own gate code (below), "
+                        "so `aeval show` can stand in\nfor the run in a script; 2 if RUN is "
+                        "unknown or did not finish.")
+    sh.add_argument("run", nargs="?", default="latest",
+                    help="run id, run folder, or latest (default)")
+    sh.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    add_verbose(sh)
+    sh.set_defaults(func=cmd_show)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from aeval.run.read import read_run
     from aeval.run.store import RunStore
-    from aeval.settings import Settings
 
-    store = RunStore(Path(args.out or Settings().home))
+    store = RunStore(resolve(args).store)
     try:
         run_dir = store.resolve(args.run)
     except FileNotFoundError as exc:

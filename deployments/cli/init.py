@@ -23,8 +23,11 @@ from pathlib import Path
 
 from aeval.deployments.cli._common import EXIT_USAGE
 from aeval.deployments.cli.console import inert
+from aeval.deployments.cli.options import resolve
 
-EXIT_MODEL = 3
+from aeval.exit_codes import ENVIRONMENT, OK
+
+EXIT_MODEL = ENVIRONMENT  # the model API failed, or its answer stayed invalid: retry
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Row:
     outcome: str  # drafted | template | exists | invalid | refused | model error
     detail: str = ""
     cases: int = 0
-    exit_code: int = 0
+    exit_code: int = OK
 
 
 def add_parser(sub, run_parser: argparse.ArgumentParser) -> None:
@@ -97,7 +100,8 @@ def _targets(args: argparse.Namespace) -> tuple[list[Path], list[Row], str | Non
         try:
             skill = load_skill(root)
         except ContractError as exc:
-            skipped.append(Row(root.name, root, "invalid", str(exc.problems[0]), exit_code=2))
+            skipped.append(Row(root.name, root, "invalid", str(exc.problems[0]),
+                                exit_code=EXIT_USAGE))
             continue
         tier, source = find_contract(skill, find_marketplace(root))
         if tier == Tier.generic or args.force:
@@ -157,7 +161,6 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
 
     from aeval.run.read import read_run
     from aeval.run.store import RunStore
-    from aeval.settings import Settings
 
     argv = [str(r.root) for r in rows]
     for name in args.runtime or []:
@@ -168,7 +171,7 @@ def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tupl
             argv += [flag, value]
     run_args = args.run_parser.parse_args(argv)
     print(f"running the new cases once: aeval run {' '.join(argv)}")
-    store = RunStore(Path(args.out or Settings().home))
+    store = RunStore(resolve(args).store)
     before = set(store.run_ids())
     run_args.func(run_args)
     new = sorted(set(store.run_ids()) - before)
@@ -205,8 +208,6 @@ def _print_table(rows: list[Row], results: dict[str, list[tuple[str, str]]]) -> 
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from aeval.settings import Settings
-
     if args.cases < 1:
         print("aeval init: --cases must be at least 1", file=sys.stderr)
         return EXIT_USAGE
@@ -214,9 +215,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     if problem:
         print(f"aeval init: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    settings = Settings()
-    model = args.model or settings.model
-    api_base = args.api_base or settings.api_base
+    opts = resolve(args)
+    model, api_base = opts.model, opts.api_base
     if not todo and args.missing:
         print("every skill has a contract: nothing to write")
     for n, root in enumerate(todo, 1):
@@ -227,4 +227,4 @@ def cmd_init(args: argparse.Namespace) -> int:
     results = _first_run(written, args) if written and not args.no_run else {}
     _print_table(rows, results)
     codes = {r.exit_code for r in rows}
-    return next((c for c in (EXIT_USAGE, EXIT_MODEL) if c in codes), 0)
+    return next((c for c in (EXIT_USAGE, EXIT_MODEL) if c in codes), OK)

@@ -32,8 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_USAGE = 2
-EXIT_ENVIRONMENT = 3
+from aeval.exit_codes import ENVIRONMENT as EXIT_ENVIRONMENT
+from aeval.exit_codes import OK as EXIT_OK
+from aeval.exit_codes import USAGE as EXIT_USAGE
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -78,14 +79,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
     from aeval.adapters.forges.diff import ForgeError
+    from aeval.deployments.cli.options import resolve
     from aeval.tasks.deliver.forge import forge_named, post_to_forge
     from aeval.tasks.deliver.read_run import load_run
 
     from aeval.run.read import read_run
     from aeval.run.store import RunStore
-    from aeval.settings import Settings
 
-    store = RunStore(Path(args.out or Settings().home))
+    store = RunStore(resolve(args).store)
     try:
         run_dir = store.resolve(args.run)
     except FileNotFoundError as exc:
@@ -104,14 +105,14 @@ def cmd_post(args: argparse.Namespace) -> int:
     try:
         if args.summary_only:
             print(forge_named(forge_of(args)).summary_only(bundle))
-            return 0
+            return EXIT_OK
         posted = post_to_forge(bundle, target_of(args), report_url=args.report_url,
                                dry_run=args.dry_run)
     except ForgeError as exc:
         print(f"aeval post: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT if exc.transient else EXIT_USAGE
     print(posted.text(), end="")
-    return 0
+    return EXIT_OK
 
 
 def forge_of(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str:

@@ -11,7 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from aeval.deployments.cli._common import EXIT_INTERNAL, EXIT_USAGE, flag_problem
+from aeval.deployments.cli._common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    add_quiet_verbose,
+    flag_problem,
+)
 from aeval.deployments.cli.console import (
     prefect_env,
     prefect_ready,
@@ -19,6 +24,48 @@ from aeval.deployments.cli.console import (
     start_prefect,
 )
 from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
+from aeval.deployments.cli.options import resolve
+
+from aeval.exit_codes import ENVIRONMENT, OK
+
+TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
+  2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
+  4  internal error (aeval failed on a trial, or itself)
+  3  a trial ended in an environment error (model API, timeout) after retries
+  0  otherwise: every trial ran (precision and recall are reported, not gated)
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The `triggers` subcommand."""
+    t = sub.add_parser(
+        "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
+        description="For each skill and each trigger prompt (eval.config `triggers`, or one "
+        "should-prompt from the description), a fresh workspace with the skill installed among "
+        "distractor skills; the runtime runs the prompt and aeval records, from the events, "
+        "which skills it loaded. Precision and recall per skill x runtime go to "
+        "<out>/triggers/<run-id>/triggers.json and report.html; precision and recall are "
+        "reported, not gated.", epilog=TRIGGERS_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("paths", nargs="+", metavar="PATH", help="skill folders or marketplace roots")
+    t.add_argument("--runtime", action="append", metavar="NAME",
+                   help="agent runtime to use (repeatable; default builtin)")
+    t.add_argument("--model", help="executor model (litellm string), or AEVAL_MODEL")
+    t.add_argument("--api-base", help="model API base URL, or AEVAL_API_BASE")
+    t.add_argument("--epochs", type=int, default=1, help="runs of each prompt (default 1)")
+    t.add_argument("--distractors", metavar="DIR",
+                   help="install the skills of DIR as distractors (default: the other skills "
+                        "of the marketplace, topped up with aeval's bundled set below three)")
+    t.add_argument("--max-turns", type=int, default=3,
+                   help="model turns a trial may take before it is stopped (default 3)")
+    t.add_argument("--concurrency", type=int, help="trials at once (default 4)")
+    t.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    t.add_argument("--keep-workspaces", action="store_true",
+                   help="keep each trial's workspace for debugging")
+    t.add_argument("--sandbox", choices=("auto", "require", "none"),
+                   help="bubblewrap around every process a trial starts [AEVAL_SANDBOX]")
+    add_quiet_verbose(t)
+    t.set_defaults(func=cmd_triggers)
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
@@ -33,12 +80,10 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     from aeval.run.layout import RunLayout
     from aeval.run.store import new_run_id
-    from aeval.settings import Settings
     from aeval.skill.skill_md import find_skill_roots
 
-    settings = Settings()
-    model = args.model or settings.model
-    runtimes = args.runtime or ["builtin"]
+    opts = resolve(args, default_runtimes=["builtin"])
+    model, runtimes = opts.model, opts.runtimes
     if not model or any(rt in ("literal", "replay") for rt in runtimes):
         print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
               "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
@@ -53,8 +98,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
 
     from aeval.isolation.model_keys import config_problem
 
-    if problem := config_problem(runtimes, model, None, args.api_base or settings.api_base,
-                                 os.environ):
+    if problem := config_problem(runtimes, model, None, opts.api_base, os.environ):
         print(f"aeval triggers: {problem}", file=sys.stderr)
         return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
@@ -68,7 +112,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
     # would swap this process's environment while the model client is imported beside it
     start_prefect()
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
     from aeval.flows.runners import task_runner
@@ -78,22 +122,22 @@ def cmd_triggers(args: argparse.Namespace) -> int:
 
     from aeval.stats.triggers import TriggersRequest
 
-    store = Path(args.out or settings.home)
+    store = opts.store
     run_id = new_run_id()
     try:
         request = TriggersRequest(
             skill_roots=[str(r) for r in roots], distractors=args.distractors,
-            runtimes=runtimes, model=model, api_base=args.api_base or settings.api_base,
-            epochs=args.epochs, max_turns=args.max_turns, store=str(store), run_id=run_id,
-            sandbox=sandbox, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
-            keep_workspaces=args.keep_workspaces)
+            runtimes=runtimes, model=model, api_base=opts.api_base, epochs=args.epochs,
+            max_turns=args.max_turns, store=str(store), run_id=run_id, sandbox=sandbox,
+            retries=opts.settings.retries, retry_delay_s=opts.settings.retry_delay_s,
+            keep_workspaces=args.keep_workspaces)  # the flag only, not AEVAL_KEEP_WORKSPACES
     except ValidationError as exc:
         print(f"aeval triggers: {flag_problem(exc)}", file=sys.stderr)
         return EXIT_USAGE
     prefetch_model_client()
     prefect_ready()
     flow = triggers.with_options(
-        task_runner=task_runner(args.concurrency or settings.concurrency))
+        task_runner=task_runner(opts.concurrency))
     report = flow(request)
     print(render_scores(report))
     out = store / "triggers" / run_id
@@ -107,7 +151,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
     if any(e.startswith(INTERNAL) for e in errors):
         return EXIT_INTERNAL  # aeval's own bug, not the environment's
-    return 3 if errors else 0
+    return ENVIRONMENT if errors else OK
 
 
 def render_scores(report) -> str:

@@ -19,8 +19,11 @@ import sys
 from pathlib import Path
 
 from aeval.deployments.cli._common import EXIT_USAGE, add_verbose, flag_problem
+from aeval.deployments.cli.options import resolve
 
-EXIT_ENVIRONMENT = 3
+from aeval.exit_codes import ENVIRONMENT as EXIT_ENVIRONMENT
+from aeval.exit_codes import OK
+
 TRIGGER_EXITS = """exit codes of `aeval trigger` (first match wins):
   1  a case failed: a skill defect (blocks the merge)
   2  a usage error: a bad flag, no PREFECT_API_URL, no such deployment, a request the flow
@@ -80,7 +83,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def exit_code_of(state) -> int:
     """The exit code a finished MR flow run's state stands for."""
     if state.is_completed():
-        return 0
+        return OK
     m = _GATE.match(state.message or "")
     if m:
         return int(m.group(1))
@@ -116,21 +119,18 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from aeval.run.requests import MrRequest
-    from aeval.settings import Settings
 
-    settings = Settings()
+    opts = resolve(args)
     if not os.environ.get("PREFECT_API_URL"):
         print("aeval trigger: PREFECT_API_URL is not set (the Prefect server that serves the "
               "deployment)", file=sys.stderr)
         return EXIT_USAGE
-    model = args.model or settings.model
     try:
         request = MrRequest(
             repo=args.repo, base=args.base, head=args.head, mr_iid=args.mr,
             post=args.post == "true", project_id=args.project, gitlab_url=args.gitlab_url,
-            runtimes=args.runtime or (["builtin"] if model else ["literal"]), model=model,
-            grader_model=args.grader_model or settings.grader_model,
-            api_base=args.api_base or settings.api_base,
+            runtimes=opts.runtimes, model=opts.model, grader_model=opts.named_grader,
+            api_base=opts.api_base,
             report_url=args.report_url or os.environ.get("AEVAL_REPORT_URL") or None)
     except ValidationError as exc:
         print(f"aeval trigger: {flag_problem(exc)}", file=sys.stderr)
@@ -171,7 +171,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
                   f"{args.timeout:.0f} s (is a serve process or worker running?): cancelled; "
                   "exit 3", file=sys.stderr)
             return EXIT_ENVIRONMENT
-        for path in write_reports(client, run.id, Path(args.out or settings.home)):
+        for path in write_reports(client, run.id, opts.store):
             print(f"wrote {path}")
     code = exit_code_of(state)
     print(f"exit {code}")

@@ -26,6 +26,7 @@ from aeval.deployments.cli.console import (
     start_prefect,
 )
 from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
+from aeval.deployments.cli.options import resolve
 
 NOT_AGENTS = ("literal", "replay")
 EPILOG = """exit codes of `aeval uplift` (first match wins):
@@ -79,7 +80,8 @@ def cmd_uplift(args: argparse.Namespace) -> int:
         return usage("--epochs must be at least 1")
     if args.concurrency is not None and args.concurrency < 1:
         return usage("--concurrency must be at least 1")
-    runtimes = args.runtime or ["builtin"]
+    opts = resolve(args, default_runtimes=["builtin"])
+    runtimes = opts.runtimes
     if bad := [r for r in runtimes if r in NOT_AGENTS]:
         return usage(f"--runtime {bad[0]}: uplift needs an agent runtime (builtin, "
                      "claude-code, codex, opencode): without a model nothing chooses whether "
@@ -89,20 +91,14 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     if unknown := [r for r in runtimes if r not in RUNTIMES]:
         return usage(f"--runtime {unknown[0]}: unknown runtime; known: "
                      f"{', '.join(r for r in sorted(RUNTIMES) if r not in NOT_AGENTS)}")
-    from aeval.settings import Settings
-
-    settings = Settings()
-    model = args.model or settings.model
+    model = opts.model
     if not model:
         return usage("an agent runtime needs --model (or AEVAL_MODEL)")
     import os
 
     from aeval.isolation.model_keys import config_problem
 
-    grader = None if getattr(args, "no_grader", False) else (
-        getattr(args, "grader_model", None) or settings.grader_model or model)
-    if problem := config_problem(runtimes, model, grader,
-                                 getattr(args, "api_base", None) or settings.api_base,
+    if problem := config_problem(runtimes, model, opts.grader_model, opts.api_base,
                                  os.environ):
         return usage(problem)
     from aeval.skill.skill_md import find_skill_roots
@@ -115,7 +111,7 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
     # would swap this process's environment while the model client is imported beside it
     start_prefect()
-    sandbox = check_sandbox(args.sandbox or settings.sandbox)
+    sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
 
@@ -127,14 +123,11 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     try:
         request = UpliftRequest(
             paths=[str(p) for p in args.paths], skill_roots=[str(r) for r in roots],
-            runtimes=runtimes, model=model, grader_model=None if args.no_grader else (
-                args.grader_model or settings.grader_model or model),
-            api_base=args.api_base or settings.api_base, store=str(args.out or settings.home),
-            uplift_id=new_run_id(), epochs=args.epochs,
-            concurrency=args.concurrency or settings.concurrency, retries=settings.retries,
-            retry_delay_s=settings.retry_delay_s,
-            keep_workspaces=args.keep_workspaces or settings.keep_workspaces, sandbox=sandbox,
-            output_cap=settings.output_cap)
+            runtimes=runtimes, model=model, grader_model=opts.grader_model,
+            api_base=opts.api_base, store=str(opts.store), uplift_id=new_run_id(),
+            epochs=args.epochs, concurrency=opts.concurrency, retries=opts.settings.retries,
+            retry_delay_s=opts.settings.retry_delay_s, keep_workspaces=opts.keep_workspaces,
+            sandbox=sandbox, output_cap=opts.settings.output_cap)
     except ValidationError as exc:
         return usage(flag_problem(exc))
     from aeval.flows.uplift import uplift

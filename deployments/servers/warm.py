@@ -62,6 +62,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from aeval.exit_codes import ENVIRONMENT
 from aeval.servers.home import idle_seconds, mode, state_dir
 
 WARM_VAR = "AEVAL_WARM"
@@ -244,7 +245,7 @@ def _served(conn: socket.socket, argv: list[str]) -> int | None:
                 print("aeval: the warm process stopped before this run ended "
                       f"(its log: {state_dir() / LOG}); rerun it, or set {WARM_VAR}=0",
                       file=sys.stderr)
-                return 3
+                return ENVIRONMENT
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

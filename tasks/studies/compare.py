@@ -26,6 +26,7 @@ from aeval.artifacts import (
     TierDifference,
 )
 from aeval.events import ToolResultEvent, Usage, read_events
+from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
 from aeval.run.layout import CaseFiles, RunLayout
 from aeval.run.read import read_grading, read_if_there, read_run
 from aeval.run.store import atomic_write_text, write_model
@@ -34,7 +35,7 @@ from aeval.stats.agreement import agreement, columns, pairwise
 COLUMNS = ("runtime", "wall (min)", "executor (min)", "assertions passed/total",
            "causal share", "self-corrections", "protocol fidelity", "requests", "tokens in",
            "tokens cached")
-GATE_ORDER = (1, 2, 4, 3)
+GATE_ORDER = (FAIL, USAGE, INTERNAL, ENVIRONMENT)
 """Which row's gate `aeval compare` exits with: the first of these codes any row has, as
 `aeval run` orders them (a failed case first), else 0."""
 
@@ -107,7 +108,7 @@ def compare_gate(rows: list[CompareRow]) -> Gate:
         if hit:
             return Gate(exit_code=code, reason="; ".join(f"{r.label}: {r.gate.reason}"
                                                          for r in hit))
-    return Gate(exit_code=0, reason="every row's run passed")
+    return Gate(exit_code=OK, reason="every row's run passed")
 
 
 def refusal_warnings(report: CompareReport) -> list[str]:
@@ -414,6 +415,7 @@ def regrade_exit(report: RegradeReport) -> tuple[int, str]:
               if r.rater != ORIGINAL]
     missed = [(rater, n) for rater, n in missed if n]
     if missed:
-        return 3, "; ".join(f"{rater} could not grade {n} case epoch(s)" for rater, n in missed) \
+        return ENVIRONMENT, "; ".join(f"{rater} could not grade {n} case epoch(s)"
+                                      for rater, n in missed) \
             + " the original grader judged (see the errors above; retry)"
-    return 0, "every grader judged every case epoch the original grader judged"
+    return OK, "every grader judged every case epoch the original grader judged"
