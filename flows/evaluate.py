@@ -112,7 +112,7 @@ def chain_window(chains: int) -> int:
     submissions, each the task with its parameters and context, wait in the flow process and
     the scheduler instead of every chain of the run); every chain at once when neither can be
     read."""
-    from aeval.flows.runners import runner_slots
+    from aeval.tasks._engine.runners import runner_slots
     from prefect.context import FlowRunContext
 
     ctx = FlowRunContext.get()

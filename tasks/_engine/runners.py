@@ -45,12 +45,12 @@ import os
 import sys
 from typing import Any
 
+from aeval.tasks._engine.servers import embedded
 from prefect.context import SettingsContext
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from aeval.isolation.hardening import scrubbed_environ
-from aeval.servers import embedded
 
 __all__ = ["scrubbed_environ", "start_embedded_server", "task_runner"]
 
@@ -361,13 +361,12 @@ def start_embedded_server() -> str | None:
     tool running as the same user could read it from ``/proc/<pid>/environ``. Nothing to do
     when a server is configured (PREFECT_API_URL). Returns the embedded API URL, or None.
 
-    The server requires a fresh auth string (see `aeval.servers.embedded`), which this process's
+    The server requires a fresh auth string (see `servers.embedded`), which this process's
     client then sends: a tool that finds the port gets 401.
 
     Call it from the command line before any flow runs, while the process has one thread
     (the environment is swapped for the moment of the start). Where the command line spawned
-    the server before importing Prefect (`aeval.servers.embedded.start_early`), wait for that
-    one."""
+    the server before importing Prefect (`servers.embedded.start_early`), wait for that one."""
     from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_API_URL
 
