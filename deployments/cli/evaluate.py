@@ -123,7 +123,7 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
         except (OSError, ValueError):
             published = None
         if published is None or published.status != "finished" or published.gate is None:
-            from aeval.tasks.case.chain import api_failure
+            from aeval.tasks._engine import api_failure
 
             if (failure := api_failure(exc)) is None:
                 raise

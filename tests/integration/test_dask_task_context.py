@@ -114,7 +114,7 @@ def test_a_dask_run_keeps_a_window_of_chains_submitted_and_short_dask_logs():
     context), and Dask's developer logs of messages stay short while the runner is in use:
     with Dask's defaults a 1,000-case run's process grew by ~220 MB for them."""
     import dask
-    from aeval.flows.evaluate import chain_window
+    from aeval.tasks._engine import chain_window
     from aeval.tasks._engine.runners import DASK_LOG_KEY, DASK_LOG_LENGTH, task_runner
 
     default = dask.config.get(DASK_LOG_KEY)
