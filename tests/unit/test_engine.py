@@ -199,3 +199,11 @@ def test_only_a_chain_that_asked_for_a_retry_is_retried():
     assert retry_on_transient(None, None, Failed(data=RetryCase("429 from the model API")))
     assert not retry_on_transient(None, None, Failed(name="SkillDefect", data=ValueError("x")))
     assert not retry_on_transient(None, None, Completed(data=1))
+
+
+def test_the_engines_public_face_names_only_what_exists():
+    import aeval.tasks._engine as engine
+
+    assert engine.__all__ and all(getattr(engine, name) is not None for name in engine.__all__)
+    with pytest.raises(AttributeError):
+        engine.no_such_name  # noqa: B018
