@@ -40,7 +40,7 @@ _slots_lock = threading.Lock()
 MODEL_LIMIT_VAR = "AEVAL_MODEL_LIMIT"
 """Names a Prefect global concurrency limit that bounds model calls instead of the in-process
 semaphore: set where the calls of one run happen in several processes (Dask workers;
-`aeval.flows.runners.use_global_model_limit`)."""
+`aeval.tasks._engine.runners.use_global_model_limit`)."""
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, manifest_of
-from aeval.flows.runners import task_runner
+from aeval.tasks._engine import task_runner
 from aeval.tasks.studies.compare import write_compare
 from prefect import flow
 

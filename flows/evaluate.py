@@ -24,18 +24,25 @@ its message (``gate_state``). Callers that go on after a failed gate call it wit
 
 from __future__ import annotations
 
-import queue
 import shutil
 from collections.abc import Callable
 
-from aeval.tasks.case.chain import case_task, lost_chain, runtime_limits
+from aeval.tasks._engine import (
+    Conclusions,
+    chain_window,
+    failure,
+    outcome,
+    runtime_limits,
+    windowed,
+)
+from aeval.tasks.case.chain import case_task, lost_chain
 from aeval.tasks.deliver.post import post_run
 from aeval.tasks.run.prepare import PreparedRun, prepare_run
 from aeval.tasks.run.publish import publish_run
 from aeval.tasks.skill.conclude import conclude_skill
 from aeval.tasks.skill.introduced import mark_introduced_errors
 from prefect import flow, unmapped
-from prefect.futures import PrefectFuture, wait
+from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
@@ -43,7 +50,6 @@ from prefect.utilities.annotations import quote
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.errors import GateFailed
 from aeval.isolation.hardening import harden_process
-from aeval.isolation.text import one_line
 from aeval.run.plan import CasePlan
 from aeval.run.requests import EvalRequest, ModelChoice
 from aeval.run.store import write_model
@@ -105,130 +111,35 @@ def manifest_of(state: State) -> RunManifest:
     raise TypeError(f"the evaluate flow run ended {state.type.value} without a manifest")
 
 
-def chain_window(chains: int) -> int:
-    """How many case chains to keep submitted: the flow's thread pool's size (aeval's
-    ``--concurrency``); on Dask, twice the threads of the cluster's workers (each finished
-    chain's successor is already queued on the scheduler, and only so many pending
-    submissions, each the task with its parameters and context, wait in the flow process and
-    the scheduler instead of every chain of the run); every chain at once when neither can be
-    read."""
-    from aeval.flows.runners import runner_slots
-    from prefect.context import FlowRunContext
-
-    ctx = FlowRunContext.get()
-    runner = ctx.task_runner if ctx else None
-    workers = getattr(runner, "_max_workers", None)
-    if isinstance(workers, int) and 0 < workers < chains:
-        return workers
-    slots = runner_slots(runner) if chains > 1 else None
-    if slots:
-        return max(1, min(chains, 2 * slots))
-    return max(1, chains)
-
-
 def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
     """A chain's CaseResult (its task run is Failed for a failing case: the result is the
     state's data); when it has none, because Prefect's API failed the task run around the
     chain or the engine raised, the case's `error` or internal result (``lost_chain``), and
     the other cases go on."""
-    try:
-        outcome = chain.result(raise_on_failure=False)
-    except Exception as exc:
-        outcome = exc
-    return outcome if isinstance(outcome, CaseResult) else lost_chain(plan, outcome)
-
-
-def conclusion_failure(future: PrefectFuture) -> str | None:
-    """Why a skill's conclusion failed (``Type: message``, one line), or None when it did
-    not: a conclusion is aeval's own work, and a failed one is an internal error of the run
-    (exit 4), not a skill's verdict."""
-    try:
-        outcome = future.result(raise_on_failure=False)
-    except Exception as exc:
-        outcome = exc
-    if not isinstance(outcome, BaseException):
-        return None
-    return one_line(f"{type(outcome).__name__}: {outcome}")[:300]
+    result = outcome(chain)
+    return result if isinstance(result, CaseResult) else lost_chain(plan, result)
 
 
 def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFuture],
                      window: int) -> tuple[list[CaseResult], list[str]]:
-    """Run the case chains, at most ``window`` submitted at a time (the next as one is
-    done), and conclude each skill x runtime as soon as its last chain is done, while the
-    other skills' cases still run; wait for every conclusion. The case results in
-    ``run.todo``'s order, and the conclusions that failed (``name [runtime]: why``).
-
-    Concluding all skills after the last case left their suggestions, aggregates and
-    coverage tables (~0.1-0.3 s of CPU each) between the last case and the run's report: 1 s
-    of tail for 20 one-case skills (benchmarks/latency_workload.py), 100 conclusions on 4
-    workers after a 1,000-case sweep. Submitting the chains a window at a time lets a
-    conclusion have the next free worker instead of waiting behind every case of the run in
-    the pool's queue (and keeps that many futures, not all of them, waiting)."""
-    by_key: dict[str, CaseResult] = {c.dir: c for c in run.finished}
+    """Run the case chains a ``window`` at a time and conclude each skill x runtime as soon as
+    its last chain is done (`aeval.tasks._engine.schedule`); wait for every conclusion. The
+    case results in ``run.todo``'s order, and the conclusions that failed
+    (``name [runtime]: why``)."""
+    results: dict[str, CaseResult] = {c.dir: c for c in run.finished}
     groups = run.groups()
-    missing = [{k for k in g.case_keys if k not in by_key} for g in groups]
-    groups_of: dict[str, list[int]] = {}
-    for gi, keys in enumerate(missing):
-        for k in keys:
-            groups_of.setdefault(k, []).append(gi)
-    concluding: dict[PrefectFuture, str] = {}
-    concluded: queue.SimpleQueue[PrefectFuture] = queue.SimpleQueue()
-    unconcluded: list[str] = []
 
-    def conclude(gi: int) -> None:
+    def conclude(gi: int) -> PrefectFuture:
         g = groups[gi]
-        future = conclude_skill.submit(
-            run.layout, g, quote([by_key[k] for k in g.case_keys]), run.request)
-        concluding[future] = f"{g.name} [{g.runtime}]"
-        future.add_done_callback(concluded.put)
+        return conclude_skill.submit(run.layout, g, quote([results[k] for k in g.case_keys]),
+                                     run.request)
 
-    def release_concluded() -> None:
-        """Settle and drop the conclusions that are done: on Dask a future held keeps the
-        task's submission in the scheduler and its result on a worker (~0.6 MiB per skill:
-        a 1,000-skill run held them all until its last case)."""
-        while True:
-            try:
-                future = concluded.get_nowait()
-            except queue.Empty:
-                return
-            if (failure := conclusion_failure(future)) is not None:
-                unconcluded.append(f"{concluding[future]}: {failure}")
-            del concluding[future]
-
-    for gi, keys in enumerate(missing):
-        if not keys:  # every case reused from an earlier run
-            conclude(gi)
-    done: queue.SimpleQueue[PrefectFuture] = queue.SimpleQueue()
-    index: dict[PrefectFuture, int] = {}
-    upcoming = iter(range(len(run.todo)))
-
-    def start_next() -> int:
-        i = next(upcoming, None)
-        if i is None:
-            return 0
-        chain = submit(run.todo[i])
-        index[chain] = i
-        chain.add_done_callback(done.put)
-        return 1
-
-    results: list[CaseResult | None] = [None] * len(run.todo)
-    running = sum(start_next() for _ in range(max(1, window)))
-    while running:
-        chain = done.get()
-        running -= 1
-        i = index.pop(chain)
-        results[i] = by_key[run.todo[i].key] = chain_result(run.todo[i], chain)
-        running += start_next()
-        for gi in groups_of.get(run.todo[i].key, ()):
-            missing[gi].discard(run.todo[i].key)
-            if not missing[gi]:
-                conclude(gi)
-        release_concluded()
-    wait(list(concluding))
-    for future, name in concluding.items():  # done; their callbacks may not have run yet
-        if (failure := conclusion_failure(future)) is not None:
-            unconcluded.append(f"{name}: {failure}")
-    return results, unconcluded
+    conclusions = Conclusions([g.case_keys for g in groups], conclude,
+                              [f"{g.name} [{g.runtime}]" for g in groups], have=results)
+    for plan, chain in windowed(run.todo, submit, window):
+        results[plan.key] = chain_result(plan, chain)
+        conclusions.settled(plan.key)
+    return [results[p.key] for p in run.todo], conclusions.wait()
 
 
 @flow(name="aeval-evaluate", flow_run_name=run_name,
@@ -260,7 +171,7 @@ def evaluate(request: EvalRequest) -> State:
         concluded.wait()
         unconcluded = [f"{g.name} [{g.runtime}]: {why}" for g, f in zip(groups, concluded,
                                                                           strict=True)
-                       if (why := conclusion_failure(f)) is not None]
+                       if (why := failure(f)) is not None]
     else:
         results, unconcluded = run_and_conclude(run, submit, chain_window(len(run.todo)))
     manifest = publish_run(quote(run), quote(results), unconcluded)

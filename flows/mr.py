@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aeval.adapters.git import changed_skills
 from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
-from aeval.flows.runners import task_runner
+from aeval.tasks._engine import task_runner
 from aeval.tasks.run.checkout import checkout_repo, short
 from aeval.tasks.run.ci_reports import publish_ci_reports
 from prefect import flow, get_run_logger, task

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
-from aeval.flows.runners import task_runner
+from aeval.tasks._engine import task_runner
 from aeval.tasks.run.checkout import checkout_repo
 from aeval.tasks.skill.baseline import refresh_baselines_task
 from prefect import flow

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.flows.evaluate import evaluate, manifest_of
-from aeval.flows.runners import task_runner
+from aeval.tasks._engine import task_runner
 from aeval.tasks.studies.uplift import arm_request, arm_run_id, with_arm_assertions, write_uplift
 from prefect import flow
 

@@ -62,11 +62,12 @@ _spawned_at: float | None = None
 
 
 def start_prefect() -> None:
-    """Spawn the embedded Prefect server in the background (`aeval.servers.embedded.start_early`)
-    and say so on the progress line: it takes seconds to boot (more on a fresh PREFECT_HOME),
-    and the user is not left staring at nothing. Call it after `progress_logging`."""
+    """Spawn the embedded Prefect server in the background
+    (`aeval.tasks._engine.servers.embedded.start_early`) and say so on the progress line: it
+    takes seconds to boot (more on a fresh PREFECT_HOME), and the user is not left staring at
+    nothing. Call it after `progress_logging`."""
     global _spawned_at
-    from aeval.servers.embedded import start_early
+    from aeval.tasks._engine.servers.embedded import start_early
 
     if start_early() is not None and _spawned_at is None:
         _spawned_at = time.monotonic()
@@ -77,7 +78,7 @@ def prefect_ready() -> None:
     """Wait for the Prefect server the flows will use (`start_embedded_server`: the one
     `start_prefect` spawned, or Prefect's own start), then say how long it took to boot."""
     global _spawned_at
-    from aeval.flows.runners import start_embedded_server
+    from aeval.tasks._engine import start_embedded_server
 
     start_embedded_server()
     if _spawned_at is not None:

@@ -72,11 +72,11 @@ def add_insecure_dask_option(parser: argparse.ArgumentParser) -> None:
 
 
 def dask_task_runner(args: argparse.Namespace, concurrency: int) -> Any:
-    """The run's task runner (`aeval.flows.runners.task_runner`) for ``--dask`` and
+    """The run's task runner (`aeval.tasks._engine.runners.task_runner`) for ``--dask`` and
     ``--dask-allow-insecure-tcp``, warning once when the latter is taken; None after one
     `aeval:` line (a usage error: a bad address, a plain-TCP scheduler without the option,
     prefect-dask missing)."""
-    from aeval.flows.runners import insecure_dask_warning, task_runner
+    from aeval.tasks._engine import insecure_dask_warning, task_runner
 
     allow = bool(getattr(args, "dask_allow_insecure_tcp", False))
     try:
@@ -92,9 +92,9 @@ def dask_task_runner(args: argparse.Namespace, concurrency: int) -> Any:
 def dask_workers_refused(address: str | None, paths: list, store: Path,
                          sandbox: str) -> int | None:
     """Before anything runs on a Dask scheduler (``--dask tcp://...``): every worker can run
-    the cases (`aeval.flows.runners.dask_preflight`), else one line and exit 2 (3 when the
+    the cases (`aeval.tasks._engine.runners.dask_preflight`), else one line and exit 2 (3 when the
     scheduler cannot be reached). None: go on (threads, a local cluster, or all workers fit)."""
-    from aeval.flows.runners import LOCAL, dask_preflight
+    from aeval.tasks._engine import LOCAL, dask_preflight
     from aeval.tasks.case.sandboxing import run_sandbox_status
 
     if not address or address == LOCAL:
@@ -135,7 +135,7 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
         except (OSError, ValueError):
             published = None
         if published is None or published.status != "finished" or published.gate is None:
-            from aeval.tasks.case.chain import api_failure
+            from aeval.tasks._engine import api_failure
 
             if (failure := api_failure(exc)) is None:
                 raise
@@ -166,7 +166,7 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.flows.runners import use_global_model_limit
+    from aeval.tasks._engine import use_global_model_limit
 
     if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
@@ -329,7 +329,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.flows.runners import use_global_model_limit
+    from aeval.tasks._engine import use_global_model_limit
 
     if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
@@ -413,7 +413,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     store = opts.store
     run_id = new_run_id()
     from aeval.flows.evaluate import manifest_of
-    from aeval.flows.runners import use_global_model_limit
+    from aeval.tasks._engine import use_global_model_limit
 
     if dask_task_runner(args, opts.concurrency) is None:
         return EXIT_USAGE  # a usage error now, not in the flow

@@ -115,8 +115,8 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
-    from aeval.flows.runners import task_runner
     from aeval.flows.triggers import triggers
+    from aeval.tasks._engine import task_runner
     from aeval.tasks.studies.triggers import INTERNAL
     from pydantic import ValidationError
 

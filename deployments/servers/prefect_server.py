@@ -1,11 +1,12 @@
-"""The reused local Prefect server (see `aeval.servers.reused`): Prefect's API app under uvicorn,
-as Prefect's own embedded server runs it (wrapped by `aeval.deployments.servers.server_app`), plus a
-watchdog that stops it once no invocation has used it for the idle period.
+"""The reused local Prefect server (see `aeval.tasks._engine.servers.reused`): Prefect's API app
+under uvicorn, as Prefect's own embedded server runs it (wrapped by
+`aeval.deployments.servers.server_app`), plus a watchdog that stops it once no invocation has
+used it for the idle period.
 
     python -m aeval.deployments.servers.prefect_server --port N --state-dir DIR --idle-s S
 
-Started by `aeval.servers.reused.attach` only, detached, with a scrubbed environment that holds
-the server's auth string (``PREFECT_SERVER_API_AUTH_STRING``).
+Started by `aeval.tasks._engine.servers.reused.attach` only, detached, with a scrubbed
+environment that holds the server's auth string (``PREFECT_SERVER_API_AUTH_STRING``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from aeval.servers.reused import CLIENTS_LOCK, START_LOCK, open_lock, remove_record
+from aeval.tasks._engine.servers.reused import CLIENTS_LOCK, START_LOCK, open_lock, remove_record
 
 
 def try_lock(fd: int) -> bool:

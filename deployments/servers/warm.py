@@ -2,7 +2,8 @@
 forks a child per invocation, so a warm run starts working at once instead of importing for
 ~2 s of CPU (the largest part of a warm one-skill run once the server is reused, issue 21).
 
-How it goes (outside CI, with the reused local server: `aeval.servers.home.mode` ``reuse``):
+How it goes (outside CI, with the reused local server:
+`aeval.tasks._engine.servers.home.mode` ``reuse``):
 
 - ``aeval run ...`` first tries this PREFECT_HOME's warm process: the socket
   ``<PREFECT_HOME>/aeval-server/warm.sock`` (folder 0700; no sandbox shows it, nor any of
@@ -26,8 +27,9 @@ How it goes (outside CI, with the reused local server: `aeval.servers.home.mode`
   before, and afterwards starts a warm process for the next one (detached, scrubbed
   environment: no model keys or tokens ever reach it; they travel with each invocation to its
   child only). The warm process never runs a skill itself and starts no thread.
-- "Not this one": the child finds, where Prefect's settings are applied (`aeval.servers.embedded`),
-  that this invocation's Prefect, litellm, Python, locale, HOME, proxy or CA variables differ
+- "Not this one": the child finds, where Prefect's settings are applied
+  (`aeval.tasks._engine.servers.embedded`), that this invocation's Prefect, litellm, Python,
+  locale, HOME, proxy or CA variables differ
   from those the warm process imported with (``-v``, another ``PREFECT_*``), or the working
   folder configures Prefect (``.env``, ``prefect.toml``, ``pyproject.toml``'s
   ``[tool.prefect]``), or
@@ -62,8 +64,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from aeval.tasks._engine.servers.home import idle_seconds, mode, state_dir
+
 from aeval.exit_codes import ENVIRONMENT
-from aeval.servers.home import idle_seconds, mode, state_dir
 
 WARM_VAR = "AEVAL_WARM"
 """``0``: no warm process (every invocation imports for itself)."""
@@ -77,12 +80,14 @@ TOKEN = "warm.token"
 an invocation sends it; a connection without it is refused."""
 TOKEN_CAP = 256
 SERVED = frozenset({"run", "sweep"})
-"""The commands served warm (both apply Prefect's settings in `aeval.servers.embedded.start_early`
-before they print anything but a usage error)."""
+"""The commands served warm (both apply Prefect's settings in
+`aeval.tasks._engine.servers.embedded.start_early` before they print anything but a usage
+error)."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PRELOAD = (
     "aeval.deployments.cli.evaluate", "aeval.deployments.cli.console", "aeval.flows.evaluate",
-    "aeval.flows.runners", "aeval.tasks.case.sandboxing", "aeval.adapters.llm", "litellm", "pandas",
+    "aeval.tasks._engine.runners", "aeval.tasks.case.sandboxing", "aeval.adapters.llm",
+    "litellm", "pandas",
     "rich.console", "rich.table", "prefect.flow_engine", "prefect.task_engine",
     "prefect.utilities.visualization", "fastapi.encoders", "aeval.deployments.cli.main",
     "aeval.isolation.model_keys", "aeval.adapters.runtimes.literal",
@@ -373,8 +378,8 @@ def _source_roots(package) -> list[str]:
 def _known_server(folder: Path) -> tuple[str, str] | None:
     """The reused server running now, set as this process's Prefect API before Prefect is
     imported: a child that finds the same one has nothing of Prefect's settings to redo."""
-    from aeval.servers import embedded
-    from aeval.servers import reused as local_server
+    from aeval.tasks._engine.servers import embedded
+    from aeval.tasks._engine.servers import reused as local_server
 
     record = local_server.read_record(folder)
     if record is None or not local_server.is_server_process(record):
@@ -481,7 +486,7 @@ def serve(folder: Path, idle_s: float) -> int:
     if threading.active_count() != 1:
         _log(f"not serving: an import started a thread ({threading.enumerate()})")
         return 1
-    from aeval.servers import embedded
+    from aeval.tasks._engine.servers import embedded
 
     warm = _Warm(before, server)
     import gc
@@ -681,7 +686,7 @@ def _as_this_environment() -> None:
 
 def _log_child(line: str) -> None:
     """A line in the warm log from a child (whose stdout is the invocation's)."""
-    from aeval.servers.home import state_dir
+    from aeval.tasks._engine.servers.home import state_dir
 
     with contextlib.suppress(OSError), open(state_dir() / LOG, "a") as fh:
         fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} child[{os.getpid()}] {line}\n")

@@ -18,17 +18,20 @@ failure, the last transient one included, is `error` with its reason; a Prefect 
 refused, reset or timed out after the client's retries is `error` too, and the case runs
 again on ``--resume``; a bug of aeval's own is recorded as an internal error).
 
-The chain's task run carries no tag (``runtime_limits``): starting it costs no request of its
-own to the server; its task run and states reach the server as events."""
+The chain's task run carries no tag (``aeval.tasks._engine.limits``): starting it costs no
+request of its own to the server; its task run and states reach the server as events. What
+makes Prefect work here (the API failure classification, the throttle by runtime, the retry
+rule) is aeval's engine (`aeval.tasks._engine`); this module is the case's own."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+from aeval.tasks._engine.failures import api_failure
+from aeval.tasks._engine.limits import throttle
+from aeval.tasks._engine.retries import RetryCase, retry_on_transient, retry_options, run_count
 from aeval.tasks.case.assertions import needs_probe, write_assertions_file
 from aeval.tasks.case.attempt import run_attempt
 from aeval.tasks.case.grade import grade_and_publish
@@ -39,7 +42,6 @@ from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
-from prefect.tasks import exponential_backoff
 
 from aeval.artifacts import AssertionsFile, CaseResult
 from aeval.errors import TransientError
@@ -50,90 +52,10 @@ from aeval.run.store import read_model
 INTERNAL = "internal error"
 
 
-RUNTIME_LIMIT = "tag:runtime:{}"
-"""The Prefect concurrency limit a user may have set on a runtime's case chains
-(``prefect concurrency-limit create runtime:<name> N`` makes the v2 limit of this name)."""
-
-
-def runtime_limits(runtimes: list[str]) -> dict[str, int]:
-    """The case chains of each runtime allowed at once in one process, from the Prefect
-    concurrency limit ``runtime:<name>`` when the server has an active one (read once per run,
-    one request per runtime); runtimes without one are bounded by the task runner alone.
-
-    The chains carry no tag: Prefect takes a tag's slot from the server before every tagged
-    task run starts (``POST /v2/concurrency_limits/increment-with-lease``, a SQLite write
-    transaction even when no limit exists, then cached as "no limit" for 5 s per process),
-    and that one request, which every chain queued on, was the one a busy server refused
-    (issue 29: ``ConcurrencySlotAcquisitionError: 503``, exit 4). ``throttle`` bounds them in
-    the process instead."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    limits: dict[str, int] = {}
-    with get_client(sync_client=True) as client:
-        for name in dict.fromkeys(runtimes):
-            try:
-                limit = client.read_global_concurrency_limit_by_name(RUNTIME_LIMIT.format(name))
-            except ObjectNotFound:
-                continue
-            if limit.active:
-                limits[name] = max(1, int(limit.limit))
-    return limits
-
-
-_throttles: dict[tuple[str, int], threading.BoundedSemaphore] = {}
-_throttles_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def throttle(runtime: str, limit: int | None) -> Iterator[None]:
-    """Hold one of ``limit`` slots of ``runtime`` in this process (a Dask worker has its own),
-    waiting for one; nothing to hold when ``limit`` is None."""
-    if limit is None:
-        yield
-        return
-    with _throttles_lock:
-        slots = _throttles.setdefault((runtime, limit), threading.BoundedSemaphore(limit))
-    with slots:
-        yield
-
-
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-"""Answers of a busy or restarting server (Prefect's client retries 408/429/502/503 itself)."""
 PREFECT_API = "Prefect API"
 UNRECORDED = "grading.json.unrecorded"
 """Where a case's grading.json goes when Prefect could not record the case: ``--resume``
 takes a case with a grading.json as finished."""
-
-
-def api_failure(exc: BaseException) -> str | None:
-    """One line naming the Prefect API call and how it failed, when ``exc`` is (or was raised
-    from) a call to this process's Prefect API that was refused (408/429/5xx), reset or timed
-    out after the client's own retries (``PREFECT_CLIENT_MAX_RETRIES``, honouring the
-    server's ``Retry-After``); None for anything else (a bug of aeval's own stays an internal
-    error). A call to another host (a model API) is not Prefect's."""
-    import httpx
-    from prefect.settings import PREFECT_API_URL
-
-    api = (PREFECT_API_URL.value() or "").rstrip("/")
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, httpx.HTTPStatusError | httpx.TransportError):
-            try:
-                request = e.request
-            except RuntimeError:  # an error raised without its request
-                request = None
-            url = str(request.url) if request is not None else ""
-            if url.startswith(api + "/") if api else "/api/" in url:
-                where = f"{request.method} {request.url.path}"
-                if isinstance(e, httpx.TransportError):
-                    return f"{where}: {type(e).__name__}"
-                if e.response.status_code in RETRYABLE_STATUS:
-                    return f"{where}: {e.response.status_code} {e.response.reason_phrase}"
-        e = e.__cause__ or e.__context__
-    return None
 
 
 def api_error(plan: CasePlan, failure: str) -> CaseResult:
@@ -166,42 +88,16 @@ def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
                       reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
 
 
-class RetryCase(Exception):
-    """Raised out of the chain for Prefect to retry the case's task run: its attempt ended in
-    a TransientError (the cause) and a retry is left."""
-
-
-def retry_on_transient(task, task_run, state) -> bool:
-    """Prefect's retry_condition_fn of the case task: retry only a chain that raised
-    RetryCase (a verdict's Failed state, SkillDefect and the rest, is never retried)."""
-    try:
-        state.result()
-    except RetryCase:
-        return True
-    except BaseException:
-        return False
-    return False
-
-
 def case_task(retries: int = 2, retry_delay_s: float = 2.0):
     """The case task with a run's retry settings: ``retries`` after a transient failure,
     waiting ``retry_delay_s`` doubling each time, with jitter."""
-    return run_case.with_options(
-        retries=retries, retry_jitter_factor=0.5 if retries else None,
-        retry_delay_seconds=exponential_backoff(retry_delay_s)(retries) if retries else 0)
-
-
-def _run_count() -> int:
-    """This try of the running case task run (1 the first; 1 outside a task run)."""
-    from prefect.runtime import task_run
-
-    return task_run.run_count or 1
+    return run_case.with_options(**retry_options(retries, retry_delay_s))
 
 
 def _assertions(plan: CasePlan) -> AssertionsFile:
     """The case's assertions: written before its first attempt; a retry keeps them."""
     path = plan.case_dir / "assertions.json"
-    if _run_count() > 1 and path.is_file():
+    if run_count() > 1 and path.is_file():
         return read_model(path, AssertionsFile)
     return write_assertions_file(plan)
 
@@ -229,7 +125,7 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
             try:
                 execution = run_attempt(plan)
             except TransientError as exc:
-                if _run_count() <= retries:  # Prefect runs it again
+                if run_count() <= retries:  # Prefect runs it again
                     why = case_redactor(plan).text(f"{type(exc).__name__}: {exc}")
                     raise RetryCase(why[:300]) from exc
                 execution = _logged(exc)

@@ -145,7 +145,7 @@ def test_model_calls_stay_bounded_across_dask_worker_processes(tmp_path: Path):
 
 
 # Issue 29, item 4: a remote Dask scheduler's workers are asked, before anything runs, whether
-# they can run the cases (`aeval.flows.runners.dask_preflight`, through Client.run).
+# they can run the cases (`aeval.tasks._engine.runners.dask_preflight`, through Client.run).
 
 def _free_port() -> int:
     import socket
@@ -264,7 +264,7 @@ def test_a_worker_that_cannot_see_the_run_store_is_refused(scheduler, tmp_path):
     folder is an empty tmpfs: the same path, another folder. Exit 2 naming that worker and
     the store, whatever the sandbox mode, before any flow (no Prefect server is asked: the
     API URL is a closed port); with the healthy worker alone, the preflight passes."""
-    from aeval.flows.runners import dask_preflight
+    from aeval.tasks._engine.runners import dask_preflight
 
     address, start_worker = scheduler
     hidden = tmp_path / "shared"

@@ -1,6 +1,6 @@
 """Issue 29, item 4: `aeval run --dask tcp://...` asks every real `dask worker` process, before
-anything runs, whether it can run the cases (`aeval.flows.runners.dask_preflight`). The checks
-test_dask.py does not cover: a worker whose installed aeval is another version, a worker that
+anything runs, whether it can run the cases (`aeval.tasks._engine.runners.dask_preflight`). The
+checks test_dask.py does not cover: a worker whose installed aeval is another version, a worker that
 cannot see the skills, a worker without bash on PATH. Each ends the run with exit 2 and one
 `aeval:` line naming the worker and only what is wrong with it, before any flow (the Prefect
 API is a closed port: nothing asks it) and with nothing written to the run store.
@@ -132,7 +132,7 @@ def test_workers_run_no_profiler_a_thread_start_can_deadlock_on(scheduler):  # n
     `--dask local` run stopped at 1,096 of 1,100 case runs, for good). A `dask worker`
     started with `--preload aeval.flows.runners`, as the README says, and the workers of
     aeval's own LocalCluster run no profiler; the same worker without the preload does."""
-    from aeval.flows.runners import local_cluster_kwargs
+    from aeval.tasks._engine.runners import local_cluster_kwargs
     from distributed import Client, LocalCluster
 
     def _profiling(dask_worker) -> list[str]:  # run on a worker (pickled by value)

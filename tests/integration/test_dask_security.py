@@ -37,7 +37,7 @@ HOST = textwrap.dedent("""
     import json, os, sys
     from prefect import flow
     from prefect.context import FlowRunContext
-    from aeval.flows.runners import task_runner
+    from aeval.tasks._engine.runners import task_runner
 
     @flow(name="dask-security-host", task_runner=task_runner(2, "local"))
     def host():

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from aeval.flows.runners import scrubbed_environ
+from aeval.tasks._engine.runners import scrubbed_environ
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +18,7 @@ CANARY = "sk-embedded-canary-7781"
 def test_the_embedded_server_starts_without_the_keys(tmp_path):
     code = (
         "import os, sys\n"
-        "from aeval.flows.runners import start_embedded_server\n"
+        "from aeval.tasks._engine.runners import start_embedded_server\n"
         "from prefect.server.api.server import SubprocessASGIServer\n"
         "start_embedded_server()\n"
         "srv = SubprocessASGIServer()\n"

@@ -22,8 +22,13 @@ from pathlib import Path
 
 import pytest
 from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.tasks._engine.servers.reused import (
+    SERVE_MODULE,
+    ServerRecord,
+    is_server_process,
+    read_record,
+)
 
-from aeval.servers.reused import SERVE_MODULE, ServerRecord, is_server_process, read_record
 from tests.integration.test_services_unreachable import assert_refused, health_skill
 from tests.procs import alive
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from aeval.adapters.sandbox.bwrap import bwrap_problem
+from aeval.tasks._engine.servers.reused import SERVE_MODULE
 
-from aeval.servers.reused import SERVE_MODULE
 from tests.integration.test_reused_server import digest_skill
 from tests.procs import alive
 
@@ -461,7 +461,7 @@ def test_a_step_and_a_check_reach_no_service_state_and_no_unsandboxed_run(home, 
     and connects to warm.sock to have the warm process re-run a marketplace with
     ``--sandbox none``. Inside every sandbox all of it is absent; the auth string appears
     nowhere in the run's files or on the console; the re-run never happens."""
-    from aeval.servers.reused import read_record
+    from aeval.tasks._engine.servers.reused import read_record
 
     marker = tmp_path / "host" / "PWNED"
     marker.parent.mkdir()

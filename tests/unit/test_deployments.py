@@ -19,7 +19,7 @@ from aeval.deployments.serve import (
     nightly_parameters,
     runner_deployments,
 )
-from aeval.flows.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
+from aeval.tasks._engine.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
 from prefect import Flow
 from prefect.flows import load_flow_from_entrypoint
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -195,7 +195,7 @@ def test_a_remote_scheduler_needs_a_prefect_server(monkeypatch: pytest.MonkeyPat
 def test_a_plain_tcp_scheduler_needs_the_option_that_names_the_risk():
     """Issue 42: whoever reaches a plain-TCP Dask scheduler runs code on its workers."""
     pytest.importorskip("prefect_dask")
-    from aeval.flows.runners import INSECURE_OPTION
+    from aeval.tasks._engine.runners import INSECURE_OPTION
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:4200/api"}):
@@ -227,7 +227,15 @@ def test_local_dask_runner():
     pytest.importorskip("prefect_dask")
     runner = task_runner(4, "local")
     assert runner.cluster_kwargs["processes"] is True
-    assert runner.cluster_kwargs["preload"] == ["aeval.flows.runners"]
+    # the local cluster's workers run the same preload hooks as a remote worker started as
+    # the README says (`dask worker ... --preload aeval.flows.runners`)
+    import importlib
+
+    [preload] = runner.cluster_kwargs["preload"]
+    hooks = importlib.import_module(preload)
+    documented = importlib.import_module("aeval.flows.runners")
+    assert hooks.dask_setup is documented.dask_setup
+    assert hooks.dask_teardown is documented.dask_teardown
     assert runner.cluster_kwargs["security"] is True  # Security.temporary(): mutual TLS
     assert runner.cluster_kwargs["host"] == "127.0.0.1"
     assert type(runner.duplicate()) is type(runner)  # the flow engine runs a duplicate

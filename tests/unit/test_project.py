@@ -69,6 +69,56 @@ def test_dependencies_point_one_way(layer):
         assert not bad, f"{py.relative_to(ROOT)} imports {bad}"
 
 
+ENGINE = ROOT / "tasks" / "_engine"
+ENGINE_TOOLS = {"queue", "threading", "httpx", "distributed", "dask", "prefect_dask",
+                "prefect.context", "prefect.client", "prefect.futures.wait"}
+"""What the engine (`aeval.tasks._engine`) schedules, throttles and classifies with: a flow
+that imports one of these is doing the engine's work instead of composing."""
+
+
+def _modules_imported(py: Path) -> set[str]:
+    """Every module ``py`` imports, by full dotted name (``from a import b`` is ``a.b`` too)."""
+    out = set()
+    for node in ast.walk(ast.parse(py.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def test_the_engine_sits_at_the_bottom_of_the_tasks_floor():
+    """The case chain needs the engine (its API failure classification, its throttle), so the
+    engine imports no other part of the tasks floor: no circle between it and a phase."""
+    for py in ENGINE.rglob("*.py"):
+        theirs = {m for m in _modules_imported(py)
+                  if m.startswith("aeval.tasks.") and not m.startswith("aeval.tasks._engine")}
+        assert not theirs, f"{py.relative_to(ROOT)} imports {theirs}"
+
+
+def test_the_flows_compose_and_leave_the_engines_work_to_it():
+    for py in (ROOT / "flows").rglob("*.py"):
+        imported = _modules_imported(py)
+        tools = {t for t in ENGINE_TOOLS if any(m == t or m.startswith(t + ".")
+                                                for m in imported)}
+        assert not tools, f"{py.relative_to(ROOT)} imports {tools}: the engine's tools"
+
+
+def test_the_engine_and_its_servers_import_no_prefect_until_a_name_is_used():
+    """The command line finds or starts aeval's Prefect server before Prefect is imported
+    (its import costs seconds), so the engine's package and its servers import none."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport aeval.tasks._engine as engine\n"
+            "import aeval.tasks._engine.servers.embedded, aeval.tasks._engine.servers.reused\n"
+            "assert 'prefect' not in sys.modules, 'imported prefect'\n"
+            "assert set(engine.__all__) <= set(dir(engine))\n"
+            "engine.task_runner\nassert 'prefect' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_the_layer_check_sees_namespaced_imports(tmp_path):
     py = tmp_path / "m.py"
     py.write_text("from aeval.flows.evaluate import evaluate\nimport aeval.tasks.case.grade\n"

@@ -1,6 +1,6 @@
 """A local Prefect server reused across invocations: a warm `aeval run` pays no server boot.
 
-The embedded server of `aeval.servers.embedded` costs ~5-6 s of CPU per invocation (uvicorn
+The embedded server (`embedded`) costs ~5-6 s of CPU per invocation (uvicorn
 importing ``prefect.server``, the migration check, the services), half of a warm one-skill literal
 run. By default outside CI (``AEVAL_SERVER=reuse``; ``CI`` set, or ``AEVAL_SERVER=embedded``: one
 embedded server per invocation, as before) the first invocation starts one server that the
@@ -40,9 +40,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from aeval.servers.home import (  # noqa: F401 (this module's names too)
+from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's names too)
     DEFAULT_IDLE_S,
     IDLE_VAR,
     MARK_VAR,
@@ -61,6 +59,7 @@ from aeval.servers.home import (  # noqa: F401 (this module's names too)
     state_dir,
     template_database,
 )
+from pydantic import BaseModel, ConfigDict, Field
 
 SERVE_MODULE = "aeval.deployments.servers.prefect_server"
 """What the reused server runs (``python -m``): uvicorn with Prefect's app and a watchdog."""

@@ -1,11 +1,10 @@
 """What aeval's two Prefect servers share: where this user's local server of a PREFECT_HOME
 keeps its state and whether an invocation reuses it (the part the warm command line,
 `aeval.deployments.servers.warm`, needs before anything else is imported: no pydantic, no Prefect),
-and what both the embedded server (`aeval.servers.embedded`) and the reused one
-(`aeval.servers.reused`) start with: the server's environment and auth string, a free port, the
-cached migrated database. Both import it; it imports neither (the embedded server looks for the
-reused one, which used to
-import the embedded server's helpers back). Standard library only."""
+and what both the embedded server (`embedded`) and the reused one (`reused`) start with: the
+server's environment and auth string, a free port, the cached migrated database. Both import it;
+it imports neither (the embedded server looks for the reused one, which used to import the
+embedded server's helpers back). Standard library only."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ or only the migrations of a newer Prefect). Not when a database URL is configure
 
 Outside CI (``AEVAL_SERVER=reuse``), `start_early` first looks for the local server a
 previous invocation left running for this PREFECT_HOME, or starts that one instead
-(`aeval.servers.reused`): a warm invocation then pays no server boot at all.
+(`aeval.tasks._engine.servers.reused`): a warm invocation then pays no server boot at all.
 
 This module imports no Prefect: that is its point. Where Prefect is already imported (aeval
 called in-process, a test), or a server is configured (``PREFECT_API_URL``), it does nothing
@@ -51,8 +51,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from aeval.isolation.hardening import scrubbed_environ
-from aeval.servers.home import (  # noqa: F401 (this module's names too)
+from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's names too)
     CLIENT_AUTH_VAR,
     MARK_VAR,
     SERVER_AUTH_VAR,
@@ -67,6 +66,8 @@ from aeval.servers.home import (  # noqa: F401 (this module's names too)
     seed_database,
     template_database,
 )
+
+from aeval.isolation.hardening import scrubbed_environ
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -194,11 +195,11 @@ def warm_child(warm) -> None:
 
 
 def reused_server():
-    """The local server reused across invocations (`aeval.servers.reused`), found or started;
+    """The local server reused across invocations (`reused`), found or started;
     None when this invocation is to start an embedded server of its own (``AEVAL_SERVER``
     embedded, CI, a reused server of another Prefect version, no ``flock``)."""
     try:
-        from aeval.servers import reused as local_server
+        from aeval.tasks._engine.servers import reused as local_server
     except ImportError:  # no fcntl (not POSIX)
         return None
     if local_server.mode() != "reuse":
