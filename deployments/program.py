@@ -1,9 +1,8 @@
 """The `aeval` program (``[project.scripts]``): the warm process runs the invocation when one
 serves it (`aeval.deployments.servers.warm`), else the command line
-(`aeval.deployments.cli.main.main`) runs it in this process. Its own module because the warm
-process's children run `aeval.deployments.cli.main.main` too: the command line does not import the
-warm process that runs
-it, and neither imports this one."""
+(`aeval.deployments.cli.main.main`) runs it in this process. It sits above both: the warm
+process's children run `aeval.deployments.cli.main.main` too, so the command line does not
+import the warm process, and neither imports this module."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``python -m aeval.deployments.cli``: the `aeval` program."""
 
-from aeval.deployments.cli.program import run
+from aeval.deployments.program import run
 
 run()

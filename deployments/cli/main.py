@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = saved
 
 
-if __name__ == "__main__":  # the program, as `aeval` runs it (aeval.deployments.cli.program)
-    from aeval.deployments.cli.program import run
+if __name__ == "__main__":  # the program, as `aeval` runs it (aeval.deployments.program)
+    from aeval.deployments.program import run
 
     run()

@@ -147,7 +147,7 @@ def test_the_distribution_has_a_free_name_and_the_command_stays_aeval():
 
     dist = distribution("aeval-skills")
     assert [ep.value for ep in dist.entry_points if ep.name == "aeval"] == [
-        "aeval.deployments.cli.program:run"]
+        "aeval.deployments.program:run"]
     top = (dist.read_text("top_level.txt") or "aeval").split()
     assert top == ["aeval"]
 
