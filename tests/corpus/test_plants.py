@@ -84,7 +84,7 @@ def _text(name: str) -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in (MARKETPLACES / name).rglob("*.md"))
 
 
-def test_issue_31_marketplaces_use_the_conventions_they_claim():
+def test_the_marketplaces_use_the_skill_path_conventions_they_claim():
     sentinel, lab, launchpad = _text("sentinel"), _text("lab-bench"), _text("launchpad")
     assert "{baseDir}/scripts/" in sentinel and "${CLAUDE_SKILL_DIR}/scripts/" in sentinel
     assert "`scripts/merge_sarif.py --important`" in sentinel      # a script named in prose

@@ -1,4 +1,4 @@
-"""Issue 33, the readers of a skill's text and the shell that runs it, through a real
+"""The readers of a skill's text and the shell that runs it, through a real
 `aeval run` and `aeval validate` (literal runtime, real bubblewrap, real Prefect):
 
 - a doc block longer than Linux's 128 KiB limit on one argument (a heredoc embedding a
