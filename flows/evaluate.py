@@ -14,7 +14,7 @@ The run and its case results reach the conclusions, the introduced-errors step a
 ``quote``d: Prefect would list every case's task run among each one's inputs (a case's
 result and its plan share strings, which Prefect links by id), in the task run's events too,
 and from ~11,000 case runs publish's event passed Prefect's 1.5 MB limit (``EventTooLarge``:
-an internal error, exit 4, after every case had run; issue 29).
+an internal error, exit 4, after every case had run).
 
 Each case chain's task run ends in its verdict's named state (SkillDefect, EnvironmentError,
 Untested, ...); the flow run ends Completed when the gate is 0, else Failed with the gate as

@@ -1,6 +1,6 @@
 """A warm `aeval run`: a process with Prefect, the flows, litellm and pandas already imported
 forks a child per invocation, so a warm run starts working at once instead of importing for
-~2 s of CPU (the largest part of a warm one-skill run once the server is reused, issue 21).
+~2 s of CPU (the largest part of a warm one-skill run once the server is reused).
 
 How it goes (outside CI, with the reused local server:
 `aeval.tasks._engine.servers.home.mode` ``reuse``):

@@ -25,7 +25,7 @@ def runtime_limits(runtimes: list[str]) -> dict[str, int]:
     task run starts (``POST /v2/concurrency_limits/increment-with-lease``, a SQLite write
     transaction even when no limit exists, then cached as "no limit" for 5 s per process),
     and that one request, which every chain queued on, was the one a busy server refused
-    (issue 29: ``ConcurrencySlotAcquisitionError: 503``, exit 4). ``throttle`` bounds them in
+    (``ConcurrencySlotAcquisitionError: 503``, exit 4). ``throttle`` bounds them in
     the process instead."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound

@@ -7,8 +7,8 @@
 
 A Dask scheduler runs whatever function a client that reaches it sends, on itself and on
 every worker (``run_on_scheduler``, ``run``, any task): whoever can connect runs code as the
-scheduler's and the workers' user, with their environment (issue 42: a case's step found the
-local scheduler's port in /proc/net/tcp and wrote outside its sandbox as root). So aeval's
+scheduler's and the workers' user, with their environment (a case's step that found the local
+scheduler's port in /proc/net/tcp once wrote outside its sandbox as root). So aeval's
 own local cluster speaks mutual TLS with a certificate made for it and held only in memory
 (``Security.temporary()``: a client without it is refused), on 127.0.0.1, and serves none of
 Dask's HTTP pages; and a remote scheduler over plain TCP is refused unless the caller names
@@ -28,7 +28,7 @@ A worker runs tasks that start the executor, whose tool processes run as the sam
 they cannot read its environment. Local clusters preload it; start remote workers with
 ``dask worker tcp://HOST:PORT --preload aeval.flows.runners``.
 
-What a task run costs on Dask (issue 29; benchmarks/README.md). prefect-dask sends each task
+What a task run costs on Dask (benchmarks/README.md). prefect-dask sends each task
 with the flow's whole context, and the worker rebuilds it: on a 440-case literal run, 43 % of
 the flow process's CPU serialized the flow's settings once per submitted case, and 34 % of
 each worker's CPU made two new Prefect clients per case (an SSL context each, the CA bundle

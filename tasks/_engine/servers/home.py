@@ -70,11 +70,11 @@ SERVER_ENV = {
     # event per transaction by default (batch size 1): at 8 case chains it fell behind, and
     # what it had not written when the embedded server stopped never reached the database
     # (a 200-case CI run: 107-117 of its 462 task runs in the UI; 462 with 50, and ~15 % less
-    # of the server's CPU; benchmarks/README.md, issue 29)
+    # of the server's CPU; benchmarks/README.md)
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "50",
     # two glibc malloc arenas, not one per thread that ever allocated (up to 8 per core): the
     # server answers from a thread pool, and over a 300-skill --dask local run its resident
-    # memory peaked at 274-292 MiB with the default, 236-258 with 2, at the same wall (issue 29)
+    # memory peaked at 274-292 MiB with the default, 236-258 with 2, at the same wall)
     "MALLOC_ARENA_MAX": "2",
 }
 """What aeval's own Prefect servers (embedded or reused) run with: the API and the services of
