@@ -12,7 +12,7 @@ workload started 2 s late in about one run of three (benchmarks/README). With ``
 the client retries after that many seconds (with its jitter on top), so the first retry
 comes after 0.1 s; when 503s come one after another the delay doubles with every 503 of the
 last 10 s, up to Prefect's own 2 s, so a server that keeps refusing is not asked harder.
-(The case chains carry no tag and ask for no slot: ``tasks/case/chain.py``; the
+(The case chains carry no tag and ask for no slot: ``tasks/_engine/limits.py``; the
 503s left are those of the artifacts, logs and flow run states. Prefect's client gives up
 after ``PREFECT_CLIENT_MAX_RETRIES`` tries, ~3 s of these delays: the case, or the run,
 then ends `error`, exit 3.)
