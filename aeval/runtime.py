@@ -1,8 +1,9 @@
 """The runtime Protocol: the one seam between aeval and an agent (or no agent at all).
 
-An adapter gets a `RunRequest` (prompt, prepared workspace, allowed environment, limits) and
-an `EventRecorder`, emits normalized events through it while the run goes on, and returns a
-`RunResult`. Adapters live in ``adapters/``, one file each, registered by name there.
+An adapter gets an `ExecutionRequest` (prompt, prepared workspace, allowed environment,
+limits) and an `EventRecorder`, emits normalized events through it while it executes, and
+returns an `ExecutionResult`: one execution of one attempt (a "run" is the whole evaluation).
+Adapters live in ``adapters/``, one file each, registered by name there.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Limits(BaseModel):
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool's output.")
 
 
-class RunRequest(BaseModel):
+class ExecutionRequest(BaseModel):
     """Everything a runtime may use. Nothing else from the parent process reaches the agent."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -83,7 +84,7 @@ class RunRequest(BaseModel):
                     "never serialized.")
 
 
-class RunResult(BaseModel):
+class ExecutionResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: Literal["completed", "failed", "timeout", "max_turns", "untested"] = Field(
@@ -169,7 +170,7 @@ class AgentRuntime(Protocol):
     def check_available(self) -> None:
         """Raise RuntimeUnavailable (saying what to install) when this runtime cannot run."""
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         """Run the prompt in the workspace, emitting events; raise TransientError for
         retryable model-API failures and other EnvironmentFailures for permanent ones."""
 

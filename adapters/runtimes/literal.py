@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from aeval.errors import RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.shellparse import as_skill_var
 from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
@@ -59,24 +59,24 @@ class LiteralRuntime:
         return None
 
     def _run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
-             cap: int, request: RunRequest, recorder: EventRecorder) -> CommandResult:
+             cap: int, request: ExecutionRequest, recorder: EventRecorder) -> CommandResult:
         """The one place a command is started: in the attempt's sandbox, its output redacted
         before it is capped."""
         return run_command(command, cwd, env, timeout_s, cap=cap, redactor=recorder.redactor,
                            sandbox=request.sandbox)
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         if request.doc_test:  # the generic tier: SKILL.md's blocks, from the skill folder
             return self.run_doc_test(request, recorder, host_tools=tuple(request.host_tools))
         return self.run_steps(request, recorder)
 
-    def run_steps(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run_steps(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         """The contract's steps verbatim, from the workspace root; stop at the first failure."""
         start = time.monotonic()
         recorder.message("user", request.prompt)
         if not request.steps:
             recorder.end("untested", NO_STEPS)
-            return RunResult(status="untested", final_text=NO_STEPS)
+            return ExecutionResult(status="untested", final_text=NO_STEPS)
         deadline = start + request.limits.timeout_s
         status, final = "completed", f"all {len(request.steps)} step(s) succeeded"
         for i, step in enumerate(request.steps, 1):
@@ -101,10 +101,10 @@ class LiteralRuntime:
                 status, final = "failed", f"step {i} of {len(request.steps)} exited {r.exit_code}"
                 break
         recorder.end(status, final)
-        return RunResult(status=status, final_text=final, wall_s=time.monotonic() - start)
+        return ExecutionResult(status=status, final_text=final, wall_s=time.monotonic() - start)
 
-    def run_doc_test(self, request: RunRequest, recorder: EventRecorder,
-                     host_tools: tuple[str, ...] = ()) -> RunResult:
+    def run_doc_test(self, request: ExecutionRequest, recorder: EventRecorder,
+                     host_tools: tuple[str, ...] = ()) -> ExecutionResult:
         """SKILL.md's shell blocks as a doc test (see `aeval.verdicts.doctest`).
 
         Every runnable block runs (a failure does not stop the others: each is its own
@@ -121,7 +121,7 @@ class LiteralRuntime:
         if not blocks:
             final = "no self-contained block: SKILL.md has no shell block"
             recorder.end("untested", final)
-            return RunResult(status="untested", final_text=final)
+            return ExecutionResult(status="untested", final_text=final)
         deadline = start + request.limits.timeout_s
         skill_dir = Path(request.skill_dir)
         names = tuple(dict.fromkeys((request.skill_name, skill_dir.name)))
@@ -209,12 +209,12 @@ class LiteralRuntime:
         if timed_out:
             final = f"timeout after {len(outcomes)} of {len(plans)} block(s)"
             recorder.end("timeout", final)
-            return RunResult(status="timeout", final_text=final,
-                             wall_s=time.monotonic() - start)
+            return ExecutionResult(status="timeout", final_text=final,
+                                   wall_s=time.monotonic() - start)
         summary = summarize(outcomes)
         recorder.end(summary.status, summary.final_text)
-        return RunResult(status=summary.status, final_text=summary.final_text,
-                         wall_s=time.monotonic() - start)
+        return ExecutionResult(status=summary.status, final_text=summary.final_text,
+                               wall_s=time.monotonic() - start)
 
 
 _MARKER = "@@aeval-failed-"

@@ -15,7 +15,7 @@ from typing import ClassVar
 from aeval.artifacts import Grading
 from aeval.errors import RuntimeUnavailable
 from aeval.events import EndEvent, read_events
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 
 
 def _links(folder: str, names: list[str]) -> set[str]:
@@ -55,7 +55,7 @@ class ReplayRuntime:
     def check_available(self) -> None:
         return None
 
-    def _recording(self, request: RunRequest) -> Path:
+    def _recording(self, request: ExecutionRequest) -> Path:
         # by the skill's folder key first: two skills of a marketplace may share a name
         keyed = f"{request.skill_key or request.skill_name}/{request.case_id}"
         case = f"{request.skill_name}/{request.case_id}"
@@ -65,7 +65,7 @@ class ReplayRuntime:
                 return self.recordings[key]
         raise RuntimeUnavailable(f"no recording for {request.skill_name}/{request.case_id}")
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         start = time.monotonic()
         rec = self._recording(request)
         events_path = rec / "events.jsonl"
@@ -92,4 +92,4 @@ class ReplayRuntime:
             recorder.emit(type(e), **fields)
         if status not in ("completed", "failed", "timeout", "max_turns"):
             status = "failed"
-        return RunResult(status=status, final_text=final, wall_s=time.monotonic() - start)
+        return ExecutionResult(status=status, final_text=final, wall_s=time.monotonic() - start)

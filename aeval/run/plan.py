@@ -13,7 +13,7 @@ from aeval.artifacts.grading import Grading
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
 from aeval.run.layout import RunLayout, case_rel, safe
-from aeval.runtime import RunResult
+from aeval.runtime import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
 from aeval.verdicts.static_check import StaticFinding
@@ -153,7 +153,7 @@ class ExecutionRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     attempts: list[AttemptRecord] = Field(description="Every attempt, in order.")
-    result: RunResult = Field(description="The result of the graded (last) attempt.")
+    result: ExecutionResult = Field(description="The result of the graded (last) attempt.")
     workspace: Path = Field(description="The attempt's workspace, kept until grading ends.")
     home: Path = Field(description="The attempt's private HOME.")
     attempt_root: Path = Field(description="Holds workspace/ and home/; removed after grading.")

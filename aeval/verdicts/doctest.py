@@ -459,7 +459,7 @@ class BlockOutcome:
 
 @dataclass
 class DocTestSummary:
-    """The doc test's verdict: a RunResult status and the text that explains it."""
+    """The doc test's verdict: an ExecutionResult status and the text that explains it."""
 
     status: Literal["completed", "failed", "untested"]
     final_text: str
@@ -576,7 +576,7 @@ def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:
 
 
 def doc_test_verdict(run_status: str, final_text: str) -> tuple[str, str]:
-    """The case status and reason of a doc-test case under `literal`, from its RunResult.
+    """The case status and reason of a doc-test case under `literal`, from its ExecutionResult.
 
     ``completed`` -> pass; ``failed`` (a skill defect) -> fail, the evidence as reason;
     ``untested`` -> untested (never counted as a pass); a timeout or anything else -> error

@@ -57,7 +57,7 @@ from aeval.prompts import load_prompt
 from aeval.run.layout import RunLayout
 from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
-from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
 from aeval.verdicts.doctest import doc_blocks
@@ -153,14 +153,14 @@ class Attempt:
             skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
             runtime_version=result.runtime_version)
 
-    def _run(self, runtime, credentials: dict[str, str]) -> RunResult:
+    def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws
         assert ws is not None
         recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
         self.clock_start = recorder.clock_start
         self.wall_start = time.time() - (time.monotonic() - recorder.clock_start)
         raw = self.dir / "raw.jsonl"
-        request = RunRequest(
+        request = ExecutionRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
             home=ws.home,
             skill_name=plan.skill.name, skill_key=plan.skill_key,

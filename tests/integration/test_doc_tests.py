@@ -24,7 +24,7 @@ from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent, read_even
 from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import base_env
 from aeval.isolation.workspace import prepare_workspace
-from aeval.runtime import EventRecorder, Limits, RunRequest
+from aeval.runtime import EventRecorder, ExecutionRequest, Limits
 from aeval.verdicts.doctest import doc_blocks
 
 SKILLS: dict[str, dict[str, str]] = {
@@ -242,12 +242,12 @@ def doc_test(root: Path, tmp: Path, name: str, host_tools: tuple[str, ...] = ())
     assert case.doc_test
     ws = prepare_workspace(tmp / name / "attempt", ex.skill.path, ex.skill.name,
                            ".agents/skills", [])
-    req = RunRequest(prompt=case.prompt, case_id=case.id, workspace=ws.path, home=ws.home,
-                     skill_name=ex.skill.name, skill_description=ex.skill.description,
-                     skill_dir=ws.skill_dir, steps=case.steps,
-                     doc_blocks=doc_blocks(ex.skill.fences(), case.steps),
-                     env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}),
-                     limits=Limits(timeout_s=60), raw_log=tmp / name / "raw.jsonl")
+    req = ExecutionRequest(prompt=case.prompt, case_id=case.id, workspace=ws.path, home=ws.home,
+                           skill_name=ex.skill.name, skill_description=ex.skill.description,
+                           skill_dir=ws.skill_dir, steps=case.steps,
+                           doc_blocks=doc_blocks(ex.skill.fences(), case.steps),
+                           env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}),
+                           limits=Limits(timeout_s=60), raw_log=tmp / name / "raw.jsonl")
     rec = EventRecorder(tmp / name / "events.jsonl", Redactor({}))
     try:
         result = LiteralRuntime().run_doc_test(req, rec, host_tools=host_tools)
@@ -337,8 +337,8 @@ def test_a_declared_host_tool_that_is_missing_is_an_environment_error(market, tm
         doc_test(market, tmp_path, "pdf-tools", host_tools=("pdftotext",))
 
 
-class _DocTestRequest(RunRequest):
-    """RunRequest as it will be once the case's doc_test / host_tools are wired into it."""
+class _DocTestRequest(ExecutionRequest):
+    """ExecutionRequest as it will be once the case's doc_test / host_tools are wired into it."""
 
     doc_test: bool = True
     host_tools: tuple[str, ...] = ()
