@@ -160,7 +160,11 @@ class AgentRuntime(Protocol):
 
     name: ClassVar[str]
     skills_subdir: ClassVar[str | None]  # where the skill copy goes, relative to the workspace
-    needs_model: ClassVar[bool]
+    needs_model: ClassVar[bool]  # it uses a model: a case needs --model for it
+    runs_steps_verbatim: ClassVar[bool]
+    """It runs the case's `steps` itself, verbatim, with no model: a doc-test case (the
+    generic tier, SKILL.md's blocks as steps) is a doc test under it, run from the skill
+    folder, whose files it adds are outputs, and whose verdict the doc-test rules decide."""
     config_dirs: ClassVar[tuple[str, ...]]  # runtime-owned folders in the workspace (not outputs)
     install_hint: ClassVar[str]  # the exact command that installs what the runtime needs
 

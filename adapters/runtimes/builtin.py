@@ -106,6 +106,7 @@ class BuiltinRuntime:
     name: ClassVar[str] = "builtin"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = "pip install litellm (a dependency of aeval-skills)"
 

@@ -174,6 +174,7 @@ class ClaudeCodeRuntime:
     name: ClassVar[str] = "claude-code"
     skills_subdir: ClassVar[str | None] = ".claude/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = (".claude",)
     install_hint: ClassVar[str] = INSTALL
 

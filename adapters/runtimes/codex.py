@@ -123,6 +123,7 @@ class CodexRuntime:
     name: ClassVar[str] = "codex"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = f"npm install -g {CODEX_PACKAGE}"
 

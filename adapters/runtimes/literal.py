@@ -48,6 +48,7 @@ class LiteralRuntime:
     name: ClassVar[str] = "literal"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = False
+    runs_steps_verbatim: ClassVar[bool] = True
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = "nothing to install: part of aeval"
     block_timeout_s: ClassVar[float] = 300.0  # one doc block (a server it starts is killed)

@@ -146,6 +146,7 @@ class OpenCodeRuntime:
     name: ClassVar[str] = "opencode"
     skills_subdir: ClassVar[str | None] = ".opencode/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = (".opencode",)
     install_hint: ClassVar[str] = f"npm install -g {OPENCODE_PACKAGE}"
 

@@ -40,6 +40,7 @@ class ReplayRuntime:
     name: ClassVar[str] = "replay"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = False
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = "nothing to install: part of aeval"
 

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
+from aeval.tasks.case.assertions import runs_doc_test
 from aeval.tasks.case.attempt import recorded_attempts
 from aeval.tasks.case.grader import (
     TRANSCRIPT_CAP,
@@ -181,7 +182,7 @@ def observe(plan: CasePlan, assertions: AssertionsFile,
                            exceeded=last.exceeded if last else None)
     events = read_events(plan.case_dir / "events.jsonl")
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
-    doc_test = plan.case.doc_test and plan.runtime == "literal"
+    doc_test = runs_doc_test(plan)
     own = execution.changes
     if doc_test:
         # doc blocks run from the skill folder: the files they create are their outputs;
