@@ -29,7 +29,7 @@ from aeval.events import (
 )
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import Sandbox
-from aeval.verdicts.doctest import DocBlock
+from aeval.verdicts.doctest import DocBlock, DocTestReport
 
 
 class Limits(BaseModel):
@@ -88,17 +88,19 @@ class ExecutionResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: Literal["completed", "failed", "timeout", "max_turns", "untested"] = Field(
-        description="completed: the agent (or every step) finished; failed: a step or the agent "
-                    "gave up (for a doc test: a skill defect, final_text is the evidence); "
-                    "timeout / max_turns: a limit stopped it; untested: nothing runnable here "
-                    "(no steps, no self-contained doc block, a host tool missing: final_text "
-                    "says which)."
+        description="completed: the agent (or every step; for a doc test, every block) "
+                    "finished; failed: a step or the agent gave up; timeout / max_turns: a "
+                    "limit stopped it; untested: nothing runnable here (no steps, no shell "
+                    "block: final_text says which). A doc test's verdict is not here: the "
+                    "judge decides it from `doc_test`."
     )
     final_text: str = ""
     usage: Usage = Field(default_factory=Usage)
     wall_s: float = Field(0, ge=0)
     raw_log: str | None = Field(None, description="Path of the native log, if any.")
     runtime_version: str | None = None
+    doc_test: DocTestReport | None = Field(
+        None, description="For a doc test: what each of SKILL.md's blocks did.")
 
 
 class EventRecorder:

@@ -6,9 +6,10 @@ mode: it tests the documented workflow exactly as documented.
 
 A doc-test case (the generic tier: `steps` are SKILL.md's shell blocks) runs differently,
 by the rules of `aeval.verdicts.doctest`: each block from the skill copy (paths in SKILL.md are
-relative to the skill folder), placeholder blocks skipped with the reason, and the case
-`failed` only on a defect in the skill's own code or interface; a missing host tool makes
-it `untested: needs X`. A case with no `steps` is `untested`: nothing to run, and a retry
+relative to the skill folder), placeholder blocks skipped with the reason. It reports what
+each block did (`DocTestReport`); the judge decides the verdict from that report (`failed`
+only on a defect in the skill's own code or interface, `untested: needs X` for a missing
+host tool). A case with no `steps` is `untested`: nothing to run, and a retry
 cannot change that.
 """
 
@@ -29,12 +30,12 @@ from aeval.verdicts.doctest import (
     BlockOutcome,
     BlockPlan,
     DocBlock,
+    DocTestReport,
     did_nothing,
     discounted,
     not_run,
     plan_blocks,
     promised,
-    summarize,
     taints,
 )
 from aeval.verdicts.documented import skill_files
@@ -122,7 +123,8 @@ class LiteralRuntime:
         if not blocks:
             final = "no self-contained block: SKILL.md has no shell block"
             recorder.end("untested", final)
-            return ExecutionResult(status="untested", final_text=final)
+            return ExecutionResult(status="untested", final_text=final,
+                                   doc_test=DocTestReport(nothing=final))
         deadline = start + request.limits.timeout_s
         skill_dir = Path(request.skill_dir)
         names = tuple(dict.fromkeys((request.skill_name, skill_dir.name)))
@@ -207,15 +209,12 @@ class LiteralRuntime:
             recorder.message("system", f"{where}: {outcome.outcome}: {outcome.reason}")
             if timed_out:
                 break
-        if timed_out:
-            final = f"timeout after {len(outcomes)} of {len(plans)} block(s)"
-            recorder.end("timeout", final)
-            return ExecutionResult(status="timeout", final_text=final,
-                                   wall_s=time.monotonic() - start)
-        summary = summarize(outcomes)
+        report = DocTestReport(blocks=outcomes, planned=len(plans), timed_out=timed_out)
+        summary = report.summary()  # the transcript's last words; the judge decides from report
         recorder.end(summary.status, summary.final_text)
-        return ExecutionResult(status=summary.status, final_text=summary.final_text,
-                               wall_s=time.monotonic() - start)
+        return ExecutionResult(status="timeout" if timed_out else "completed",
+                               final_text=summary.final_text, wall_s=time.monotonic() - start,
+                               doc_test=report)
 
 
 _MARKER = "@@aeval-failed-"

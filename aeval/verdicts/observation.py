@@ -24,6 +24,7 @@ from aeval.events import Event, Usage
 from aeval.isolation.sandbox import SandboxStatus
 from aeval.isolation.workspace import OutputFile
 from aeval.verdicts.checks import CheckOutcome
+from aeval.verdicts.doctest import DocTestReport
 
 
 class GraderOutcome(BaseModel):
@@ -59,7 +60,8 @@ class Observation(BaseModel):
     probe: ProbeResult | None = Field(None, description="The documented-workflow probe.")
     run_status: str = Field("completed", description="The runtime's own end.")
     run_text: str = Field("", description="The runtime's final text.")
-    doc_test: bool = Field(False, description="The case ran SKILL.md's blocks as a doc test.")
+    doc_test: DocTestReport | None = Field(
+        None, description="The case was a doc test of SKILL.md's blocks: what each did.")
     exercised: list[str] | None = Field(
         None, description="Evidence that the skill ran; None: not asked (uplift's arms).")
     exceeded: str | None = Field(None, description="A bound a command of the attempt went "

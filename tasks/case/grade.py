@@ -59,6 +59,7 @@ from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import read_model, write_model
 from aeval.verdicts.attribution import attribute_changes
 from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
+from aeval.verdicts.doctest import DocTestReport
 from aeval.verdicts.documented import (
     agent_errors,
     documented_signatures,
@@ -182,9 +183,13 @@ def observe(plan: CasePlan, assertions: AssertionsFile,
                            exceeded=last.exceeded if last else None)
     events = read_events(plan.case_dir / "events.jsonl")
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
-    doc_test = runs_doc_test(plan)
+    result = execution.result
+    doc_test = None
+    if runs_doc_test(plan):
+        doc_test = result.doc_test or DocTestReport(
+            nothing=result.final_text or "the runtime reported no doc test")
     own = execution.changes
-    if doc_test:
+    if doc_test is not None:
         # doc blocks run from the skill folder: the files they create are their outputs;
         # Δ is about the skill's own files (changed or deleted)
         own = [c for c in own if c.change != "added"]
@@ -199,7 +204,6 @@ def observe(plan: CasePlan, assertions: AssertionsFile,
                        for k, v in graded.verdicts.items()}
     last = execution.attempts[-1] if execution.attempts else None
     resources = last.resources if last is not None else None
-    result = execution.result
     return Observation(
         attempts=attempts, events=events, changes=attribute_changes(own, events, skill_rel),
         checks={k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()},
@@ -219,9 +223,13 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
     self-correction section, metrics and timing. Pure: reads nothing, writes nothing."""
     if seen.failure is not None:
         return _not_executed(plan, assertions, seen.failure, seen.exceeded)
+    run_status, run_text = seen.run_status, seen.run_text
+    if seen.doc_test is not None:  # the verdict from what the blocks did, never the runtime's
+        summary = seen.doc_test.summary()
+        run_status, run_text = summary.status, summary.final_text
     j = judge(assertions.assertions, seen.changes, seen.checks, seen.grader.verdicts,
               plan.case.pass_threshold, seen.grader.error, seen.errors, seen.probe,
-              run_status=seen.run_status, run_text=seen.run_text, doc_test=seen.doc_test,
+              run_status=run_status, run_text=run_text, doc_test=seen.doc_test is not None,
               skill_installed=plan.install_skill, findings=plan.static_findings,
               exercised=seen.exercised, exceeded=seen.exceeded)
     graded = seen.grader
