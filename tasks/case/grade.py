@@ -1,5 +1,8 @@
-"""Grade: deterministic checks in the workspace, the structural assertion from Δ, the
-self-correction section from the events, and the case verdict from first-attempt results.
+"""Grade one case in three steps: ``observe`` (read the attempt's events and Δ, run the
+deterministic checks in its workspace, ask the grader model: one `Observation`), ``decide``
+(pure: the judge's verdicts, the self-correction section and the case status from
+first-attempt results, as one `Grading`), and ``write_grading`` (eval_metadata.json, then
+grading.json). ``CasePlan.result`` makes the CaseResult from the Grading.
 
 Natural-language assertions need a grader model; without one they are `ungraded`, which
 never counts as passed.
