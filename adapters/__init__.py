@@ -33,6 +33,15 @@ def runtime_class(name: str) -> type[AgentRuntime]:
     return getattr(importlib.import_module(module), cls)
 
 
+def runs_steps_verbatim(name: str) -> bool:
+    """The runtime registered as ``name`` runs a case's steps itself, with no model (its
+    class's ``runs_steps_verbatim``); False for a name not registered."""
+    try:
+        return runtime_class(name).runs_steps_verbatim
+    except RuntimeUnavailable:
+        return False
+
+
 def get_runtime(name: str, **options: Any) -> AgentRuntime:
     """An instance of the runtime registered as ``name``."""
     return runtime_class(name)(**options)

@@ -1,8 +1,9 @@
 """The runtime Protocol: the one seam between aeval and an agent (or no agent at all).
 
-An adapter gets a `RunRequest` (prompt, prepared workspace, allowed environment, limits) and
-an `EventRecorder`, emits normalized events through it while the run goes on, and returns a
-`RunResult`. Adapters live in ``adapters/``, one file each, registered by name there.
+An adapter gets an `ExecutionRequest` (prompt, prepared workspace, allowed environment,
+limits) and an `EventRecorder`, emits normalized events through it while it executes, and
+returns an `ExecutionResult`: one execution of one attempt (a "run" is the whole evaluation).
+Adapters live in ``adapters/``, one file each, registered by name there.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from aeval.events import (
 )
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import Sandbox
-from aeval.verdicts.doctest import DocBlock
+from aeval.verdicts.doctest import DocBlock, DocTestReport
 
 
 class Limits(BaseModel):
@@ -39,7 +40,7 @@ class Limits(BaseModel):
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool's output.")
 
 
-class RunRequest(BaseModel):
+class ExecutionRequest(BaseModel):
     """Everything a runtime may use. Nothing else from the parent process reaches the agent."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -83,21 +84,23 @@ class RunRequest(BaseModel):
                     "never serialized.")
 
 
-class RunResult(BaseModel):
+class ExecutionResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: Literal["completed", "failed", "timeout", "max_turns", "untested"] = Field(
-        description="completed: the agent (or every step) finished; failed: a step or the agent "
-                    "gave up (for a doc test: a skill defect, final_text is the evidence); "
-                    "timeout / max_turns: a limit stopped it; untested: nothing runnable here "
-                    "(no steps, no self-contained doc block, a host tool missing: final_text "
-                    "says which)."
+        description="completed: the agent (or every step; for a doc test, every block) "
+                    "finished; failed: a step or the agent gave up; timeout / max_turns: a "
+                    "limit stopped it; untested: nothing runnable here (no steps, no shell "
+                    "block: final_text says which). A doc test's verdict is not here: the "
+                    "judge decides it from `doc_test`."
     )
     final_text: str = ""
     usage: Usage = Field(default_factory=Usage)
     wall_s: float = Field(0, ge=0)
     raw_log: str | None = Field(None, description="Path of the native log, if any.")
     runtime_version: str | None = None
+    doc_test: DocTestReport | None = Field(
+        None, description="For a doc test: what each of SKILL.md's blocks did.")
 
 
 class EventRecorder:
@@ -159,7 +162,11 @@ class AgentRuntime(Protocol):
 
     name: ClassVar[str]
     skills_subdir: ClassVar[str | None]  # where the skill copy goes, relative to the workspace
-    needs_model: ClassVar[bool]
+    needs_model: ClassVar[bool]  # it uses a model: a case needs --model for it
+    runs_steps_verbatim: ClassVar[bool]
+    """It runs the case's `steps` itself, verbatim, with no model: a doc-test case (the
+    generic tier, SKILL.md's blocks as steps) is a doc test under it, run from the skill
+    folder, whose files it adds are outputs, and whose verdict the doc-test rules decide."""
     config_dirs: ClassVar[tuple[str, ...]]  # runtime-owned folders in the workspace (not outputs)
     install_hint: ClassVar[str]  # the exact command that installs what the runtime needs
 
@@ -169,7 +176,7 @@ class AgentRuntime(Protocol):
     def check_available(self) -> None:
         """Raise RuntimeUnavailable (saying what to install) when this runtime cannot run."""
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         """Run the prompt in the workspace, emitting events; raise TransientError for
         retryable model-API failures and other EnvironmentFailures for permanent ones."""
 

@@ -34,7 +34,7 @@ from aeval.events import (
     UsageEvent,
 )
 from aeval.isolation.shell import Guard
-from aeval.runtime import EventRecorder, RunRequest
+from aeval.runtime import EventRecorder, ExecutionRequest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PREFIX = REPO_ROOT / ".ci" / "node_modules"
@@ -73,7 +73,7 @@ def cli_version(binary: str) -> str | None:
     return lines[0].strip() if proc.returncode == 0 and lines else None
 
 
-def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str],
+def in_sandbox(request: ExecutionRequest, argv: list[str], env: dict[str, str],
                grant: Grant) -> list[str]:
     """The command line that starts the CLI ``argv`` (with ``env``) behind the key proxy
     grant's bridge (`aeval.adapters.runtimes.keyproxy.bridged`, its only way to the proxy), wholly
@@ -87,13 +87,13 @@ def in_sandbox(request: RunRequest, argv: list[str], env: dict[str, str],
                         request.workspace, env, binds=(grant.socket_path,))
 
 
-def guard(request: RunRequest) -> Guard | None:
+def guard(request: ExecutionRequest) -> Guard | None:
     """The bound watched while the CLI runs (the attempt's disk bound), if its sandbox has
     one."""
     return getattr(request.sandbox, "guard", None)
 
 
-def guard_launched(request: RunRequest, pidfile: Path) -> Callable[[], str | None]:
+def guard_launched(request: ExecutionRequest, pidfile: Path) -> Callable[[], str | None]:
     """The attempt's disk bound watched while a CLI runs that an SDK starts itself (through
     a launcher that writes its pid, which the sandbox's process keeps, to ``pidfile``):
     the pid is read once, as soon as it appears, without following a link, and over the
@@ -142,7 +142,7 @@ def _kill_pid(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def sandboxed(request: RunRequest) -> bool:
+def sandboxed(request: ExecutionRequest) -> bool:
     """Whether the attempt's commands (and so the CLI) run under bubblewrap."""
     return request.sandbox is not None and request.sandbox.name == "bwrap"
 
@@ -317,7 +317,7 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
                           wall_s=time.monotonic() - start, exceeded=exceeded)
 
 
-def executor_prompt(request: RunRequest) -> str:
+def executor_prompt(request: ExecutionRequest) -> str:
     """The executor rules with ``{skill_path}`` filled in (workspace-relative)."""
     rel = request.skill_dir.relative_to(request.workspace).as_posix()
     return request.system_prompt.replace("{skill_path}", rel)

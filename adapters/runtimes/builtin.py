@@ -26,7 +26,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.events import Usage
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.skill_md import load_skill
 
 SKILL_NOTE = """
@@ -51,7 +51,7 @@ SKILLS_ITEM = """- **{name}**: {description}
   Location: `{path}/` (its SKILL.md first; scripts and references sit beside it)."""
 
 
-def installed_skills(request: RunRequest) -> list[tuple[str, str, str]]:
+def installed_skills(request: ExecutionRequest) -> list[tuple[str, str, str]]:
     """(name, description, workspace-relative folder) of every skill beside the skill copy
     (`aeval triggers` installs distractors there), sorted by folder name; the copy alone
     when it has no neighbours."""
@@ -71,7 +71,7 @@ def installed_skills(request: RunRequest) -> list[tuple[str, str, str]]:
     return sorted(found, key=lambda x: x[2])
 
 
-def system_prompt(request: RunRequest) -> str:
+def system_prompt(request: ExecutionRequest) -> str:
     """The executor rules, and the installed skill announced (none without the skill)."""
     rel = request.skill_dir.relative_to(request.workspace).as_posix()
     base = request.system_prompt.replace("{skill_path}", rel)
@@ -106,6 +106,7 @@ class BuiltinRuntime:
     name: ClassVar[str] = "builtin"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = "pip install litellm (a dependency of aeval-skills)"
 
@@ -126,7 +127,7 @@ class BuiltinRuntime:
         if find_spec("litellm") is None:  # found, not imported: importing takes seconds
             raise RuntimeUnavailable("the builtin runtime needs litellm: pip install litellm")
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         if not request.model:
             raise RuntimeUnavailable("the builtin runtime needs --model (a litellm model string)")
         start = time.monotonic()
@@ -187,9 +188,9 @@ class BuiltinRuntime:
         finally:
             raw.close()
         recorder.end(status, final)
-        return RunResult(status=status, final_text=final, usage=usage or Usage(),
-                         wall_s=time.monotonic() - start,
-                         runtime_version=f"litellm {_litellm_version()}")
+        return ExecutionResult(status=status, final_text=final, usage=usage or Usage(),
+                               wall_s=time.monotonic() - start,
+                               runtime_version=f"litellm {_litellm_version()}")
 
 
 def _litellm_version() -> str:

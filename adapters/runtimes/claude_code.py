@@ -19,7 +19,7 @@ Isolation, per attempt:
   through a per-run view, so other threads and other SDK users see the real one), and points
   it at a small launcher (written into the private home, run by aeval's Python outside the
   sandbox): its environment is the CLI's settings and nothing of aeval's. The launcher execs
-  the CLI with exactly the case's environment (`RunRequest.env`) plus the CLI's own
+  the CLI with exactly the case's environment (`ExecutionRequest.env`) plus the CLI's own
   settings, and hands the token over through a pipe
   (``CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR``): it is in no environment, the CLI drains the pipe
   at start, and tool processes do not inherit the descriptor. Limits: tool processes also see
@@ -87,7 +87,7 @@ from aeval.events import (
     UsageEvent,
 )
 from aeval.isolation.tree import ensure_folder, write_private
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 
 INSTALL = "pip install 'aeval-skills[claude]'"
 """The exact install command (the extra pins claude-agent-sdk>=0.2.180,<0.3)."""
@@ -178,6 +178,7 @@ class ClaudeCodeRuntime:
     name: ClassVar[str] = "claude-code"
     skills_subdir: ClassVar[str | None] = ".claude/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = (".claude",)
     install_hint: ClassVar[str] = INSTALL
 
@@ -208,7 +209,7 @@ class ClaudeCodeRuntime:
 
     # ---- one run -------------------------------------------------------------------------
 
-    def _api_key(self, request: RunRequest) -> str:
+    def _api_key(self, request: ExecutionRequest) -> str:
         key = os.environ.get(self.api_key_env, "")
         if key:
             return key
@@ -217,7 +218,7 @@ class ClaudeCodeRuntime:
         raise RuntimeUnavailable(f"the claude-code runtime needs {self.api_key_env} set (or "
                                  "--api-base on loopback)")
 
-    def _cli_env(self, request: RunRequest, argv: list[str], g: Grant,
+    def _cli_env(self, request: ExecutionRequest, argv: list[str], g: Grant,
                  pidfile: Path) -> dict[str, str]:
         """The CLI's whole environment, as the launcher will exec it (AEVAL_* are its input);
         ``argv``: the CLI's command line (inside the sandbox or not), ``g``: the proxy grant,
@@ -229,7 +230,7 @@ class ClaudeCodeRuntime:
                 "AEVAL_CLAUDE_PIDFILE": str(pidfile)}
 
     @staticmethod
-    def _base_env(request: RunRequest, g: Grant) -> dict[str, str]:
+    def _base_env(request: ExecutionRequest, g: Grant) -> dict[str, str]:
         home = request.home
         model = (request.model or "").removeprefix("anthropic/")
         # every model tier the CLI picks on its own (side requests, subagents) is the run's
@@ -240,7 +241,7 @@ class ClaudeCodeRuntime:
                 "ANTHROPIC_BASE_URL": g.base_url}
 
     @staticmethod
-    def upstream(request: RunRequest) -> str:
+    def upstream(request: ExecutionRequest) -> str:
         """The Anthropic API the key proxy forwards to. Anthropic base URLs exclude the version
         path; accept one given with it, as the OpenAI-style runtimes need it ("--api-base
         http://host/v1" for all runtimes)."""
@@ -255,7 +256,7 @@ class ClaudeCodeRuntime:
         return write_private(home / ".aeval" / "claude-launcher",
                              LAUNCHER.format(python=sys.executable), home.parent, 0o755)
 
-    def _options(self, request: RunRequest, launcher: Path, env: dict[str, str],
+    def _options(self, request: ExecutionRequest, launcher: Path, env: dict[str, str],
                  stderr: list[str]) -> Any:
         from claude_agent_sdk import CanUseToolShadowedWarning, ClaudeAgentOptions
 
@@ -273,7 +274,7 @@ class ClaudeCodeRuntime:
             max_turns=request.limits.max_turns, stderr=_tail(stderr),
         )
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         self.check_available()
         if not request.model:
             raise RuntimeUnavailable("the claude-code runtime needs --model (a Claude model)")
@@ -290,8 +291,8 @@ class ClaudeCodeRuntime:
             return self._run(request, recorder, launcher,
                              self._cli_env(request, [cli], g, pidfile), start, pidfile)
 
-    def _run(self, request: RunRequest, recorder: EventRecorder, launcher: Path,
-             env: dict[str, str], start: float, pidfile: Path) -> RunResult:
+    def _run(self, request: ExecutionRequest, recorder: EventRecorder, launcher: Path,
+             env: dict[str, str], start: float, pidfile: Path) -> ExecutionResult:
         stderr: list[str] = []
         options = self._options(request, launcher, env, stderr)
         parser = StreamParser(cap=request.limits.output_cap)
@@ -325,14 +326,14 @@ class ClaudeCodeRuntime:
         finally:
             raw.close()
         if exceeded:  # killed over the disk bound: the case fails, with that reason
-            return RunResult(status="failed", final_text=exceeded, usage=outcome.usage,
-                             wall_s=time.monotonic() - start, raw_log=str(request.raw_log),
-                             runtime_version=self.version())
+            return ExecutionResult(status="failed", final_text=exceeded, usage=outcome.usage,
+                                   wall_s=time.monotonic() - start, raw_log=str(request.raw_log),
+                                   runtime_version=self.version())
         if outcome.error is not None:
             raise outcome.error
-        return RunResult(status=outcome.status, final_text=outcome.final_text,
-                         usage=outcome.usage, wall_s=time.monotonic() - start,
-                         raw_log=str(request.raw_log), runtime_version=self.version())
+        return ExecutionResult(status=outcome.status, final_text=outcome.final_text,
+                               usage=outcome.usage, wall_s=time.monotonic() - start,
+                               raw_log=str(request.raw_log), runtime_version=self.version())
 
 
 async def _stream(prompt: str, options: Any, start: float,

@@ -63,7 +63,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.isolation.tree import ensure_folder, write_private
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 
 CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
@@ -93,7 +93,7 @@ def toml_value(value: Any) -> str:
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
-def codex_config(request: RunRequest, model: str, base_url: str) -> str:
+def codex_config(request: ExecutionRequest, model: str, base_url: str) -> str:
     """config.toml for one attempt (see the module docstring); ``base_url``: the key proxy's."""
     top = {
         "model": model,
@@ -123,6 +123,7 @@ class CodexRuntime:
     name: ClassVar[str] = "codex"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = f"npm install -g {CODEX_PACKAGE}"
 
@@ -144,7 +145,7 @@ class CodexRuntime:
                 f"the codex runtime needs the Codex CLI {CODEX_VERSION}: {self.install_hint} "
                 "(or run .ci/install-clis.sh, or set AEVAL_CODEX_BIN)")
 
-    def _key(self, request: RunRequest) -> str:
+    def _key(self, request: ExecutionRequest) -> str:
         key = os.environ.get(self.api_key_env)
         if key:
             return key
@@ -152,7 +153,7 @@ class CodexRuntime:
             return "unused"
         raise RuntimeUnavailable(f"the codex runtime needs the model key in {self.api_key_env}")
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         if not request.model:
             raise RuntimeUnavailable("the codex runtime needs --model (e.g. openai/gpt-5-codex)")
         binary = self.binary()
@@ -198,8 +199,8 @@ class CodexRuntime:
         version = self.version()
         if outcome.exceeded:  # killed over the disk bound: the case fails, with that reason
             recorder.end("failed", outcome.exceeded)
-            return RunResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
-                             wall_s=outcome.wall_s, runtime_version=version)
+            return ExecutionResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
+                                   wall_s=outcome.wall_s, runtime_version=version)
         if parser.turn_failed and parser.failure is not None and not outcome.stopped:
             f = parser.failure
             if f.transient:
@@ -220,5 +221,5 @@ class CodexRuntime:
         else:
             status, final = "completed", parser.final_text
         recorder.end(status, final)
-        return RunResult(status=status, final_text=final, usage=parser.usage,
-                         wall_s=outcome.wall_s, runtime_version=version)
+        return ExecutionResult(status=status, final_text=final, usage=parser.usage,
+                               wall_s=outcome.wall_s, runtime_version=version)

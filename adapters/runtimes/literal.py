@@ -6,9 +6,10 @@ mode: it tests the documented workflow exactly as documented.
 
 A doc-test case (the generic tier: `steps` are SKILL.md's shell blocks) runs differently,
 by the rules of `aeval.verdicts.doctest`: each block from the skill copy (paths in SKILL.md are
-relative to the skill folder), placeholder blocks skipped with the reason, and the case
-`failed` only on a defect in the skill's own code or interface; a missing host tool makes
-it `untested: needs X`. A case with no `steps` is `untested`: nothing to run, and a retry
+relative to the skill folder), placeholder blocks skipped with the reason. It reports what
+each block did (`DocTestReport`); the judge decides the verdict from that report (`failed`
+only on a defect in the skill's own code or interface, `untested: needs X` for a missing
+host tool). A case with no `steps` is `untested`: nothing to run, and a retry
 cannot change that.
 """
 
@@ -22,19 +23,19 @@ from typing import ClassVar
 
 from aeval.errors import RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.shellparse import as_skill_var
 from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
     BlockPlan,
     DocBlock,
+    DocTestReport,
     did_nothing,
     discounted,
     not_run,
     plan_blocks,
     promised,
-    summarize,
     taints,
 )
 from aeval.verdicts.documented import skill_files
@@ -48,6 +49,7 @@ class LiteralRuntime:
     name: ClassVar[str] = "literal"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = False
+    runs_steps_verbatim: ClassVar[bool] = True
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = "nothing to install: part of aeval"
     block_timeout_s: ClassVar[float] = 300.0  # one doc block (a server it starts is killed)
@@ -59,24 +61,24 @@ class LiteralRuntime:
         return None
 
     def _run(self, command: str, cwd: Path, env: dict[str, str], timeout_s: float,
-             cap: int, request: RunRequest, recorder: EventRecorder) -> CommandResult:
+             cap: int, request: ExecutionRequest, recorder: EventRecorder) -> CommandResult:
         """The one place a command is started: in the attempt's sandbox, its output redacted
         before it is capped."""
         return run_command(command, cwd, env, timeout_s, cap=cap, redactor=recorder.redactor,
                            sandbox=request.sandbox)
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         if request.doc_test:  # the generic tier: SKILL.md's blocks, from the skill folder
             return self.run_doc_test(request, recorder, host_tools=tuple(request.host_tools))
         return self.run_steps(request, recorder)
 
-    def run_steps(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run_steps(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         """The contract's steps verbatim, from the workspace root; stop at the first failure."""
         start = time.monotonic()
         recorder.message("user", request.prompt)
         if not request.steps:
             recorder.end("untested", NO_STEPS)
-            return RunResult(status="untested", final_text=NO_STEPS)
+            return ExecutionResult(status="untested", final_text=NO_STEPS)
         deadline = start + request.limits.timeout_s
         status, final = "completed", f"all {len(request.steps)} step(s) succeeded"
         for i, step in enumerate(request.steps, 1):
@@ -101,10 +103,10 @@ class LiteralRuntime:
                 status, final = "failed", f"step {i} of {len(request.steps)} exited {r.exit_code}"
                 break
         recorder.end(status, final)
-        return RunResult(status=status, final_text=final, wall_s=time.monotonic() - start)
+        return ExecutionResult(status=status, final_text=final, wall_s=time.monotonic() - start)
 
-    def run_doc_test(self, request: RunRequest, recorder: EventRecorder,
-                     host_tools: tuple[str, ...] = ()) -> RunResult:
+    def run_doc_test(self, request: ExecutionRequest, recorder: EventRecorder,
+                     host_tools: tuple[str, ...] = ()) -> ExecutionResult:
         """SKILL.md's shell blocks as a doc test (see `aeval.verdicts.doctest`).
 
         Every runnable block runs (a failure does not stop the others: each is its own
@@ -121,7 +123,8 @@ class LiteralRuntime:
         if not blocks:
             final = "no self-contained block: SKILL.md has no shell block"
             recorder.end("untested", final)
-            return RunResult(status="untested", final_text=final)
+            return ExecutionResult(status="untested", final_text=final,
+                                   doc_test=DocTestReport(nothing=final))
         deadline = start + request.limits.timeout_s
         skill_dir = Path(request.skill_dir)
         names = tuple(dict.fromkeys((request.skill_name, skill_dir.name)))
@@ -206,15 +209,12 @@ class LiteralRuntime:
             recorder.message("system", f"{where}: {outcome.outcome}: {outcome.reason}")
             if timed_out:
                 break
-        if timed_out:
-            final = f"timeout after {len(outcomes)} of {len(plans)} block(s)"
-            recorder.end("timeout", final)
-            return RunResult(status="timeout", final_text=final,
-                             wall_s=time.monotonic() - start)
-        summary = summarize(outcomes)
+        report = DocTestReport(blocks=outcomes, planned=len(plans), timed_out=timed_out)
+        summary = report.summary()  # the transcript's last words; the judge decides from report
         recorder.end(summary.status, summary.final_text)
-        return RunResult(status=summary.status, final_text=summary.final_text,
-                         wall_s=time.monotonic() - start)
+        return ExecutionResult(status="timeout" if timed_out else "completed",
+                               final_text=summary.final_text, wall_s=time.monotonic() - start,
+                               doc_test=report)
 
 
 _MARKER = "@@aeval-failed-"

@@ -55,7 +55,7 @@ from aeval.adapters.runtimes.keyproxy import AuthStyle, grant
 
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.isolation.tree import ensure_folder, write_private
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 
 OPENCODE_VERSION = "1.18.33"
 OPENCODE_PACKAGE = f"opencode-ai@{OPENCODE_VERSION}"
@@ -97,7 +97,7 @@ def shell_wrapper(env: dict[str, str]) -> str:
     return f"#!/bin/sh\nexec {shlex.quote(envbin)} -i {assigns} {shlex.quote(bash)} \"$@\"\n"
 
 
-def upstream(request: RunRequest) -> tuple[str, AuthStyle]:
+def upstream(request: ExecutionRequest) -> tuple[str, AuthStyle]:
     """Where the key proxy sends the model requests, and how it authenticates there."""
     assert request.model
     if request.api_base:
@@ -110,7 +110,7 @@ def upstream(request: RunRequest) -> tuple[str, AuthStyle]:
     return PROVIDER_APIS[prefix]
 
 
-def opencode_config(request: RunRequest, instructions: Path, key_fd: int,
+def opencode_config(request: ExecutionRequest, instructions: Path, key_fd: int,
                     base_url: str) -> tuple[dict[str, Any], str]:
     """The configuration and the ``provider/model`` to run; the key (the proxy's token) is
     read from ``key_fd``, ``base_url`` is the proxy's."""
@@ -146,6 +146,7 @@ class OpenCodeRuntime:
     name: ClassVar[str] = "opencode"
     skills_subdir: ClassVar[str | None] = ".opencode/skills"
     needs_model: ClassVar[bool] = True
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = (".opencode",)
     install_hint: ClassVar[str] = f"npm install -g {OPENCODE_PACKAGE}"
 
@@ -173,7 +174,7 @@ class OpenCodeRuntime:
                                      "downloads one: apt-get install ripgrep / pip install "
                                      "ripgrep")
 
-    def _key(self, request: RunRequest) -> str:
+    def _key(self, request: ExecutionRequest) -> str:
         assert request.model
         var = self.api_key_env or request.model.partition("/")[0].upper().replace("-", "_") \
             + "_API_KEY"
@@ -184,7 +185,7 @@ class OpenCodeRuntime:
             return "unused"
         raise RuntimeUnavailable(f"the opencode runtime needs the model key in {var}")
 
-    def _prepare_home(self, request: RunRequest) -> dict[str, str]:
+    def _prepare_home(self, request: ExecutionRequest) -> dict[str, str]:
         """Private HOME / XDG dirs, the instructions file and the shell wrapper; returns the
         OpenCode process environment (without the config and key)."""
         home = request.home
@@ -202,7 +203,7 @@ class OpenCodeRuntime:
         return {**request.env, "HOME": str(home), **{k: str(v) for k, v in xdg.items()},
                 **OFFLINE_ENV, "SHELL": str(wrapper)}
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         if not request.model:
             raise RuntimeUnavailable("the opencode runtime needs --model (provider/model)")
         binary = self.binary()
@@ -248,8 +249,8 @@ class OpenCodeRuntime:
         version = self.version()
         if outcome.exceeded:  # killed over the disk bound: the case fails, with that reason
             recorder.end("failed", outcome.exceeded)
-            return RunResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
-                             wall_s=outcome.wall_s, runtime_version=version)
+            return ExecutionResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
+                                   wall_s=outcome.wall_s, runtime_version=version)
         if parser.failure is not None and not outcome.stopped:
             f = parser.failure
             if f.transient:
@@ -274,5 +275,5 @@ class OpenCodeRuntime:
         else:
             status, final = "completed", parser.final_text
         recorder.end(status, final)
-        return RunResult(status=status, final_text=final, usage=parser.usage,
-                         wall_s=outcome.wall_s, runtime_version=version)
+        return ExecutionResult(status=status, final_text=final, usage=parser.usage,
+                               wall_s=outcome.wall_s, runtime_version=version)

@@ -16,7 +16,7 @@ from aeval.errors import RuntimeUnavailable
 from aeval.events import EndEvent, read_events
 from aeval.run.layout import CaseFiles
 from aeval.run.read import read_grading
-from aeval.runtime import EventRecorder, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
 
 
 def _links(folder: str, names: list[str]) -> set[str]:
@@ -41,6 +41,7 @@ class ReplayRuntime:
     name: ClassVar[str] = "replay"
     skills_subdir: ClassVar[str | None] = ".agents/skills"
     needs_model: ClassVar[bool] = False
+    runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = "nothing to install: part of aeval"
 
@@ -56,7 +57,7 @@ class ReplayRuntime:
     def check_available(self) -> None:
         return None
 
-    def _recording(self, request: RunRequest) -> Path:
+    def _recording(self, request: ExecutionRequest) -> Path:
         # by the skill's folder key first: two skills of a marketplace may share a name
         keyed = f"{request.skill_key or request.skill_name}/{request.case_id}"
         case = f"{request.skill_name}/{request.case_id}"
@@ -66,7 +67,7 @@ class ReplayRuntime:
                 return self.recordings[key]
         raise RuntimeUnavailable(f"no recording for {request.skill_name}/{request.case_id}")
 
-    def run(self, request: RunRequest, recorder: EventRecorder) -> RunResult:
+    def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         start = time.monotonic()
         rec = CaseFiles(self._recording(request))
         events_path = rec.events
@@ -91,4 +92,4 @@ class ReplayRuntime:
             recorder.emit(type(e), **fields)
         if status not in ("completed", "failed", "timeout", "max_turns"):
             status = "failed"
-        return RunResult(status=status, final_text=final, wall_s=time.monotonic() - start)
+        return ExecutionResult(status=status, final_text=final, wall_s=time.monotonic() - start)

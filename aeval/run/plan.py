@@ -7,11 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aeval.artifacts.case import AttemptRecord
+from aeval.artifacts.aggregate import CaseResult
+from aeval.artifacts.case import AttemptRecord, CaseStatus
+from aeval.artifacts.grading import Grading
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
 from aeval.run.layout import RunLayout, case_rel, safe
-from aeval.runtime import RunResult
+from aeval.runtime import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
 from aeval.verdicts.static_check import StaticFinding
@@ -125,6 +127,25 @@ class CasePlan(BaseModel):
         arm = "" if self.install_skill else " without the skill"
         return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]{arm}"
 
+    def result(self, grading: Grading | None = None, *, status: CaseStatus | None = None,
+               reason: str | None = None, attempts: int = 1) -> CaseResult:
+        """This case's CaseResult, the one place one is made: from its ``grading`` (its
+        verdict and counts), or, when it has none (aeval or Prefect failed the chain), from
+        ``status`` and ``reason`` alone."""
+        ids = {"case_id": self.case.id, "runtime": self.runtime, "epoch": self.epoch,
+               "dir": self.rel_dir, "supplementary": self.supplementary, "attempts": attempts}
+        if grading is None:
+            assert status is not None and reason is not None
+            return CaseResult(**ids, status=status, reason=reason)
+        s = grading.summary
+        return CaseResult(
+            **ids, status=status or grading.status,
+            reason=reason if reason is not None else grading.status_reason,
+            passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
+            first_attempt_pass_rate=s.first_attempt_pass_rate,
+            terminal_pass_rate=s.terminal_pass_rate,
+            self_corrections=len(grading.self_correction.changes_made))
+
 
 class ExecutionRecord(BaseModel):
     """What an execution left for grading: the last attempt's result, Δ and outputs."""
@@ -132,7 +153,7 @@ class ExecutionRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     attempts: list[AttemptRecord] = Field(description="Every attempt, in order.")
-    result: RunResult = Field(description="The result of the graded (last) attempt.")
+    result: ExecutionResult = Field(description="The result of the graded (last) attempt.")
     workspace: Path = Field(description="The attempt's workspace, kept until grading ends.")
     home: Path = Field(description="The attempt's private HOME.")
     attempt_root: Path = Field(description="Holds workspace/ and home/; removed after grading.")

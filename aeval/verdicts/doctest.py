@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from aeval.skill.shellparse import (
     Effects,
     as_skill_var,
@@ -459,9 +461,12 @@ class BlockOutcome:
 
 @dataclass
 class DocTestSummary:
-    """The doc test's verdict: a RunResult status and the text that explains it."""
+    """What the doc test's blocks add up to, and the text that explains it: `completed`
+    (some block ran, none broke in the skill's code), `failed` (a skill defect), `untested`
+    (nothing self-contained, or a tool it needs is missing), `timeout` (the case's deadline
+    stopped it). `doc_test_verdict` makes it the case's status."""
 
-    status: Literal["completed", "failed", "untested"]
+    status: Literal["completed", "failed", "untested", "timeout"]
     final_text: str
     outcomes: list[BlockOutcome] = field(default_factory=list)
 
@@ -550,6 +555,29 @@ def not_run(code: str, at: int | None, first_line: int = 0) -> str | None:
     return f"{span} (the rest of the block) {verb} not run"
 
 
+class DocTestReport(BaseModel):
+    """What a doc test's blocks did, as the runtime that ran them reports it. The runtime
+    decides no verdict: the judge reads this report (`summary`, then `doc_test_verdict`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    blocks: list[BlockOutcome] = Field(
+        default_factory=list, description="What happened to each block, in order, up to the "
+                                          "last one reached.")
+    planned: int = Field(0, description="How many blocks there were to run.")
+    timed_out: bool = Field(False, description="The case's deadline stopped the doc test.")
+    nothing: str | None = Field(None, description="Why there was nothing to run at all "
+                                                  "(SKILL.md has no shell block).")
+
+    def summary(self) -> DocTestSummary:
+        if self.nothing is not None:
+            return DocTestSummary("untested", self.nothing, self.blocks)
+        if self.timed_out:
+            return DocTestSummary("timeout", f"timeout after {len(self.blocks)} of "
+                                             f"{self.planned} block(s)", self.blocks)
+        return summarize(self.blocks)
+
+
 def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:
     """defect > needs X > something ran > nothing self-contained."""
     defects = [o for o in outcomes if o.outcome == "defect"]
@@ -576,7 +604,7 @@ def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:
 
 
 def doc_test_verdict(run_status: str, final_text: str) -> tuple[str, str]:
-    """The case status and reason of a doc-test case under `literal`, from its RunResult.
+    """The case status and reason of a doc-test case, from its report's `summary`.
 
     ``completed`` -> pass; ``failed`` (a skill defect) -> fail, the evidence as reason;
     ``untested`` -> untested (never counted as a pass); a timeout or anything else -> error

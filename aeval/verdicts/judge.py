@@ -197,7 +197,8 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
     answer (a failed call, or an answer that stayed invalid), None when it answered or none
     was asked; ``errors``: the run's failed tool calls (those that ran a documented command
     carry ``documented``); ``probe``: the documented-workflow probe, when one ran;
-    ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason);
+    ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason), for a
+    doc test its report's summary (`DocTestReport.summary`);
     ``doc_test``: the case is a doc test of SKILL.md's blocks; ``skill_installed`` False:
     uplift's without-skill arm (no structural assertion, no skill rule applies);
     ``findings``: the static skill check's (S0); ``exercised``: the evidence that the skill

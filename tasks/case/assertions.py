@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from aeval.adapters import runtime_class
+from aeval.adapters import runs_steps_verbatim, runtime_class
 from aeval.adapters.llm import ask_json
 from pydantic import BaseModel, Field
 
@@ -45,7 +45,7 @@ def structural_assertions(plan: CasePlan) -> list[AssertionSpec]:
            AssertionSpec(id=UNMODIFIED, text=STRUCTURAL_TEXTS[UNMODIFIED], kind="structural",
                          source="structural")]
     if getattr(plan.case, "doc_test", False):
-        if plan.runtime == "literal":
+        if runs_doc_test(plan):
             out.append(AssertionSpec(id=DOCUMENTED, text=DOC_TEST_TEXT, kind="structural",
                                      source="structural"))
         return out
@@ -57,6 +57,12 @@ def structural_assertions(plan: CasePlan) -> list[AssertionSpec]:
         out.append(AssertionSpec(id=PROBE, text=STRUCTURAL_TEXTS[PROBE], kind="structural",
                                  source="structural"))
     return out
+
+
+def runs_doc_test(plan: CasePlan) -> bool:
+    """The case is a doc test of SKILL.md's blocks and its runtime runs steps verbatim (under
+    an agent runtime the same case is a prompt, graded like any other)."""
+    return bool(getattr(plan.case, "doc_test", False)) and runs_steps_verbatim(plan.runtime)
 
 
 def needs_probe(plan: CasePlan) -> bool:

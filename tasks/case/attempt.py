@@ -57,7 +57,7 @@ from aeval.prompts import load_prompt
 from aeval.run.layout import RunLayout
 from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
-from aeval.runtime import EventRecorder, Limits, RunRequest, RunResult
+from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
 from aeval.verdicts.doctest import doc_blocks
@@ -105,6 +105,7 @@ class Attempt:
         self.clock_start: float | None = None
         self.wall_start: float | None = None  # time.time() at clock_start
         self.changes: list[FileChange] = []
+        self.runs_steps_verbatim = False  # the runtime's flag, once it is known
 
     # ---- the lifecycle -------------------------------------------------------------------
 
@@ -113,6 +114,7 @@ class Attempt:
         try:
             credentials = resolve_credentials(self.plan)
             runtime = get_runtime(self.plan.runtime, **self.plan.runtime_options)
+            self.runs_steps_verbatim = runtime.runs_steps_verbatim
             runtime.check_available()
             if runtime.needs_model and not self.plan.model:
                 raise RuntimeUnavailable(f"runtime {self.plan.runtime!r} needs a model: pass "
@@ -153,14 +155,14 @@ class Attempt:
             skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
             runtime_version=result.runtime_version)
 
-    def _run(self, runtime, credentials: dict[str, str]) -> RunResult:
+    def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws
         assert ws is not None
         recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
         self.clock_start = recorder.clock_start
         self.wall_start = time.time() - (time.monotonic() - recorder.clock_start)
         raw = self.dir / "raw.jsonl"
-        request = RunRequest(
+        request = ExecutionRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
             home=ws.home,
             skill_name=plan.skill.name, skill_key=plan.skill_key,
@@ -280,12 +282,12 @@ class Attempt:
         files = [p for p, v in base.items() if v.startswith("file ") or (
             v.startswith("symlink ") and links_to_file(p, v.split(" ", 1)[1]))]
         watched = self.watch is not None and self.watch.problem is None
-        literal = self.plan.runtime == "literal"
-        cwd = self.ws.skill_dir if literal and self.plan.case.doc_test else self.ws.path
+        verbatim = self.runs_steps_verbatim  # no model: loading SKILL.md is not running it
+        cwd = self.ws.skill_dir if verbatim and self.plan.case.doc_test else self.ws.path
         t0 = self.clock_start if self.clock_start is not None else 0.0
         evidence = exercised(events, self.ws.path, self.ws.skill_dir, files,
                              [(t.path, t.what, t.at - t0) for t in touches], cwd=cwd,
-                             loading_counts=not literal)
+                             loading_counts=not verbatim)
         red = self.redactor.text
         use = resource_use(uses_from_events(events, self.ws.path, self.ws.skill_dir, cwd),
                            [(t.path, t.what) for t in touches], files, watched=watched,

@@ -65,10 +65,9 @@ def api_error(plan: CasePlan, failure: str) -> CaseResult:
     graded = plan.case_dir / "grading.json"
     if graded.is_file():
         graded.replace(plan.case_dir / UNRECORDED)
-    return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
-                      status="error", dir=plan.rel_dir,
-                      reason=inert(f"{PREFECT_API}: {failure} (after the client's retries); "
-                                   "`aeval run --resume` runs this case again")[:400])
+    return plan.result(status="error",
+                       reason=inert(f"{PREFECT_API}: {failure} (after the client's retries); "
+                                    "`aeval run --resume` runs this case again")[:400])
 
 
 def lost_chain(plan: CasePlan, outcome: object) -> CaseResult:
@@ -83,9 +82,8 @@ def lost_chain(plan: CasePlan, outcome: object) -> CaseResult:
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
     """The case result when aeval itself failed on this case (never blamed on the skill)."""
     first = (case_redactor(plan).text(str(exc)).strip().splitlines() or [""])[0]
-    return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
-                      status="internal", dir=plan.rel_dir,
-                      reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
+    return plan.result(status="internal",
+                       reason=f"{INTERNAL}: {type(exc).__name__}: {first}"[:400])
 
 
 def case_task(retries: int = 2, retry_delay_s: float = 2.0):

@@ -1,5 +1,8 @@
-"""Grade: deterministic checks in the workspace, the structural assertion from Δ, the
-self-correction section from the events, and the case verdict from first-attempt results.
+"""Grade one case in three steps: ``observe`` (read the attempt's events and Δ, run the
+deterministic checks in its workspace, ask the grader model: one `Observation`), ``decide``
+(pure: the judge's verdicts, the self-correction section and the case status from
+first-attempt results, as one `Grading`), and ``write_grading`` (eval_metadata.json, then
+grading.json). ``CasePlan.result`` makes the CaseResult from the Grading.
 
 Natural-language assertions need a grader model; without one they are `ungraded`, which
 never counts as passed.
@@ -12,6 +15,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
+from aeval.tasks.case.assertions import runs_doc_test
 from aeval.tasks.case.attempt import recorded_attempts
 from aeval.tasks.case.grader import (
     TRANSCRIPT_CAP,
@@ -27,20 +31,15 @@ from aeval.tasks.case.install import case_redactor, resolve_credentials
 from aeval.tasks.case.sandboxing import check_sandbox
 from aeval.tasks.run.prefect_artifacts import artifact_key, case_markdown
 from prefect.artifacts import create_markdown_artifact
-from pydantic import BaseModel, Field
 
 from aeval.artifacts import (
     AssertionsFile,
-    AttemptRecord,
     CaseResult,
-    Claim,
-    EvalFeedback,
     EvalMetadata,
     ExecutionMetrics,
     Expectation,
     FirstAttemptError,
     GraderInfo,
-    GraderVerdict,
     Grading,
     ProbeResult,
     SelfCorrection,
@@ -63,6 +62,7 @@ from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import read_model, write_model
 from aeval.verdicts.attribution import attribute_changes
 from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
+from aeval.verdicts.doctest import DocTestReport
 from aeval.verdicts.documented import (
     agent_errors,
     documented_signatures,
@@ -70,6 +70,7 @@ from aeval.verdicts.documented import (
     skill_files,
 )
 from aeval.verdicts.judge import STATIC, judge, judge_structural, over_bound, static_evidence
+from aeval.verdicts.observation import GraderOutcome, Observation
 from aeval.verdicts.verdict import summarize
 
 
@@ -104,19 +105,6 @@ def _not_run(assertions: AssertionsFile, reason: str) -> list[Expectation]:
     return [Expectation(id=a.id, text=a.text, kind=a.kind, status="ungraded", passed=None,
                         terminal_passed=None, evidence=f"not evaluated: {reason}",
                         graded_by="none") for a in assertions.assertions]
-
-
-class GraderOutcome(BaseModel):
-    """What the grader model said (or why it said nothing usable)."""
-
-    verdicts: dict[str, GraderVerdict] = Field(default_factory=dict)
-    info: GraderInfo = Field(default_factory=lambda: GraderInfo(model=None,
-                                                                protocol_fidelity=True))
-    claims: list[Claim] = Field(default_factory=list)
-    feedback: EvalFeedback = Field(default_factory=EvalFeedback)
-    error: str | None = None
-    injections: list[str] = Field(default_factory=list)
-    wall_s: float | None = None
 
 
 def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionRecord,
@@ -170,12 +158,128 @@ def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: 
 def grade(plan: CasePlan, assertions: AssertionsFile,
           execution: ExecutionRecord | BaseException,
           probe: ProbeResult | None = None) -> CaseResult:
-    """Grade one case and write grading.json and eval_metadata.json. Never raises for the
-    case's own outcome: an execution exception becomes status `error` with its reason."""
+    """Grade one case: observe, decide, write grading.json and eval_metadata.json. Never
+    raises for the case's own outcome: an execution exception becomes status `error` with
+    its reason."""
+    observation = observe(plan, assertions, execution, probe)
+    grading = decide(plan, assertions, observation)
+    write_grading(plan, observation, grading)
+    return plan.result(grading, attempts=len(observation.attempts))
+
+
+def observe(plan: CasePlan, assertions: AssertionsFile,
+            execution: ExecutionRecord | BaseException,
+            probe: ProbeResult | None = None) -> Observation:
+    """Everything the judge needs, read once: the recorded attempts, the graded attempt's
+    events and Δ, the deterministic checks run in its workspace, the grader model's answer;
+    every text redacted. ``execution`` is the exception when the case did not execute."""
     start = time.monotonic()
-    case_dir = plan.case_dir
-    attempts: list[AttemptRecord] = recorded_attempts(case_dir)
+    attempts = recorded_attempts(plan.case_dir)
     redactor = case_redactor(plan)
+    if isinstance(execution, BaseException):
+        reason = redactor.text(
+            f"{type(execution).__name__}: {execution}".strip().splitlines()[0][:400])
+        last = attempts[-1] if attempts else None
+        if last and last.error:
+            reason = f"{last.error_type}: {last.error.splitlines()[0][:400]}"
+        return Observation(attempts=attempts, failure=reason,
+                           exceeded=last.exceeded if last else None)
+    events = read_events(plan.case_dir / "events.jsonl")
+    skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
+    result = execution.result
+    doc_test = None
+    if runs_doc_test(plan):
+        doc_test = result.doc_test or DocTestReport(
+            nothing=result.final_text or "the runtime reported no doc test")
+    own = execution.changes
+    if doc_test is not None:
+        # doc blocks run from the skill folder: the files they create are their outputs;
+        # Δ is about the skill's own files (changed or deleted)
+        own = [c for c in own if c.change != "added"]
+    # command checks: a fresh sandbox, HOME and PATH the attempt could not change
+    sandbox, env = check_sandbox(plan, execution, _credentials(plan))
+    ctx = CheckContext(workspace=execution.workspace, events=events, env=env, sandbox=sandbox,
+                       redactor=redactor)
+    checks = {a.id: run_check(a.check, ctx) for a in assertions.assertions
+              if a.check is not None}
+    graded = ask_grader(plan, assertions, execution, redactor)
+    graded.verdicts = {k: v.model_copy(update={"evidence": redactor.text(v.evidence)})
+                       for k, v in graded.verdicts.items()}
+    last = execution.attempts[-1] if execution.attempts else None
+    resources = last.resources if last is not None else None
+    return Observation(
+        attempts=attempts, events=events, changes=attribute_changes(own, events, skill_rel),
+        checks={k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()},
+        grader=graded, errors=mark_documented(first_attempt_errors(events), events, plan,
+                                              execution),
+        probe=probe, run_status=result.status, run_text=result.final_text, doc_test=doc_test,
+        exercised=None if not plan.require_exercise
+        else resources.exercised if resources is not None else [],
+        exceeded=last.exceeded if last is not None else None,
+        executor_wall_s=result.wall_s, observe_s=time.monotonic() - start, usage=result.usage,
+        runtime_version=execution.runtime_version, outputs=execution.outputs,
+        sandbox=sandbox.status)
+
+
+def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Grading:
+    """The case's grading from what was observed: the judge's verdicts and status, the
+    self-correction section, metrics and timing. Pure: reads nothing, writes nothing."""
+    if seen.failure is not None:
+        return _not_executed(plan, assertions, seen.failure, seen.exceeded)
+    run_status, run_text = seen.run_status, seen.run_text
+    if seen.doc_test is not None:  # the verdict from what the blocks did, never the runtime's
+        summary = seen.doc_test.summary()
+        run_status, run_text = summary.status, summary.final_text
+    j = judge(assertions.assertions, seen.changes, seen.checks, seen.grader.verdicts,
+              plan.case.pass_threshold, seen.grader.error, seen.errors, seen.probe,
+              run_status=run_status, run_text=run_text, doc_test=seen.doc_test is not None,
+              skill_installed=plan.install_skill, findings=plan.static_findings,
+              exercised=seen.exercised, exceeded=seen.exceeded)
+    graded = seen.grader
+    wall = seen.executor_wall_s
+    return Grading(
+        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=j.status,
+        status_reason=j.reason, expectations=j.expectations,
+        summary=summarize(j.expectations), claims=graded.claims,
+        eval_feedback=graded.feedback, injection_attempts=graded.injections,
+        self_correction=SelfCorrection(
+            was_needed=bool(seen.changes) or any(e.needed_correction for e in j.expectations),
+            first_attempt_errors=seen.errors, changes_made=seen.changes,
+            affected_assertions=[e.id for e in j.expectations if e.needed_correction]),
+        execution_metrics=metrics(seen.events, len(seen.outputs)),
+        timing=Timing(executor_wall_s=round(wall, 3), grader_wall_s=graded.wall_s,
+                      total_s=round(wall + seen.observe_s, 3)),
+        grader=graded.info, probe=seen.probe)
+
+
+def _not_executed(plan: CasePlan, assertions: AssertionsFile, reason: str,
+                  exceeded: str | None) -> Grading:
+    """The grading of a case whose execution raised: `error` with its reason, but `fail`
+    when the static skill check found a defect (S0 needs nothing to have run) or a command
+    went over the attempt's disk bound."""
+    expectations = _not_run(assertions, "the case did not execute")
+    status = "error"
+    if plan.static_findings and plan.install_skill:
+        expectations = [judge_structural(a, [], [], None, plan.static_findings)
+                        if a.id == STATIC else e
+                        for a, e in zip(assertions.assertions, expectations, strict=True)]
+        status = "fail"
+        reason = (f"the static skill check found a defect: "
+                  f"{static_evidence(plan.static_findings)} (the case did not execute: "
+                  f"{reason})")
+    if exceeded:  # e.g. a setup that wrote past the disk bound
+        status, reason = "fail", over_bound(exceeded, reason)
+    return Grading(
+        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
+        status_reason=reason, expectations=expectations, summary=summarize(expectations),
+        self_correction=SelfCorrection(was_needed=False),
+        grader=GraderInfo(model=None, protocol_fidelity=True))
+
+
+def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
+    """eval_metadata.json, then grading.json: the last file marks the case finished
+    (``--resume`` skips it)."""
+    attempts = seen.attempts
     meta = EvalMetadata(
         run_id=plan.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
         case_id=plan.case.id, runtime=plan.runtime, model=plan.model, epoch=plan.epoch,
@@ -184,100 +288,16 @@ def grade(plan: CasePlan, assertions: AssertionsFile,
         required_credentials=plan.case.required_credentials, lint_warnings=plan.warnings,
         attempts=attempts, skill_installed=plan.install_skill,
         started_at=attempts[0].started_at if attempts else None,
-    )
-
-    if isinstance(execution, BaseException):
-        reason = redactor.text(
-            f"{type(execution).__name__}: {execution}".strip().splitlines()[0][:400])
-        last = attempts[-1] if attempts else None
-        if last and last.error:
-            reason = f"{last.error_type}: {last.error.splitlines()[0][:400]}"
-        expectations = _not_run(assertions, "the case did not execute")
-        status = "error"
-        if plan.static_findings and plan.install_skill:  # S0 needs nothing to have run
-            expectations = [judge_structural(a, [], [], None, plan.static_findings)
-                            if a.id == STATIC else e
-                            for a, e in zip(assertions.assertions, expectations, strict=True)]
-            status = "fail"
-            reason = (f"the static skill check found a defect: "
-                      f"{static_evidence(plan.static_findings)} (the case did not execute: "
-                      f"{reason})")
-        if last and last.exceeded:  # e.g. a setup that wrote past the disk bound
-            status, reason = "fail", over_bound(last.exceeded, reason)
-        grading = Grading(
-            skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
-            status_reason=reason, expectations=expectations, summary=summarize(expectations),
-            self_correction=SelfCorrection(was_needed=False),
-            grader=GraderInfo(model=None, protocol_fidelity=True))
-        meta.status, meta.ended_at = status, datetime.now(UTC)
-        write_model(case_dir / "grading.json", grading, redactor)
-        write_model(case_dir / "eval_metadata.json", meta, redactor)
-        s = grading.summary
-        return CaseResult(case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch,
-                          status=status, reason=reason, passed=s.passed, failed=s.failed,
-                          ungraded=s.ungraded, total=s.total, attempts=len(attempts),
-                          dir=plan.rel_dir, supplementary=plan.supplementary)
-
-    events = read_events(case_dir / "events.jsonl")
-    skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
-    own = execution.changes
-    if plan.case.doc_test and plan.runtime == "literal":
-        # doc blocks run from the skill folder: the files they create are their outputs;
-        # Δ is about the skill's own files (changed or deleted)
-        own = [c for c in own if c.change != "added"]
-    changes = attribute_changes(own, events, skill_rel)
-    # command checks: a fresh sandbox, HOME and PATH the attempt could not change
-    sandbox, env = check_sandbox(plan, execution, _credentials(plan))
-    ctx = CheckContext(workspace=execution.workspace, events=events, env=env, sandbox=sandbox,
-                       redactor=redactor)
-    checks = {a.id: run_check(a.check, ctx) for a in assertions.assertions
-              if a.check is not None}
-    checks = {k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()}
-    graded = ask_grader(plan, assertions, execution, redactor)
-    verdicts = {k: v.model_copy(update={"evidence": redactor.text(v.evidence)})
-                for k, v in graded.verdicts.items()}
-    errors = mark_documented(first_attempt_errors(events), events, plan, execution)
-    doc_test = plan.case.doc_test and plan.runtime == "literal"
-    graded_attempt = execution.attempts[-1] if execution.attempts else None
-    resources = graded_attempt.resources if graded_attempt is not None else None
-    j = judge(assertions.assertions, changes, checks, verdicts, plan.case.pass_threshold,
-              graded.error, errors, probe, run_status=execution.result.status,
-              run_text=execution.result.final_text, doc_test=doc_test,
-              skill_installed=plan.install_skill, findings=plan.static_findings,
-              exercised=None if not plan.require_exercise
-              else resources.exercised if resources is not None else [],
-              exceeded=graded_attempt.exceeded if graded_attempt is not None else None)
-    result = execution.result
-    m = metrics(events, len(execution.outputs))
-    grading = Grading(
-        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=j.status,
-        status_reason=j.reason, expectations=j.expectations,
-        summary=summarize(j.expectations), claims=graded.claims,
-        eval_feedback=graded.feedback, injection_attempts=graded.injections,
-        self_correction=SelfCorrection(
-            was_needed=bool(changes) or any(e.needed_correction for e in j.expectations),
-            first_attempt_errors=errors, changes_made=changes,
-            affected_assertions=[e.id for e in j.expectations if e.needed_correction]),
-        execution_metrics=m,
-        timing=Timing(executor_wall_s=round(result.wall_s, 3), grader_wall_s=graded.wall_s,
-                      total_s=round(result.wall_s + time.monotonic() - start, 3)),
-        grader=graded.info, probe=probe)
-    meta.status, meta.ended_at = j.status, datetime.now(UTC)
-    meta.usage = result.usage if result.usage.requests else m.usage
-    meta.wall_s = round(result.wall_s, 3)
-    meta.runtime_version = execution.runtime_version
-    meta.outputs = execution.outputs
-    meta.sandbox = sandbox.status
-    write_model(case_dir / "eval_metadata.json", meta, redactor)
-    # grading.json last: it marks the case finished (--resume skips it)
-    write_model(case_dir / "grading.json", grading, redactor)
-    s = grading.summary
-    return CaseResult(
-        case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=j.status,
-        reason=j.reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
-        first_attempt_pass_rate=s.first_attempt_pass_rate,
-        terminal_pass_rate=s.terminal_pass_rate, self_corrections=len(changes),
-        attempts=len(attempts), dir=plan.rel_dir, supplementary=plan.supplementary)
+        status=grading.status, ended_at=datetime.now(UTC))
+    if seen.failure is None:
+        meta.usage = seen.usage if seen.usage.requests else grading.execution_metrics.usage
+        meta.wall_s = round(seen.executor_wall_s, 3)
+        meta.runtime_version = seen.runtime_version
+        meta.outputs = seen.outputs
+        meta.sandbox = seen.sandbox
+    redactor = case_redactor(plan)
+    write_model(plan.case_dir / "eval_metadata.json", meta, redactor)
+    write_model(plan.case_dir / "grading.json", grading, redactor)
 
 
 def finished_result(plan: CasePlan) -> CaseResult | None:
@@ -285,16 +305,7 @@ def finished_result(plan: CasePlan) -> CaseResult | None:
     p = plan.case_dir / "grading.json"
     if not p.is_file():
         return None
-    g = read_model(p, Grading)
-    attempts = recorded_attempts(plan.case_dir)
-    s = g.summary
-    return CaseResult(
-        case_id=plan.case.id, runtime=plan.runtime, epoch=plan.epoch, status=g.status,
-        reason=g.status_reason, passed=s.passed, failed=s.failed, ungraded=s.ungraded,
-        total=s.total, first_attempt_pass_rate=s.first_attempt_pass_rate,
-        terminal_pass_rate=s.terminal_pass_rate,
-        self_corrections=len(g.self_correction.changes_made), attempts=len(attempts),
-        dir=plan.rel_dir, supplementary=plan.supplementary)
+    return plan.result(read_model(p, Grading), attempts=len(recorded_attempts(plan.case_dir)))
 
 
 def _credentials(plan: CasePlan) -> dict[str, str]:

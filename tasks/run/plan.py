@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aeval.adapters import runs_steps_verbatim
+
 from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan, Examined
 
@@ -32,8 +34,8 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
             cases.append((ex.doc_case, True))
         for case, supplementary in cases:
             for rt in runtimes:
-                if supplementary and rt != "literal":
-                    continue  # SKILL.md's blocks are the literal runtime's to run (no model)
+                if supplementary and not runs_steps_verbatim(rt):
+                    continue  # SKILL.md's blocks are run verbatim, by a runtime with no model
                 for epoch in (range(1, epochs + 1) if epochs > 1 else [None]):
                     plans.append(CasePlan(
                         supplementary=supplementary, static_findings=ex.static_findings,

@@ -264,7 +264,7 @@ def test_the_host_side_launcher_starts_with_nothing_of_aevals_environment(
     from aeval.isolation.redact import Redactor
     from aeval.isolation.shell import base_env
     from aeval.isolation.workspace import prepare_workspace
-    from aeval.runtime import EventRecorder, Limits, RunRequest
+    from aeval.runtime import EventRecorder, ExecutionRequest, Limits
 
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api-canary-5521")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-canary-6632")
@@ -275,7 +275,7 @@ def test_the_host_side_launcher_starts_with_nothing_of_aevals_environment(
                            ["fixtures/"])
     quiet = Script(name="quiet", match=MATCH, turns=[Turn(text="Nothing to run.")])
     with ScriptedModelServer([quiet]) as srv:
-        request = RunRequest(
+        request = ExecutionRequest(
             prompt=PROMPT, case_id="train", workspace=ws.path, home=ws.home,
             skill_name="segmentation", skill_description="d", skill_dir=ws.skill_dir,
             env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)}),

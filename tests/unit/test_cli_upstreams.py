@@ -9,16 +9,16 @@ from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
 from aeval.adapters.runtimes.opencode import upstream
 
 from aeval.errors import RuntimeUnavailable
-from aeval.runtime import RunRequest
+from aeval.runtime import ExecutionRequest
 
 
-def request(tmp_path: Path, model: str, api_base: str | None = None) -> RunRequest:
+def request(tmp_path: Path, model: str, api_base: str | None = None) -> ExecutionRequest:
     ws = tmp_path / "workspace"
-    return RunRequest(prompt="Summarise the report.", case_id="summary", workspace=ws,
-                      home=tmp_path / "home", skill_name="report",
-                      skill_description="Summarises reports.",
-                      skill_dir=ws / ".opencode/skills/report", env={}, model=model,
-                      api_base=api_base, raw_log=tmp_path / "raw.jsonl")
+    return ExecutionRequest(prompt="Summarise the report.", case_id="summary", workspace=ws,
+                            home=tmp_path / "home", skill_name="report",
+                            skill_description="Summarises reports.",
+                            skill_dir=ws / ".opencode/skills/report", env={}, model=model,
+                            api_base=api_base, raw_log=tmp_path / "raw.jsonl")
 
 
 def test_opencode_catalogue_providers_map_to_their_api_and_header_style(tmp_path):

@@ -18,6 +18,7 @@ from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
     Diagnosis,
+    DocTestReport,
     Outcome,
     depends,
     discounted,
@@ -175,6 +176,26 @@ def test_summary_priorities():
     s = summarize([skip])
     assert s.status == "untested" and s.final_text.startswith("no self-contained block")
     assert summarize([]).status == "untested"
+
+
+def test_the_verdict_of_a_doc_test_comes_from_what_its_blocks_did():
+    """The runtime reports each block's outcome; the case's status is read from that report,
+    whatever the runtime's own end said."""
+    defect = BlockOutcome(9, "defect", "KeyError", evidence="tb")
+    report = DocTestReport(blocks=[BlockOutcome(5, "ok"), defect], planned=3)
+    assert doc_test_verdict(*_said(report)) == (
+        "fail", "doc test found a skill defect: SKILL.md line 9: KeyError\ntb")
+    stopped = DocTestReport(blocks=[BlockOutcome(5, "ok")], planned=3, timed_out=True)
+    assert doc_test_verdict(*_said(stopped)) == (
+        "error", "doc test timeout: timeout after 1 of 3 block(s)")
+    empty = DocTestReport(nothing="no self-contained block: SKILL.md has no shell block")
+    assert doc_test_verdict(*_said(empty)) == (
+        "untested", "no self-contained block: SKILL.md has no shell block")
+
+
+def _said(report: DocTestReport) -> tuple[str, str]:
+    s = report.summary()
+    return s.status, s.final_text
 
 
 @pytest.mark.parametrize("run_status, expected", [

@@ -7,16 +7,16 @@ from aeval.adapters import get_runtime
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
 from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import base_env
-from aeval.runtime import EventRecorder, Limits, RunRequest
+from aeval.runtime import EventRecorder, ExecutionRequest, Limits
 
 
 def request(tmp_path, steps, timeout=30, env_extra=None):
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    return RunRequest(prompt="p", case_id="c", workspace=ws, home=tmp_path, skill_name="s",
-                      skill_description="d", skill_dir=ws, steps=steps,
-                      env=base_env(tmp_path, env_extra or {}),
-                      limits=Limits(timeout_s=timeout), raw_log=tmp_path / "raw.jsonl")
+    return ExecutionRequest(prompt="p", case_id="c", workspace=ws, home=tmp_path, skill_name="s",
+                            skill_description="d", skill_dir=ws, steps=steps,
+                            env=base_env(tmp_path, env_extra or {}),
+                            limits=Limits(timeout_s=timeout), raw_log=tmp_path / "raw.jsonl")
 
 
 def run(tmp_path, steps, **kw):

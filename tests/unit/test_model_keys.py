@@ -19,6 +19,15 @@ def test_the_runtime_names_are_the_registered_ones():
     assert {n for n in RUNTIMES if runtime_class(n).needs_model} == MODEL_RUNTIMES
 
 
+def test_only_a_runtime_without_a_model_runs_steps_verbatim():
+    """The doc test of SKILL.md is planned for, and judged under, the runtimes whose class
+    says it runs steps verbatim: the literal one, never an agent, never a replay."""
+    from aeval.adapters import RUNTIMES, runs_steps_verbatim
+
+    assert {n for n in RUNTIMES if runs_steps_verbatim(n)} == {"literal"}
+    assert not runs_steps_verbatim("literall")
+
+
 @pytest.mark.parametrize(("runtimes", "model", "grader", "api_base", "env", "expected"), [
     (["literall"], None, None, None, {}, "--runtime literall: unknown runtime; known: builtin"),
     (["builtin"], None, None, None, {}, "--runtime builtin needs a model"),

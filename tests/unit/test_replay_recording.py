@@ -11,7 +11,7 @@ from aeval.artifacts import ChangeMade, GraderInfo, Grading, GradingSummary, Sel
 from aeval.events import EndEvent
 from aeval.isolation.redact import Redactor
 from aeval.run.store import write_model
-from aeval.runtime import EventRecorder, RunRequest
+from aeval.runtime import EventRecorder, ExecutionRequest
 
 
 def recording(tmp_path: Path, deleted: list[str]) -> Path:
@@ -41,9 +41,10 @@ def replay(tmp_path: Path, rec: Path) -> tuple[Path, Path]:
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: segmentation\ndescription: d\n---\n")
     (skill / "scripts" / "train.py").write_text("print('shipped')\n")
-    request = RunRequest(prompt="Train.", case_id="train", workspace=ws, home=tmp_path / "home",
-                         skill_name="segmentation", skill_description="d", skill_dir=skill,
-                         env={}, raw_log=tmp_path / "raw.log")
+    request = ExecutionRequest(prompt="Train.", case_id="train", workspace=ws,
+                               home=tmp_path / "home", skill_name="segmentation",
+                               skill_description="d", skill_dir=skill,
+                               env={}, raw_log=tmp_path / "raw.log")
     recorder = EventRecorder(tmp_path / "events.jsonl", Redactor())
     ReplayRuntime({"train": rec}).run(request, recorder)
     recorder.close()

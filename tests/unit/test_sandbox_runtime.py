@@ -1,4 +1,4 @@
-"""RunRequest carries the attempt's sandbox (never serialized); the literal runtime runs its
+"""ExecutionRequest carries the attempt's sandbox (never serialized); the literal runtime runs its
 steps inside it and redacts every encoding of a secret from the events."""
 
 from __future__ import annotations
@@ -17,19 +17,19 @@ from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env
 from aeval.isolation.workspace import prepare_workspace
-from aeval.runtime import EventRecorder, Limits, RunRequest
+from aeval.runtime import EventRecorder, ExecutionRequest, Limits
 from tests.conftest import EXAMPLES
 
 CANARY = "sk-ant-canary-27182818284590452353"
 
 
 def _request(ws, steps, sandbox=None, env_extra=None):
-    return RunRequest(prompt="Train with the skill.", case_id="train", workspace=ws.path,
-                      home=ws.home, skill_name="segmentation", skill_description="d",
-                      skill_dir=ws.skill_dir, steps=steps, sandbox=sandbox,
-                      env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir),
+    return ExecutionRequest(prompt="Train with the skill.", case_id="train", workspace=ws.path,
+                            home=ws.home, skill_name="segmentation", skill_description="d",
+                            skill_dir=ws.skill_dir, steps=steps, sandbox=sandbox,
+                            env=base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir),
                                              **(env_extra or {})}),
-                      limits=Limits(timeout_s=60), raw_log=ws.root / "raw.jsonl")
+                            limits=Limits(timeout_s=60), raw_log=ws.root / "raw.jsonl")
 
 
 @pytest.fixture

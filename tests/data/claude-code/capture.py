@@ -22,7 +22,7 @@ from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime  # noqa: E402
 from aeval.errors import EnvironmentFailure  # noqa: E402
 from aeval.isolation.redact import Redactor  # noqa: E402
 from aeval.isolation.shell import base_env  # noqa: E402
-from aeval.runtime import EventRecorder, Limits, RunRequest  # noqa: E402
+from aeval.runtime import EventRecorder, ExecutionRequest, Limits  # noqa: E402
 from aeval.testing import Script, ScriptedModelServer, ToolCall, Turn  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -70,7 +70,7 @@ def capture(name: str, script: Script, timeout_s: float) -> None:
     shutil.copytree(ROOT / "examples/marketplace/skills/segmentation", skill)
     shutil.copytree(skill / "fixtures", ws / "fixtures")
     with ScriptedModelServer([script]) as srv:
-        request = RunRequest(
+        request = ExecutionRequest(
             prompt=PROMPT, case_id="train", workspace=ws, home=home,
             skill_name="segmentation", skill_description="segmentation", skill_dir=skill,
             env=base_env(home, {"SKILL_DIR": str(skill)}), model="claude-sonnet-4-5",
