@@ -29,7 +29,8 @@ from aeval.events import (
 )
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import Sandbox
-from aeval.verdicts.doctest import DocBlock, DocTestReport
+from aeval.skill.shell_blocks import DocBlock
+from aeval.verdicts.doctest import DocTestReport
 
 
 class Limits(BaseModel):

@@ -24,17 +24,15 @@ from typing import ClassVar
 from aeval.errors import RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
 from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.skill.shell_blocks import BlockPlan, DocBlock, plan_blocks
 from aeval.skill.shellparse import as_skill_var
 from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
-    BlockPlan,
-    DocBlock,
     DocTestReport,
     did_nothing,
     discounted,
     not_run,
-    plan_blocks,
     promised,
     taints,
 )

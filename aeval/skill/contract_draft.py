@@ -28,8 +28,8 @@ from typing import Any
 
 from aeval.errors import Problem
 from aeval.skill.contract import CONFIG_NAMES, EvalConfig
+from aeval.skill.shell_blocks import SKILL_FOLDERS, plan_blocks
 from aeval.skill.skill_md import Skill
-from aeval.verdicts.doctest import SKILL_FOLDERS, plan_blocks
 
 TODO_MARK = "TODO(aeval init)"
 FIXTURE_FOLDERS = ("fixtures", "examples", "samples", "testdata", "test_data", "data")

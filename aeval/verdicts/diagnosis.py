@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from aeval.skill.shell_blocks import SCRIPT_EXT, generic_example
 from aeval.skill.shellparse import (
     Command,
     Effects,
@@ -22,13 +23,7 @@ from aeval.skill.shellparse import (
     path_like,
     related,
 )
-from aeval.verdicts.doctest import (
-    SCRIPT_EXT,
-    Diagnosis,
-    generic_example,
-    interpreter_problem,
-    own_file,
-)
+from aeval.verdicts.doctest import Diagnosis, interpreter_problem, own_file
 from aeval.verdicts.missing import frames_in_skill, install_advice, missing, shipped_named
 
 _EXC_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt|KeyError)\b.*)$", re.M)

@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.skill import markdown
 from aeval.skill.script_interface import Interface, read_interface
+from aeval.skill.shell_blocks import counter_example, generic_example, placeholder
 from aeval.skill.shellparse import (
     INTERPRETERS,
     commands,
@@ -59,13 +60,7 @@ from aeval.skill.shellparse import (
     tokens,
 )
 from aeval.skill.skill_md import SKILL_FILE, Skill
-from aeval.verdicts.doctest import (
-    counter_example,
-    generic_example,
-    interpreter_problem,
-    own_file,
-    placeholder,
-)
+from aeval.verdicts.doctest import interpreter_problem, own_file
 
 MAX_REFERENCE_BYTES = 2_000_000
 MAX_SCRIPT_BYTES = 1_000_000  # a larger script is not read for its interface

@@ -58,9 +58,9 @@ from aeval.run.layout import RunLayout
 from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
+from aeval.skill.shell_blocks import doc_blocks
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
-from aeval.verdicts.doctest import doc_blocks
 
 
 def recorded_attempts(case_dir: Path) -> list[AttemptRecord]:

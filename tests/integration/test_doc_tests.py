@@ -25,7 +25,7 @@ from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import base_env
 from aeval.isolation.workspace import prepare_workspace
 from aeval.runtime import EventRecorder, ExecutionRequest, Limits
-from aeval.verdicts.doctest import doc_blocks
+from aeval.skill.shell_blocks import doc_blocks
 
 SKILLS: dict[str, dict[str, str]] = {
     # Placeholder block skipped; a host tool the skill tells users to install is missing.

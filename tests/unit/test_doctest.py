@@ -14,6 +14,7 @@ from textwrap import dedent
 
 import pytest
 
+from aeval.skill.shell_blocks import placeholder, plan_blocks
 from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
@@ -23,8 +24,6 @@ from aeval.verdicts.doctest import (
     depends,
     discounted,
     doc_test_verdict,
-    placeholder,
-    plan_blocks,
     summarize,
     taints,
 )
@@ -331,7 +330,7 @@ def test_the_summary_text_word_for_word():
     ("python3 scripts/x.py --force", "Never do this"),
 ])
 def test_a_counter_example_is_skipped_and_takes_nothing_away(code, before):
-    from aeval.verdicts.doctest import DocBlock
+    from aeval.skill.shell_blocks import DocBlock
 
     (plan,) = plan_blocks([DocBlock(7, code, before)])
     assert (plan.line, plan.code, plan.action, plan.reason, plan.taints) == (
@@ -427,7 +426,7 @@ def test_a_missing_interpreter_the_case_declares_is_the_environment(skill):
 
 def test_each_step_keeps_the_line_of_the_block_it_came_from():
     from aeval.skill import markdown
-    from aeval.verdicts.doctest import doc_blocks
+    from aeval.skill.shell_blocks import doc_blocks
 
     md = dedent("""\
         # Seg

@@ -380,7 +380,7 @@ def test_a_link_in_the_skill_folder_is_not_a_folder_or_file_the_skill_keeps(skil
 
 
 def test_skipped_blocks_keep_their_line_code_and_whole_reason():
-    from aeval.verdicts.doctest import plan_blocks
+    from aeval.skill.shell_blocks import plan_blocks
 
     console = "$ python scripts/fill.py list\n3 form fields"
     indented = "  # the same, for a folder of forms:\n  # python scripts/fill.py list forms/"
@@ -395,7 +395,7 @@ def test_skipped_blocks_keep_their_line_code_and_whole_reason():
 
 def test_a_block_after_blank_lines_keeps_the_line_of_its_first_command():
     from aeval.skill import markdown
-    from aeval.verdicts.doctest import doc_blocks
+    from aeval.skill.shell_blocks import doc_blocks
 
     md = ("# Forms\n\nList the fields:\n\n"
           "```bash\n\n\npython3 scripts/fill.py list\necho done\n```\n")
@@ -405,7 +405,8 @@ def test_a_block_after_blank_lines_keeps_the_line_of_its_first_command():
 
 
 def test_a_clean_block_that_moved_the_shell_does_not_excuse_an_own_file_defect():
-    from aeval.verdicts.doctest import BlockOutcome, Diagnosis, discounted, plan_blocks
+    from aeval.skill.shell_blocks import plan_blocks
+    from aeval.verdicts.doctest import BlockOutcome, Diagnosis, discounted
 
     earlier, later = plan_blocks([(3, "cd forms && export FORMS_DIR=$PWD"),
                                   (9, "python scripts/fill.py fill --mode turbo")])

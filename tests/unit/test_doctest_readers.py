@@ -22,8 +22,9 @@ from textwrap import dedent
 
 import pytest
 
+from aeval.skill.shell_blocks import plan_blocks
 from aeval.verdicts.diagnosis import diagnose
-from aeval.verdicts.doctest import BlockOutcome, discounted, plan_blocks
+from aeval.verdicts.doctest import BlockOutcome, discounted
 from tests.unit.test_doctest import run_block
 
 DESCRIPTORS = '''\
@@ -405,7 +406,8 @@ def test_a_file_skill_md_says_an_earlier_step_writes_is_the_skills_word(tmp_path
     # plate-layout: "it is written to `plate_layout.json`", then the grid step reads it; the
     # script's default output moved to layouts/: the first block runs cleanly, the second
     # does not find the file SKILL.md promised
-    from aeval.verdicts.doctest import DocBlock, promised
+    from aeval.skill.shell_blocks import DocBlock
+    from aeval.verdicts.doctest import promised
     first = DocBlock(22, "python3 scripts/plate_map.py assets/samples.csv",
                      "1. Build the layout from the sheet; it is written to "
                      "`plate_layout.json`:")
@@ -437,7 +439,8 @@ def test_a_package_named_like_the_skills_own_wrapper_of_it_is_a_need(tmp_path):
     ("Save the sheet you exported as `plate.csv`:", "plate.csv"),
 ])
 def test_what_the_reader_is_asked_to_make_is_no_promise_of_the_skill(before, path):
-    from aeval.verdicts.doctest import DocBlock, promised
+    from aeval.skill.shell_blocks import DocBlock
+    from aeval.verdicts.doctest import promised
     assert promised(path, [DocBlock(20, "python3 scripts/check_env.py", before)]) is None
 
 

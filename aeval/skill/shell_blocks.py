@@ -1,0 +1,212 @@
+"""SKILL.md's shell blocks as the doc test gets them, and which of them it runs.
+
+Reading a skill's documented steps: each block with its SKILL.md line and the prose before it
+(`DocBlock`, `doc_blocks`), and the plan (`plan_blocks`): a block with a placeholder, a
+console session, an example of what not to do or an install of host software is skipped with
+the reason; any other block runs. Also the names a skill's own files go by (`SKILL_FOLDERS`,
+`SCRIPT_EXT`, `generic_example`). Judging what a block that ran proves is
+`aeval.verdicts.doctest`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Literal
+
+from aeval.skill.shellparse import Effects, as_skill_var, commands, effects
+
+# ---- placeholders ---------------------------------------------------------------------------
+
+_PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![<\w])<[A-Za-z_][\w./:-]*>"), "angle-bracket placeholder"),
+    (re.compile(r"(?<![$\w])\{[A-Za-z_][\w-]*\}"), "brace placeholder"),
+    (re.compile(r"\$?\{?\bYOUR_[A-Z0-9_]+\b|\byour[-_](?:api[-_])?(?:key|token|[a-z]+)\b"),
+     "YOUR_... placeholder"),
+    (re.compile(r"\[\.\.\.\]|\[(?:options?|args?|arguments?|flags?)\]|\[[A-Z]{2,}[A-Z_ -]*\]",
+                re.I), "[...] placeholder"),
+    (re.compile(r"(?:^|[\s(,=])(?:\.\.\.|…)(?=$|[\s),])", re.M), "bare ellipsis"),
+    (re.compile(r"(?<![\w/.-])(?:/)?path/to/[\w./-]*"), "path/to/ placeholder"),
+)
+# a block shown as what NOT to do: the prose just before it, or a comment inside it, says so
+_BAD_PROSE = re.compile(
+    r"(?:^|\n)\W{0,6}(?:\*\*|__)?(?:bad|wrong|incorrect|don'?t|do not|avoid|never|"
+    r"anti-?pattern|not this|instead of)\b[^\n]{0,60}$|[❌✗✘🚫⛔]", re.I)
+_BAD_COMMENT = re.compile(r"^\s*#\s*(?:[❌✗✘🚫⛔]|(?:bad|wrong|incorrect|don'?t|do not|avoid|"
+                          r"never)\b)", re.I | re.M)
+
+
+@dataclass(frozen=True)
+class DocBlock:
+    """A SKILL.md shell block as the doc test gets it: the SKILL.md line of its first line of
+    code (0: unknown), its code, and the prose before it."""
+
+    line: int
+    code: str
+    before: str = ""
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """One SKILL.md shell block and whether the doc test runs it."""
+
+    line: int
+    code: str
+    action: Literal["run", "skip"]
+    reason: str | None = None
+    taints: bool = True  # what a skipped block would have produced may be missing later
+    effects: Effects = field(default_factory=Effects, compare=False, repr=False)
+
+
+_INSTALL = re.compile(
+    r"^\s*(?:sudo\s+)?(?:(?:python3?\s+-m\s+)?pip3?|uv\s+pip|uv\s+tool|pipx|npm|pnpm|yarn|"
+    r"apt(?:-get)?|brew|conda|mamba|gem|cargo|go|apk|dnf|yum|choco|winget|scoop)\s+"
+    r"(?:-\S+\s+)*(?:install|add|i)\b")
+_CONSOLE = re.compile(r"^\s*[$>] \S", re.M)
+
+
+_PROBES = frozenset({"--version", "-v", "-V", "version", "--help", "-h"})
+_LOOKUPS = frozenset({"which", "type", "hash", "whereis"})
+
+
+def _probe(argv: list[str]) -> bool:
+    """``X --version``, ``X -v``, ``which X``, ``command -v X``, ``type X``: a look at an
+    installed program (on PATH: no path, no file of the skill), nothing else run."""
+    if len(argv) == 2 and "/" not in argv[0] and argv[1] in _PROBES:
+        return True
+    if len(argv) >= 2 and argv[0] in _LOOKUPS:
+        return all("/" not in a for a in argv[1:])
+    return len(argv) >= 3 and argv[0] == "command" and argv[1] in ("-v", "-V")
+
+
+def _install_step(code: str) -> str | None:
+    """The skip reason when a block installs host software and probes what is then on
+    PATH (``npm install -g X && X --version``, ``pip install X`` then ``which X``): an
+    install step, whatever its lines look like. None for any other block."""
+    installed: list[str] = []
+    probed = False
+    for cmd in commands(code):
+        argv = cmd.target_argv()
+        if not argv:
+            return None
+        if _INSTALL.match(" ".join(cmd.argv)):
+            verb = next((i for i, a in enumerate(argv) if a in ("install", "add", "i")), 0)
+            installed += [a for a in argv[verb + 1:] if not a.startswith("-")]
+        elif _probe(argv) or (argv[0] in ("head", "echo") and cmd.piped):
+            probed = True
+        else:
+            return None
+    if not installed or not probed:
+        return None  # installs alone: the plain install skip says so
+    what = ", ".join(installed[:3]) + (" ..." if len(installed) > 3 else "")
+    return (f"an install step (installs {what} and checks it is there): installing host "
+            "software is the case's setup")
+
+
+def _commands(code: str) -> list[str]:
+    """The command lines of a block (comments and blank lines dropped)."""
+    return [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+_GENERIC_WORDS = frozenset({"example", "examples", "sample", "demo", "foo", "bar", "baz",
+                            "qux", "my", "your", "some", "xxx", "placeholder", "dummy",
+                            "whatever", "new", "another", "other"})
+# words that name the shape of the thing, not what it does
+_SHAPE_WORDS = frozenset({"script", "scripts", "file", "filename", "name", "tool", "module",
+                          "program", "helper", "code"})
+_GENERIC_ALONE = frozenset({"example", "foo", "bar", "baz", "placeholder", "dummy"})
+
+
+def generic_example(rel: str) -> bool:
+    """Whether a script's name is a generic example rather than a file (``script_name.py``,
+    ``my_script.sh``, ``your_tool.js``, ``example.py``): a script's name of shape words and
+    generic words only, with both (``name`` counts as either), or one of a few words that
+    are nothing but an example. What a name says it does is a file: ``sample_data.py``,
+    ``demo_app.py``, ``helper.py``, and any data or template (``assets/sample.csv``).
+    Read only for a file the skill does not have: S0 warns, the doc test is inconclusive."""
+    path = PurePosixPath(rel)
+    if path.suffix not in SCRIPT_EXT:
+        return False
+    words = [w for w in re.split(r"[_\-.\s]+", path.stem.lower()) if w]
+    if not words or not all(w in _GENERIC_WORDS or w in _SHAPE_WORDS for w in words):
+        return False
+    if len(words) == 1:
+        return words[0] in _GENERIC_ALONE
+    return any(w in _SHAPE_WORDS for w in words) and \
+        any(w in _GENERIC_WORDS or w == "name" for w in words)
+
+
+def placeholder(code: str) -> str | None:
+    """Why ``code`` is illustrative rather than runnable (None when it looks runnable). The
+    skill folder's spellings (``{baseDir}``, ``${CLAUDE_SKILL_DIR}``) are no placeholders."""
+    code = as_skill_var(code)
+    for rx, what in _PLACEHOLDERS:
+        m = rx.search(code)
+        if m:
+            return f"{what} {m.group(0).strip()!r}"
+    return None
+
+
+def doc_blocks(fences: list, steps: list[str]) -> list[DocBlock]:
+    """Each step with the SKILL.md block it came from (``fences``: `aeval.skill.markdown.Fence`s):
+    the first block not yet used with the same code; line 0 when a step is no block's."""
+    used: set[int] = set()
+    out = []
+    for code in steps:
+        match = next((i for i, f in enumerate(fences) if i not in used and f.shell
+                      and f.code.strip() == code.strip()), None)
+        if match is None:
+            out.append(DocBlock(0, code))
+            continue
+        used.add(match)
+        f = fences[match]
+        lead = len(f.code) - len(f.code.lstrip("\n"))  # blank lines the step lost
+        out.append(DocBlock(f.line + 1 + f.code[:lead].count("\n"), code, f.before))
+    return out
+
+
+def _block(b: DocBlock | tuple) -> DocBlock:
+    return b if isinstance(b, DocBlock) else DocBlock(*b)
+
+
+def plan_blocks(blocks: list[DocBlock] | list[tuple[int, str]]) -> list[BlockPlan]:
+    """Classify the blocks: ``skip`` with the reason, or ``run``; each with its effects."""
+    out = []
+    for b in map(_block, blocks):
+        line, code = b.line, b.code
+        commands_ = _commands(code)
+        why = placeholder(code)
+        eff = effects(code)
+        if not commands_:
+            plan = BlockPlan(line, code, "skip", "no command (comments only)", taints=False)
+        elif _CONSOLE.search(code):
+            plan = BlockPlan(line, code, "skip",
+                             "a console session ('$ ' prompts mixed with output)")
+        elif counter_example(code, b.before):
+            plan = BlockPlan(line, code, "skip", "an example of what not to do", taints=False)
+        elif why:
+            plan = BlockPlan(line, code, "skip", f"placeholder: {why}")
+        elif (step := _install_step(code)) is not None:
+            plan = BlockPlan(line, code, "skip", step, taints=False)
+        elif all(_INSTALL.match(c) for c in commands_):
+            # Installing host software is the environment's job (the case's `setup`), and a
+            # doc test must not change the machine it runs on. A later block that lacks what
+            # this installs is diagnosed `needs X` by itself, so the skip taints nothing.
+            plan = BlockPlan(line, code, "skip", "installs host software (declare it in "
+                                                 "the case's setup)", taints=False)
+        else:
+            plan = BlockPlan(line, code, "run")
+        out.append(BlockPlan(plan.line, plan.code, plan.action, plan.reason, plan.taints, eff))
+    return out
+
+# the folders skills keep their files in: a path under one names the skill's own file even
+# when the whole folder is gone (`dist/`, `bin/`, `node_modules/` are the reader's project)
+SKILL_FOLDERS = frozenset({"scripts", "references", "reference", "assets", "templates"})
+SCRIPT_EXT = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php",
+              ".R", ".lua", ".ps1")
+
+
+def counter_example(code: str, before: str = "") -> bool:
+    """A block shown as what not to do: a comment inside it, or the prose just before it."""
+    return bool(_BAD_COMMENT.search(code) or _BAD_PROSE.search(before.strip()))
