@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 from aeval.errors import RuntimeUnavailable
-from aeval.runtime import AgentRuntime
+from aeval.runtime.protocol import AgentRuntime
 
 # name -> "module:Class"; keep in sync with DESIGN.md's runtime table.
 RUNTIMES: dict[str, str] = {

@@ -88,7 +88,7 @@ def misconfigured(request: ModelChoice, problem: str | None = None) -> State | N
     model whose provider key this process lacks, or when ``problem`` is given; else None."""
     import os
 
-    from aeval.isolation.model_keys import config_problem
+    from aeval.runtime.model_keys import config_problem
 
     problem = problem or config_problem(request.runtimes, request.model, request.grader_model,
                                         request.api_base, os.environ)

@@ -34,7 +34,7 @@ from aeval.events import (
     UsageEvent,
 )
 from aeval.isolation.shell import Guard
-from aeval.runtime import EventRecorder, ExecutionRequest
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PREFIX = REPO_ROOT / ".ci" / "node_modules"

@@ -26,7 +26,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.events import Usage
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.skill_md import load_skill
 
 SKILL_NOTE = """

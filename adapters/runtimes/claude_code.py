@@ -87,7 +87,7 @@ from aeval.events import (
     UsageEvent,
 )
 from aeval.isolation.tree import ensure_folder, write_private
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
 INSTALL = "pip install 'aeval-skills[claude]'"
 """The exact install command (the extra pins claude-agent-sdk>=0.2.180,<0.3)."""

@@ -63,7 +63,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.isolation.tree import ensure_folder, write_private
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
 CODEX_VERSION = "0.171.0"
 CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from aeval.errors import RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.shell_blocks import BlockPlan, DocBlock, plan_blocks
 from aeval.skill.shellparse import as_skill_var
 from aeval.verdicts.diagnosis import diagnose

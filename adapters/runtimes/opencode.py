@@ -55,7 +55,7 @@ from aeval.adapters.runtimes.keyproxy import AuthStyle, grant
 
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.isolation.tree import ensure_folder, write_private
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
 OPENCODE_VERSION = "1.18.33"
 OPENCODE_PACKAGE = f"opencode-ai@{OPENCODE_VERSION}"

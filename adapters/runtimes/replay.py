@@ -16,7 +16,7 @@ from aeval.errors import RuntimeUnavailable
 from aeval.events import EndEvent, read_events
 from aeval.run.layout import CaseFiles
 from aeval.run.read import read_grading
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
 
 def _links(folder: str, names: list[str]) -> set[str]:

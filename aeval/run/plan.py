@@ -13,7 +13,7 @@ from aeval.artifacts.grading import Grading
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
 from aeval.run.layout import RunLayout, case_rel, safe
-from aeval.runtime import ExecutionResult
+from aeval.runtime.protocol import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
 from aeval.verdicts.static_check import StaticFinding

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aeval.isolation.sandbox import SandboxMode
-from aeval.runtime import MODEL_RUNTIMES, RUNTIME_NAMES
+from aeval.runtime.protocol import MODEL_RUNTIMES, RUNTIME_NAMES
 
 RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
                 "replay.")

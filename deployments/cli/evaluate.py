@@ -206,7 +206,7 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
     of range (an internal error). None when there is none."""
     import os
 
-    from aeval.isolation.model_keys import config_problem
+    from aeval.runtime.model_keys import config_problem
 
     if not 1 <= args.epochs <= MAX_EPOCHS:
         return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
@@ -487,7 +487,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     import os
 
-    from aeval.isolation.model_keys import config_problem
+    from aeval.runtime.model_keys import config_problem
 
     for v in variants:  # each row's grader is the one named, else the row's model
         if problem := config_problem([v["runtime"]], v["model"], opts.named_grader,

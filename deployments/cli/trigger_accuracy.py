@@ -96,7 +96,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     import os
 
-    from aeval.isolation.model_keys import config_problem
+    from aeval.runtime.model_keys import config_problem
 
     if problem := config_problem(runtimes, model, None, opts.api_base, os.environ):
         print(f"aeval triggers: {problem}", file=sys.stderr)

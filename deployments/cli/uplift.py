@@ -96,7 +96,7 @@ def cmd_uplift(args: argparse.Namespace) -> int:
         return usage("an agent runtime needs --model (or AEVAL_MODEL)")
     import os
 
-    from aeval.isolation.model_keys import config_problem
+    from aeval.runtime.model_keys import config_problem
 
     if problem := config_problem(runtimes, model, opts.grader_model, opts.api_base,
                                  os.environ):

@@ -90,7 +90,7 @@ PRELOAD = (
     "litellm", "pandas",
     "rich.console", "rich.table", "prefect.flow_engine", "prefect.task_engine",
     "prefect.utilities.visualization", "fastapi.encoders", "aeval.deployments.cli.main",
-    "aeval.isolation.model_keys", "aeval.adapters.runtimes.literal",
+    "aeval.runtime.model_keys", "aeval.adapters.runtimes.literal",
     "aeval.adapters.runtimes.builtin",
     "aeval.adapters.runtimes.claude_code", "aeval.adapters.runtimes.codex",
     "aeval.adapters.runtimes.opencode",

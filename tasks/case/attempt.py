@@ -57,7 +57,7 @@ from aeval.prompts import load_prompt
 from aeval.run.layout import RunLayout
 from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
-from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.skill.shell_blocks import doc_blocks
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events

@@ -264,7 +264,7 @@ def test_the_host_side_launcher_starts_with_nothing_of_aevals_environment(
     from aeval.isolation.redact import Redactor
     from aeval.isolation.shell import base_env
     from aeval.isolation.workspace import prepare_workspace
-    from aeval.runtime import EventRecorder, ExecutionRequest, Limits
+    from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api-canary-5521")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-canary-6632")

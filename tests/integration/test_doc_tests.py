@@ -24,7 +24,7 @@ from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent, read_even
 from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import base_env
 from aeval.isolation.workspace import prepare_workspace
-from aeval.runtime import EventRecorder, ExecutionRequest, Limits
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 from aeval.skill.shell_blocks import doc_blocks
 
 SKILLS: dict[str, dict[str, str]] = {

@@ -9,7 +9,7 @@ from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
 from aeval.adapters.runtimes.opencode import upstream
 
 from aeval.errors import RuntimeUnavailable
-from aeval.runtime import ExecutionRequest
+from aeval.runtime.protocol import ExecutionRequest
 
 
 def request(tmp_path: Path, model: str, api_base: str | None = None) -> ExecutionRequest:

@@ -7,7 +7,7 @@ from aeval.adapters import get_runtime
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
 from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import base_env
-from aeval.runtime import EventRecorder, ExecutionRequest, Limits
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 
 
 def request(tmp_path, steps, timeout=30, env_extra=None):

@@ -1,4 +1,4 @@
-"""Misconfiguration found before anything runs (aeval/isolation/model_keys.py) and in the request
+"""Misconfiguration found before anything runs (aeval/runtime/model_keys.py) and in the request
 models: unknown runtimes, agent runtimes without a model, models without their key."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from aeval.isolation.model_keys import config_problem, key_vars, provider_of
 from aeval.run.requests import EvalRequest, MrRequest, SweepRequest
-from aeval.runtime import MODEL_RUNTIMES, RUNTIME_NAMES
+from aeval.runtime.model_keys import config_problem, key_vars, provider_of
+from aeval.runtime.protocol import MODEL_RUNTIMES, RUNTIME_NAMES
 
 
 def test_the_runtime_names_are_the_registered_ones():

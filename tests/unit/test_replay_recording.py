@@ -11,7 +11,7 @@ from aeval.artifacts import ChangeMade, GraderInfo, Grading, GradingSummary, Sel
 from aeval.events import EndEvent
 from aeval.isolation.redact import Redactor
 from aeval.run.store import write_model
-from aeval.runtime import EventRecorder, ExecutionRequest
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest
 
 
 def recording(tmp_path: Path, deleted: list[str]) -> Path:

@@ -17,7 +17,7 @@ from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env
 from aeval.isolation.workspace import prepare_workspace
-from aeval.runtime import EventRecorder, ExecutionRequest, Limits
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 from tests.conftest import EXAMPLES
 
 CANARY = "sk-ant-canary-27182818284590452353"

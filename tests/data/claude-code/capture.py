@@ -22,7 +22,7 @@ from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime  # noqa: E402
 from aeval.errors import EnvironmentFailure  # noqa: E402
 from aeval.isolation.redact import Redactor  # noqa: E402
 from aeval.isolation.shell import base_env  # noqa: E402
-from aeval.runtime import EventRecorder, ExecutionRequest, Limits  # noqa: E402
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits  # noqa: E402
 from aeval.testing import Script, ScriptedModelServer, ToolCall, Turn  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
