@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from aeval.strict import StrictModel
+
 
 class Usage(BaseModel):
     """Token counts. ``input_tokens`` EXCLUDES cached tokens: total prompt = input + cached +
@@ -43,9 +45,7 @@ REFUSALS: dict[str, str] = {
 """Why a runtime did not run a tool call, as a person reads it."""
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _Event(StrictModel):
     seq: int = Field(ge=0, description="Position in the run, from 0, assigned by the recorder.")
     t: float = Field(ge=0, description="Seconds since the execution started.")
 

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.isolation.redact import Redactor
 from aeval.isolation.text import escape_controls
+from aeval.strict import StrictModel
 
 TOKEN_ENV = "AEVAL_GITHUB_TOKEN"
 DEFAULT_API_URL = "https://api.github.com"
@@ -48,10 +49,6 @@ class GitHubConfigError(GitHubError, ForgeConfigError):
     pull request, or a pull request whose head is not the run's."""
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 def _event(environ: Mapping[str, str]) -> dict[str, Any]:
     path = environ.get("GITHUB_EVENT_PATH")
     if not path:
@@ -64,7 +61,7 @@ def _event(environ: Mapping[str, str]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-class GitHubTarget(_M):
+class GitHubTarget(StrictModel):
     """The pull request to post on."""
 
     api_url: str = Field(description="REST API root (GITHUB_API_URL), e.g. "
@@ -112,7 +109,7 @@ class GitHubTarget(_M):
                    expected_head=expected)
 
 
-class PullInfo(_M):
+class PullInfo(StrictModel):
     """What delivery needs of the pull request itself."""
 
     head_sha: str
@@ -120,7 +117,7 @@ class PullInfo(_M):
     head_repository: str | None = None
 
 
-class RemoteComment(_M):
+class RemoteComment(StrictModel):
     """An issue comment or a review comment as read back (only what delivery needs)."""
 
     id: int
@@ -133,7 +130,7 @@ class RemoteComment(_M):
     side: str | None = None
 
 
-class ReviewComment(_M):
+class ReviewComment(StrictModel):
     """One comment of a new review: on ``line`` (the last line it spans) of ``path`` at the
     PR head; ``start_line`` for a multi-line one."""
 
@@ -151,7 +148,7 @@ class ReviewComment(_M):
         return data
 
 
-class Annotation(_M):
+class Annotation(StrictModel):
     """A check-run annotation on lines of a file."""
 
     path: str
@@ -162,7 +159,7 @@ class Annotation(_M):
     message: str
 
 
-class RemoteCheck(_M):
+class RemoteCheck(StrictModel):
     """An ``aeval`` check run as read back."""
 
     id: int

@@ -28,10 +28,11 @@ from typing import Any, Literal
 import gitlab
 import requests
 from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.isolation.redact import Redactor
 from aeval.isolation.text import escape_controls
+from aeval.strict import StrictModel
 
 TOKEN_ENV = "AEVAL_GITLAB_TOKEN"
 TIMEOUT_S = 30.0
@@ -54,11 +55,7 @@ class GitLabConfigError(GitLabError, ForgeConfigError):
     """What to post to is not known: no token, no MR, no project or no server URL."""
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class GitLabTarget(_M):
+class GitLabTarget(StrictModel):
     """The merge request to post on."""
 
     url: str = Field(description="GitLab server URL (CI_SERVER_URL), without /api/v4.")
@@ -90,7 +87,7 @@ class GitLabTarget(_M):
         return cls(url=str(url).rstrip("/"), project_id=str(project_id), mr_iid=iid)
 
 
-class DiffRefs(_M):
+class DiffRefs(StrictModel):
     """The three commits an inline position names (``mr.diff_refs``)."""
 
     base_sha: str
@@ -98,7 +95,7 @@ class DiffRefs(_M):
     head_sha: str
 
 
-class InlinePosition(_M):
+class InlinePosition(StrictModel):
     """Where an inline discussion sits: a line of the MR diff (GitLab's ``position``).
 
     An added line takes only ``new_line``; a context line both ``old_line`` and ``new_line``.
@@ -117,7 +114,7 @@ class InlinePosition(_M):
 MRFileDiff = FileDiff  # GitLab's ``/merge_requests/:iid/diffs`` entries, as every forge's
 
 
-class RemoteNote(_M):
+class RemoteNote(StrictModel):
     """A note as read back from GitLab (only what delivery needs)."""
 
     id: int
@@ -129,7 +126,7 @@ class RemoteNote(_M):
     position: dict[str, Any] | None = None
 
 
-class RemoteDiscussion(_M):
+class RemoteDiscussion(StrictModel):
     """A discussion thread: its first note carries aeval's marker."""
 
     id: str

@@ -6,23 +6,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.artifacts.case import Artifact, CaseStatus
 from aeval.artifacts.coverage import SkillCoverage
 from aeval.events import Usage
 from aeval.isolation.sandbox import SandboxStatus
 from aeval.skill.contract import Tier
-
-
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+from aeval.strict import StrictModel
 
 # ---- benchmark.json -------------------------------------------------------------------------
 
 
-class RateStats(_M):
+class RateStats(StrictModel):
     """A pass rate over the runs (cases x epochs)."""
 
     mean: float | None
@@ -57,7 +53,7 @@ class Benchmark(Artifact):
 # ---- analysis_notes.json --------------------------------------------------------------------
 
 
-class AnalysisNote(_M):
+class AnalysisNote(StrictModel):
     kind: Literal["non_discriminating", "always_failing", "flaky", "token_outlier",
                   "latency_outlier", "ungraded", "narrative"]
     subject: str = Field(description="The assertion (case:id) or case the note is about.")
@@ -74,7 +70,7 @@ class AnalysisNotes(Artifact):
 # ---- fix_suggestions.json -------------------------------------------------------------------
 
 
-class FixSuggestion(_M):
+class FixSuggestion(StrictModel):
     level: Literal["LV1", "LV2"] = Field(
         description="LV1: causally implicated in a first-attempt failure (gates the merge); "
                     "LV2: an advisory improvement from eval_feedback."
@@ -95,7 +91,7 @@ class FixSuggestion(_M):
     source: Literal["delta", "model"] = "model"
 
 
-class RejectedSuggestion(_M):
+class RejectedSuggestion(StrictModel):
     suggestion: dict
     reason: str
 
@@ -111,7 +107,7 @@ class FixSuggestions(Artifact):
 # ---- multi_eval_report.json -----------------------------------------------------------------
 
 
-class CaseResult(_M):
+class CaseResult(StrictModel):
     """One case run, as the run and the report list it."""
 
     case_id: str
@@ -156,7 +152,7 @@ class MultiEvalReport(Artifact):
 # ---- regression.json ------------------------------------------------------------------------
 
 
-class AssertionDelta(_M):
+class AssertionDelta(StrictModel):
     case_id: str
     assertion_id: str
     text: str
@@ -175,7 +171,7 @@ class Regression(Artifact):
 # ---- run.json -------------------------------------------------------------------------------
 
 
-class SkillResult(_M):
+class SkillResult(StrictModel):
     name: str
     key: str | None = Field(None, description="The skill's folder in the run (its name, made "
                                               "unique when two skills share one).")
@@ -187,7 +183,7 @@ class SkillResult(_M):
     cases: list[CaseResult] = Field(default_factory=list)
 
 
-class Gate(_M):
+class Gate(StrictModel):
     exit_code: Literal[0, 1, 2, 3, 4]
     reason: str
 
@@ -219,7 +215,7 @@ class RunManifest(Artifact):
         None, description="The sandbox of the run's commands: bwrap, or none and why.")
 
 
-class SuggesterItem(_M):
+class SuggesterItem(StrictModel):
     """One suggestion as the suggester model proposes it (checked before it is kept)."""
 
     level: Literal["LV1", "LV2"]
@@ -232,7 +228,7 @@ class SuggesterItem(_M):
     rationale: str = ""
 
 
-class SuggesterAnswer(_M):
+class SuggesterAnswer(StrictModel):
     """The suggester's JSON answer (eval_skill/agents/suggester.md)."""
 
     suggestions: list[SuggesterItem] = Field(default_factory=list)
@@ -241,7 +237,7 @@ class SuggesterAnswer(_M):
 # ---- baselines.json (the store's last-known-good results) -----------------------------------
 
 
-class BaselineEntry(_M):
+class BaselineEntry(StrictModel):
     """The last-known-good result of one skill x runtime x case."""
 
     run_id: str
@@ -259,7 +255,7 @@ class Baselines(Artifact):
         default_factory=dict, description="`skill/runtime/case` -> last-known-good result.")
 
 
-class VerdictEntry(_M):
+class VerdictEntry(StrictModel):
     """The last verdict given for one case-run fingerprint."""
 
     run_id: str

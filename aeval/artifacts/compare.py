@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.artifacts.aggregate import Gate
 from aeval.artifacts.case import Artifact, AssertionKind
+from aeval.strict import StrictModel
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RefusedTools(_M):
+class RefusedTools(StrictModel):
     """Tool calls a row's runtime refused: the agent's errors, never the skill's. Many of
     them mean the agent (a scripted one, typically) was written for another runtime."""
 
@@ -26,7 +23,7 @@ class RefusedTools(_M):
                                           "runtime does not put it (another runtime's folder).")
 
 
-class CompareRow(_M):
+class CompareRow(StrictModel):
     """One runtime (or runtime x model) over the same skills and eval.config."""
 
     label: str = Field(description="runtime, or runtime:model")
@@ -64,7 +61,7 @@ class CompareReport(Artifact):
 Verdict = Literal["passed", "failed"]
 
 
-class RaterVerdict(_M):
+class RaterVerdict(StrictModel):
     """One rater's first-attempt verdict on one assertion."""
 
     verdict: Verdict | None = Field(
@@ -73,7 +70,7 @@ class RaterVerdict(_M):
     evidence: str = Field("", description="The rater's evidence line, shortened.")
 
 
-class AssertionVerdicts(_M):
+class AssertionVerdicts(StrictModel):
     """One assertion of one case epoch, as every rater judged it. Identified stably by
     skill / runtime / case / epoch / assertion id."""
 
@@ -94,7 +91,7 @@ class AssertionVerdicts(_M):
         description="Every rater with a verdict gave the same; None with fewer than two.")
 
 
-class Agreement(_M):
+class Agreement(StrictModel):
     """Agreement of a set of raters over the counted assertions each of them judged."""
 
     raters: list[str]
@@ -107,7 +104,7 @@ class Agreement(_M):
     kappa_note: str | None = Field(None, description="Why kappa is undefined, when it is.")
 
 
-class RaterError(_M):
+class RaterError(StrictModel):
     """A case epoch this rater could not grade (recorded as an error, not as disagreement)."""
 
     skill: str
@@ -117,7 +114,7 @@ class RaterError(_M):
     reason: str
 
 
-class RaterSummary(_M):
+class RaterSummary(StrictModel):
     rater: str = Field(description="`original`, or the grader model.")
     model: str | None = Field(description="The grader model (the original run's, if any).")
     runs: list[str] = Field(description="Run ids this rater's verdicts come from.")
@@ -129,7 +126,7 @@ class RaterSummary(_M):
     causal_share: float | None = Field(description="LV1 / (LV1 + LV2); None without any.")
 
 
-class TierDifference(_M):
+class TierDifference(StrictModel):
     """The same finding (the same lines of a skill file) suggested in different tiers."""
 
     skill: str

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.artifacts.case import Artifact, AssertionKind, CaseStatus
 from aeval.events import Usage
+from aeval.strict import StrictModel
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Expectation(_M):
+class Expectation(StrictModel):
     """The verdict on one assertion."""
 
     id: str
@@ -34,7 +31,7 @@ class Expectation(_M):
     graded_by: Literal["check", "grader", "structural", "none"]
 
 
-class GradingSummary(_M):
+class GradingSummary(StrictModel):
     passed: int = Field(description="First-attempt passes.")
     failed: int = Field(description="First-attempt failures.")
     ungraded: int
@@ -44,7 +41,7 @@ class GradingSummary(_M):
     terminal_pass_rate: float | None = Field(description="Terminal passes / graded.")
 
 
-class FirstAttemptError(_M):
+class FirstAttemptError(StrictModel):
     """A tool call that failed during the run."""
 
     seq: int = Field(description="Sequence number of the failing tool_result event.")
@@ -63,7 +60,7 @@ class FirstAttemptError(_M):
                           "never counts against a documented command.")
 
 
-class ChangeMade(_M):
+class ChangeMade(StrictModel):
     """One edit to the skill's own files found by the manifest diff (Δ)."""
 
     id: str = Field(description="C1, C2 ... (what suggestions cite in grounded_in).")
@@ -85,7 +82,7 @@ class ChangeMade(_M):
     )
 
 
-class ProbeResult(_M):
+class ProbeResult(StrictModel):
     """The documented-workflow probe: the contract's `steps` run verbatim (literal, no model)
     in a workspace of their own, beside an agent runtime's run."""
 
@@ -99,7 +96,7 @@ class ProbeResult(_M):
                                               "transcript, attempts).")
 
 
-class SelfCorrection(_M):
+class SelfCorrection(StrictModel):
     was_needed: bool = Field(description="Δ non-empty, or a failed call later retried.")
     first_attempt_errors: list[FirstAttemptError] = Field(default_factory=list)
     changes_made: list[ChangeMade] = Field(default_factory=list)
@@ -107,24 +104,24 @@ class SelfCorrection(_M):
                                            description="Ids failed because of a correction.")
 
 
-class Claim(_M):
+class Claim(StrictModel):
     claim: str
     type: Literal["factual", "process", "quality"]
     verified: bool | None = Field(description="None when it could not be checked.")
     evidence: str = ""
 
 
-class FeedbackItem(_M):
+class FeedbackItem(StrictModel):
     assertion: str | None = Field(None, description="Assertion id the remark is about.")
     reason: str
 
 
-class EvalFeedback(_M):
+class EvalFeedback(StrictModel):
     suggestions: list[FeedbackItem] = Field(default_factory=list)
     overall: str = ""
 
 
-class ExecutionMetrics(_M):
+class ExecutionMetrics(StrictModel):
     tool_calls: dict[str, int] = Field(default_factory=dict, description="Calls per tool.")
     total_tool_calls: int = 0
     failed_tool_calls: int = 0
@@ -134,13 +131,13 @@ class ExecutionMetrics(_M):
     transcript_chars: int = 0
 
 
-class Timing(_M):
+class Timing(StrictModel):
     executor_wall_s: float | None = None
     grader_wall_s: float | None = None
     total_s: float | None = None
 
 
-class GraderInfo(_M):
+class GraderInfo(StrictModel):
     model: str | None = Field(description="Grader model; None when no model graded.")
     protocol_fidelity: bool = Field(
         description="The grader's answer validated (after at most the allowed retries)."
@@ -175,7 +172,7 @@ class Grading(Artifact):
 # ---- what the grader model answers (validated; an invalid answer is retried) -----------------
 
 
-class GraderVerdict(_M):
+class GraderVerdict(StrictModel):
     id: str = Field(description="Assertion id, as given.")
     passed: bool = Field(description="Satisfied by the evidence in the final state.")
     needed_correction: bool = Field(
@@ -183,7 +180,7 @@ class GraderVerdict(_M):
     evidence: str = Field(min_length=1, description="Quoted from the transcript or outputs.")
 
 
-class GraderAnswer(_M):
+class GraderAnswer(StrictModel):
     """The grader's JSON answer (eval_skill/agents/grader.md)."""
 
     expectations: list[GraderVerdict]

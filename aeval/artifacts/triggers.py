@@ -5,16 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.artifacts.case import Artifact
+from aeval.strict import StrictModel
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TriggerTrial(_M):
+class TriggerTrial(StrictModel):
     """One prompt run once: did the runtime load the skill under test?"""
 
     kind: Literal["should", "should_not"] = Field(
@@ -35,7 +32,7 @@ class TriggerTrial(_M):
                                  "to the triggers run folder.")
 
 
-class TriggerScore(_M):
+class TriggerScore(StrictModel):
     """Precision and recall of one skill x runtime over its trigger prompts x epochs."""
 
     skill: str

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.artifacts.case import Artifact, CaseStatus
+from aeval.strict import StrictModel
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PairOutcome(_M):
+class PairOutcome(StrictModel):
     """One skill x case x runtime x epoch, run with and without the skill."""
 
     skill: str
@@ -40,7 +37,7 @@ class PairOutcome(_M):
     without_wall_s: float | None = Field(None, description="Executor wall seconds without.")
 
 
-class ArmStats(_M):
+class ArmStats(StrictModel):
     """One arm (with or without the skill) over the comparable pairs."""
 
     passed: int = Field(description="Pairs whose case passed in this arm.")
@@ -50,7 +47,7 @@ class ArmStats(_M):
     mean_wall_s: float | None = Field(description="Mean executor wall seconds per run.")
 
 
-class UpliftStats(_M):
+class UpliftStats(StrictModel):
     """Paired statistics over a set of pairs (one case, or every case of a skill)."""
 
     pairs: int = Field(description="Comparable pairs (both arms pass or fail).")
@@ -80,12 +77,12 @@ class UpliftStats(_M):
     flagged: bool = Field(description="The uplift is negative (hurts or negative).")
 
 
-class CaseUplift(_M):
+class CaseUplift(StrictModel):
     case_id: str
     stats: UpliftStats
 
 
-class SkillUplift(_M):
+class SkillUplift(StrictModel):
     """One skill x runtime: its cases and the pooled statistics over all of their pairs."""
 
     skill: str
@@ -102,7 +99,7 @@ class SkillUplift(_M):
             else f"{self.skill} ({self.skill_key})"
 
 
-class UpliftGate(_M):
+class UpliftGate(StrictModel):
     exit_code: Literal[0, 1, 2, 3, 4]
     reason: str
 

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from aeval.isolation.sandbox import SandboxMode
 from aeval.runtime.protocol import MODEL_RUNTIMES, RUNTIME_NAMES
+from aeval.strict import StrictModel
 
 RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
                 "replay.")
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ModelChoice(_Request):
+class ModelChoice(StrictModel):
     """Which models execute and grade."""
 
     runtimes: list[str] = Field(["literal"], min_length=1, description=RUNTIME_HELP)
@@ -53,7 +50,7 @@ class ModelChoice(_Request):
         return self
 
 
-class TaskRunnerChoice(_Request):
+class TaskRunnerChoice(StrictModel):
     """Where the case chains run: threads in the flow's process, or Dask."""
 
     concurrency: int = Field(4, ge=1, le=256, description="Case chains at once.")

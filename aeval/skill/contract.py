@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aeval.errors import ContractError, Problem, yaml_error_text
 from aeval.isolation.copying import copy_entry
@@ -22,6 +22,7 @@ from aeval.isolation.hardening import RESERVED_CREDENTIALS
 from aeval.isolation.workspace import IGNORED_NAMES
 from aeval.skill.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
 from aeval.skill.skill_md import Skill
+from aeval.strict import StrictModel
 
 CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.config.yml")
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -32,9 +33,9 @@ MAX_DISK_MB = 1 << 24  # 16 TiB: beyond it a disk bound is a typo
 MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones overflow timers
 
 
-class _Strict(BaseModel):
+class _Strict(StrictModel):
     # Infinity / NaN pass `gt=0` and then crash `run` (a timeout of inf): refused everywhere.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

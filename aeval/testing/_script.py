@@ -12,7 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from aeval.strict import StrictModel
 
 USAGE_KEYS = (
     "input_tokens",
@@ -23,11 +25,7 @@ USAGE_KEYS = (
 )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ToolCall(_Strict):
+class ToolCall(StrictModel):
     """One tool call the scripted model makes."""
 
     name: str = Field(min_length=1, description="Tool name, as offered by the client.")
@@ -36,7 +34,7 @@ class ToolCall(_Strict):
     )
 
 
-class Turn(_Strict):
+class Turn(StrictModel):
     """One assistant answer, optionally preceded by injected faults."""
 
     text: str | None = Field(None, description="Assistant text (before any tool calls).")
@@ -77,7 +75,7 @@ class Turn(_Strict):
         return value
 
 
-class Script(_Strict):
+class Script(StrictModel):
     """A conversation the scripted model plays when its ``match`` regex hits a request."""
 
     name: str = Field(min_length=1, description="Name, recorded with every request it answers.")
@@ -110,7 +108,7 @@ class Script(_Strict):
         return self.turns[index] if index < len(self.turns) else Turn(text=self.final)
 
 
-class ScriptFile(_Strict):
+class ScriptFile(StrictModel):
     """What a script file holds (JSON or YAML): the scripts and the fallback answer.
 
     A bare list of scripts is accepted too.

@@ -14,7 +14,6 @@ from aeval.adapters.forges.gitlab import disarm_quick_actions
 from aeval.tasks.deliver.read_run import (
     _ICON,
     _LEVEL_MEANING,
-    _M,
     _SEVERITY,
     CODE_QUALITY_FILE,
     FALLBACK_MARKER,
@@ -31,6 +30,7 @@ from pydantic import Field, TypeAdapter
 from aeval.artifacts import FixSuggestion, RunManifest
 from aeval.isolation.text import code_span, escape_controls
 from aeval.run.store import atomic_write_text
+from aeval.strict import StrictModel
 from aeval.verdicts.verdict import passed_after_correction, terminal_rate
 
 
@@ -287,16 +287,16 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
 # ---- GitLab Code Quality ----------------------------------------------------------------------
 
 
-class CodeQualityLines(_M):
+class CodeQualityLines(StrictModel):
     begin: int = Field(ge=1, description="First line of the issue.")
 
 
-class CodeQualityLocation(_M):
+class CodeQualityLocation(StrictModel):
     path: str = Field(description="Path from the repository root.")
     lines: CodeQualityLines
 
 
-class CodeQualityIssue(_M):
+class CodeQualityIssue(StrictModel):
     """One entry of GitLab's Code Quality report (a subset of the Code Climate format)."""
 
     description: str

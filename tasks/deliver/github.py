@@ -49,7 +49,6 @@ from aeval.tasks.deliver.plan import (
 )
 from aeval.tasks.deliver.read_run import (
     _ICON,
-    _M,
     OUTDATED_MARKER,
     FileLines,
     LocatedSuggestion,
@@ -63,6 +62,7 @@ from pydantic import Field
 
 from aeval.artifacts import RunManifest
 from aeval.isolation.text import code_span, escape_controls, one_line
+from aeval.strict import StrictModel
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 REVIEW_MARKER = "<!-- aeval:review -->"
@@ -76,7 +76,7 @@ GitHubActionKind = Literal["create_comment", "update_comment", "create_review_co
                            "update_review_comment", "create_check_run"]
 
 
-class GitHubAction(_M):
+class GitHubAction(StrictModel):
     """One write to GitHub (review comments are sent together, as one review)."""
 
     kind: GitHubActionKind
@@ -90,7 +90,7 @@ class GitHubAction(_M):
     reason: str = ""
 
 
-class CheckPlan(_M):
+class CheckPlan(StrictModel):
     """The check run of the head commit."""
 
     conclusion: str

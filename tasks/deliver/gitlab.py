@@ -55,7 +55,6 @@ from aeval.tasks.deliver.plan import (
     summary_notes,
 )
 from aeval.tasks.deliver.read_run import (
-    _M,
     CODE_QUALITY_FILE,
     OUTDATED_MARKER,
     FileLines,
@@ -74,8 +73,10 @@ from aeval.tasks.deliver.read_run import (
 )
 from pydantic import Field
 
+from aeval.strict import StrictModel
 
-class DeliveryAction(_M):
+
+class DeliveryAction(StrictModel):
     """One write to GitLab."""
 
     kind: ActionKind

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from aeval.adapters.forges.diff import FileDiff
 from aeval.adapters.forges.gitlab import DiffRefs, InlinePosition
 from aeval.adapters.git import find_toplevel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from aeval.artifacts import (
     FixSuggestion,
@@ -24,6 +24,7 @@ from aeval.artifacts import (
 )
 from aeval.run.layout import safe
 from aeval.run.read import read_run
+from aeval.strict import StrictModel
 from aeval.verdicts.coverage import SkillCoverage
 
 CODE_QUALITY_FILE = "gl-code-quality.json"
@@ -39,11 +40,7 @@ _LEVEL_MEANING = {"LV1": "causally implicated in a first-attempt failure (gates 
                   "LV2": "an advisory improvement"}
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Placed(_M):
+class Placed(StrictModel):
     """How a plan placed the run's notes and suggestions, in either forge's plan."""
 
     unchanged: list[str] = Field(default_factory=list, description="Markers already current.")
@@ -74,7 +71,7 @@ def suggestion_marker(fingerprint: str, folder: str) -> str:
 # ---- the run, as delivery sees it -------------------------------------------------------------
 
 
-class LocatedSuggestion(_M):
+class LocatedSuggestion(StrictModel):
     """A suggestion mapped to the repository, with what it is grounded in."""
 
     fingerprint: str = Field(description="Stable id: skill, repo path, grounded text, original.")
@@ -88,7 +85,7 @@ class LocatedSuggestion(_M):
     problem: str | None = Field(None, description="Why it cannot be posted (stale, unmapped).")
 
 
-class SkillReport(_M):
+class SkillReport(StrictModel):
     """One skill of the run: its result, gradings (by case folder) and suggestions."""
 
     result: SkillResult
@@ -101,7 +98,7 @@ class SkillReport(_M):
         default_factory=dict, description="runtime -> the skill's files the cases used.")
 
 
-class RunBundle(_M):
+class RunBundle(StrictModel):
     """A finished run folder, loaded."""
 
     run_dir: Path
@@ -236,7 +233,7 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
 # ---- the MR diff ------------------------------------------------------------------------------
 
 
-class FileLines(_M):
+class FileLines(StrictModel):
     """The new-side lines of one file that the MR diff shows."""
 
     old_path: str
