@@ -280,10 +280,10 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
 
 def warm_up() -> None:
     """Pay litellm's first-call cost now: the first completion of a process imports the
-    provider's SDK and builds pydantic schemas (~0.5-1.3 s of CPU under the import lock, which
-    every case's first model call waited on). One call to a loopback port that is bound but
-    not listening: refused at once, nothing is sent anywhere, nothing is kept but what a
-    real call would have built. Never raises."""
+    provider's SDK and builds pydantic schemas (about a second of CPU under the import lock,
+    which every case's first model call would wait on). One call to a loopback port that is
+    bound but not listening: refused at once, nothing is sent anywhere, nothing is kept but
+    what a real call would have built. Never raises."""
     import socket
 
     import litellm

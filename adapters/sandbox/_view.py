@@ -26,9 +26,9 @@ its site-packages, nor anything a later service or user adds on the machine. Mou
 made where a shown path needs them (empty folders in the read-only root): a path's parents
 are visible as names, never their other contents.
 
-Each bind is a mount, and bubblewrap's cost grows with the square of the number of mounts
-(100 binds ~0.15 s, 300 ~1 s per command, measured here): the view is a few dozen mounts
-whatever the host holds (`benchmarks/boundary_cost.py`).
+Each bind is a mount, and bubblewrap's cost grows with the square of the number of mounts:
+the view is a few dozen mounts whatever the host holds (`benchmarks/boundary_cost.py`
+measures a command's cost).
 """
 
 from __future__ import annotations

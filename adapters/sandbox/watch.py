@@ -265,8 +265,7 @@ class SkillWatch:
                 del _ACTIVE[self.root.resolve()]
         if self._thread is not None:
             self._stop.set()
-            # the loop's poll returns now, not at its next 100 ms tick: two watches per
-            # attempt waited up to 100 ms each here (110 ms mean under load), in every case
+            # wake the loop's poll now, so stopping does not wait for its next tick
             with contextlib.suppress(OSError):
                 os.write(self._wake[1], b"x")
             self._thread.join(timeout=5)

@@ -29,9 +29,9 @@ ARENAS = 2
 
 def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas (default: 8 per core) before threads start. Each worker
-    thread otherwise gets an arena of its own that keeps what it once held: a 300-case literal
-    run peaked at 454 MiB with the default and 339 MiB with 2 (benchmarks/literal_sweep.py),
-    at the same speed. ``MALLOC_ARENA_MAX`` in the environment wins. True when applied."""
+    thread otherwise gets an arena of its own that keeps what it once held: two arenas hold a
+    long run's memory lower at the same speed (benchmarks/literal_sweep.py measures it).
+    ``MALLOC_ARENA_MAX`` in the environment wins. True when applied."""
     if not sys.platform.startswith("linux") or os.environ.get("MALLOC_ARENA_MAX"):
         return False
     import ctypes

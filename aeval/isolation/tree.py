@@ -24,10 +24,9 @@ the original skill must not change with a checkout's inode numbers).
 
 Why identities rather than a mount per folder: binding every folder of the copy as its own
 mount point would make renames impossible inside the sandbox, but bubblewrap's cost grows
-with the square of the mounts (1,000 binds: ~5 s per command). Identities cost one ``stat``
-per entry, which the walk makes anyway. Measured with ``benchmarks/boundary_cost.py`` on a
-1,000-file skill (111 folders), 2 loaded cores: one walk 89 ms (the previous ``os.walk``
-manifest: 236 ms); the builtin runtime takes two per bash call, Δ two per attempt.
+with the square of the mounts. Identities cost one ``stat`` per entry, which the walk makes
+anyway; the builtin runtime takes two walks per bash call, Δ two per attempt
+(``benchmarks/boundary_cost.py`` measures one walk).
 """
 
 from __future__ import annotations
