@@ -89,11 +89,11 @@ class Attempt:
         self.case_dir = case_dir or plan.case_dir
         self.number = next_attempt_number(self.case_dir)
         self.dir = RunLayout.attempt_dir(self.case_dir, self.number)
-        rel = self.case_dir.relative_to(plan.run_dir)
-        self.root = plan.workspace_root / rel / f"attempt-{self.number}"
+        rel = self.case_dir.relative_to(plan.run.run_dir)
+        self.root = plan.run.workspace_root / rel / f"attempt-{self.number}"
         self.record = AttemptRecord(number=self.number, started_at=datetime.now(UTC),
                                     outcome="completed",
-                                    dir=str(self.dir.relative_to(plan.run_dir)))
+                                    dir=str(self.dir.relative_to(plan.run.run_dir)))
         self.redactor = case_redactor(plan)  # run-wide: every credential the run declares
         self.ws: Workspace | None = None
         self.baseline: dict | None = None
@@ -116,13 +116,13 @@ class Attempt:
             runtime = get_runtime(self.plan.runtime, **self.plan.runtime_options)
             self.runs_steps_verbatim = runtime.runs_steps_verbatim
             runtime.check_available()
-            if runtime.needs_model and not self.plan.model:
+            if runtime.needs_model and not self.plan.run.model:
                 raise RuntimeUnavailable(f"runtime {self.plan.runtime!r} needs a model: pass "
                                          "--model or set AEVAL_MODEL")
             self.sandbox = attempt_sandbox(self.plan, self.root)
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
                               credentials, self.dir / "install.log", self.sandbox)
-            add_skills(self.ws, self.plan.distractors)
+            add_skills(self.ws, self.plan.skill.distractors)
             # the copy pinned from now on: inside the sandbox it cannot be moved aside
             self.sandbox.policy = self.sandbox.policy.model_copy(
                 update={"pinned": [self.ws.skill_dir]})
@@ -165,17 +165,17 @@ class Attempt:
         request = ExecutionRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
             home=ws.home,
-            skill_name=plan.skill.name, skill_key=plan.skill_key,
-            skill_description=plan.skill.description,
-            skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
+            skill_name=plan.skill.name, skill_key=plan.skill.key,
+            skill_description=plan.skill.skill.description,
+            skill_dir=ws.skill_dir, skill_installed=plan.run.install_skill,
             env=tool_env(plan, ws, credentials), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
-            doc_blocks=doc_blocks(plan.skill.fences(), plan.case.steps)
+            doc_blocks=doc_blocks(plan.skill.skill.fences(), plan.case.steps)
             if plan.case.doc_test else [],
-            model=plan.model, api_base=plan.api_base,
+            model=plan.run.model, api_base=plan.run.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
-                          output_cap=plan.output_cap),
-            system_prompt=load_prompt(plan.executor_prompt if plan.install_skill
+                          output_cap=plan.run.output_cap),
+            system_prompt=load_prompt(plan.run.executor_prompt if plan.run.install_skill
                                       else "executor_no_skill"),
             raw_log=raw, sandbox=self.sandbox)
         try:
@@ -185,7 +185,7 @@ class Attempt:
             if raw.is_file() and self.redactor:
                 atomic_write_text(raw, raw.read_text(errors="replace"), self.redactor)
         if raw.is_file():
-            result.raw_log = str(raw.relative_to(plan.run_dir))
+            result.raw_log = str(raw.relative_to(plan.run.run_dir))
         return result
 
     def _delta(self) -> list[FileChange]:
@@ -331,7 +331,7 @@ class Attempt:
         self.record.error_type = type(exc).__name__
         self.record.ended_at = datetime.now(UTC)
         self._write_record()
-        if not self.plan.keep_workspace:
+        if not self.plan.run.keep_workspace:
             self.cleanup()
 
     def _write_record(self) -> None:

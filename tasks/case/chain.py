@@ -137,7 +137,7 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
         failure = api_failure(exc)  # Prefect's API refused the case's artifact
         return api_error(plan, failure) if failure else internal_error(plan, exc)
     finally:
-        if isinstance(execution, ExecutionRecord) and not plan.keep_workspace:
+        if isinstance(execution, ExecutionRecord) and not plan.run.keep_workspace:
             shutil.rmtree(execution.attempt_root, ignore_errors=True)
 
 
@@ -167,12 +167,12 @@ def run_case(plan: CasePlan, retries: int = 2, runtime_limit: int | None = None)
     CaseResult with ``future.result(raise_on_failure=False)`` (``lost_chain`` when it is none).
     Submit it as ``case_task(retries, delay)``: ``retries`` here must be the task's own."""
     # in whichever process runs it (a Dask worker too): no secret of the run leaves a log
-    declared = declared_values([*plan.case.required_credentials, *plan.run_credentials])
+    declared = declared_values([*plan.case.required_credentials, *plan.run.run_credentials])
     if declared:
         redact_logs(declared, add=True)
     ensure_inert_logs()  # a Dask worker's own handlers too
     with throttle(plan.runtime, runtime_limit):
         result = chain(plan, retries)
     progress("%s: %s", plan.label, result.status.upper())
-    emit_case_event(plan.run_id, plan.skill.name, plan.skill_key, plan.label, result)
+    emit_case_event(plan.run.run_id, plan.skill.name, plan.skill.key, plan.label, result)
     return case_state(result)

@@ -112,7 +112,7 @@ def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionR
     """The separated grader's verdicts: input is exactly prompt, transcript, outputs and the
     assertions, with the skill's own lines and lines addressed to the grader withheld."""
     judged = [a for a in assertions.assertions if a.kind != "structural"]
-    if not plan.grader_model or not judged:
+    if not plan.run.grader_model or not judged:
         return GraderOutcome()
     case_dir = plan.case_dir
     lines = skill_lines(plan.skill.path) | {
@@ -125,12 +125,12 @@ def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionR
     out = GraderOutcome(injections=found_t + found_o)
     text = grader_input(plan.case.prompt, transcript, outputs, judged)
     try:
-        answer = call_grader(plan.grader_model, plan.api_base, text, judged)
+        answer = call_grader(plan.run.grader_model, plan.run.api_base, text, judged)
     except EnvironmentFailure as exc:
         out.error = f"grader model failed: {redactor.text(str(exc))[:300]}"
         return out
     out.wall_s = round(answer.wall_s, 3)
-    out.info = GraderInfo(model=plan.grader_model, protocol_fidelity=answer.value is not None,
+    out.info = GraderInfo(model=plan.run.grader_model, protocol_fidelity=answer.value is not None,
                           attempts=answer.attempts)
     if answer.value is None:
         out.error = (f"grader answer invalid after {answer.attempts} attempt(s): "
@@ -146,7 +146,7 @@ def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: 
     """The failed tool calls, those that ran a command the skill documents marked with it,
     and those that are the agent's own error (refused, another runtime's path) with why."""
     files = skill_files(plan.skill.path)
-    docs = documented_signatures(plan.skill.body, plan.case.steps, files)
+    docs = documented_signatures(plan.skill.skill.body, plan.case.steps, files)
     roots = (str(execution.skill_copy),
              execution.skill_copy.relative_to(execution.workspace).as_posix())
     found = {f.seq: f.signature for f in failed_documented_calls(events, docs, files, roots)}
@@ -213,7 +213,7 @@ def observe(plan: CasePlan, assertions: AssertionsFile,
         grader=graded, errors=mark_documented(first_attempt_errors(events), events, plan,
                                               execution),
         probe=probe, run_status=result.status, run_text=result.final_text, doc_test=doc_test,
-        exercised=None if not plan.require_exercise
+        exercised=None if not plan.run.require_exercise
         else resources.exercised if resources is not None else [],
         exceeded=last.exceeded if last is not None else None,
         executor_wall_s=result.wall_s, observe_s=time.monotonic() - start, usage=result.usage,
@@ -233,7 +233,7 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
     j = judge(assertions.assertions, seen.changes, seen.checks, seen.grader.verdicts,
               plan.case.pass_threshold, seen.grader.error, seen.errors, seen.probe,
               run_status=run_status, run_text=run_text, doc_test=seen.doc_test is not None,
-              skill_installed=plan.install_skill, findings=plan.static_findings,
+              skill_installed=plan.run.install_skill, findings=plan.skill.static_findings,
               exercised=seen.exercised, exceeded=seen.exceeded)
     graded = seen.grader
     wall = seen.executor_wall_s
@@ -259,13 +259,13 @@ def _not_executed(plan: CasePlan, assertions: AssertionsFile, reason: str,
     went over the attempt's disk bound."""
     expectations = _not_run(assertions, "the case did not execute")
     status = "error"
-    if plan.static_findings and plan.install_skill:
-        expectations = [judge_structural(a, [], [], None, plan.static_findings)
+    if plan.skill.static_findings and plan.run.install_skill:
+        expectations = [judge_structural(a, [], [], None, plan.skill.static_findings)
                         if a.id == STATIC else e
                         for a, e in zip(assertions.assertions, expectations, strict=True)]
         status = "fail"
         reason = (f"the static skill check found a defect: "
-                  f"{static_evidence(plan.static_findings)} (the case did not execute: "
+                  f"{static_evidence(plan.skill.static_findings)} (the case did not execute: "
                   f"{reason})")
     if exceeded:  # e.g. a setup that wrote past the disk bound
         status, reason = "fail", over_bound(exceeded, reason)
@@ -281,12 +281,12 @@ def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
     (``--resume`` skips it)."""
     attempts = seen.attempts
     meta = EvalMetadata(
-        run_id=plan.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
-        case_id=plan.case.id, runtime=plan.runtime, model=plan.model, epoch=plan.epoch,
-        tier=plan.tier, contract=plan.contract, prompt=plan.case.prompt,
+        run_id=plan.run.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
+        case_id=plan.case.id, runtime=plan.runtime, model=plan.run.model, epoch=plan.epoch,
+        tier=plan.skill.tier, contract=plan.skill.contract, prompt=plan.case.prompt,
         expected_outcome=plan.case.expected_outcome,
-        required_credentials=plan.case.required_credentials, lint_warnings=plan.warnings,
-        attempts=attempts, skill_installed=plan.install_skill,
+        required_credentials=plan.case.required_credentials, lint_warnings=plan.skill.warnings,
+        attempts=attempts, skill_installed=plan.run.install_skill,
         started_at=attempts[0].started_at if attempts else None,
         status=grading.status, ended_at=datetime.now(UTC))
     if seen.failure is None:
@@ -323,7 +323,7 @@ def grade_and_publish(plan: CasePlan, assertions: AssertionsFile,
     artifact."""
     result = grade(plan, assertions, execution, probe)
     create_markdown_artifact(
-        case_markdown(result, plan.skill.name, plan.run_dir),
+        case_markdown(result, plan.skill.name, plan.run.run_dir),
         key=artifact_key("case", plan.skill.name, plan.case.id, plan.runtime,
                          *([f"epoch-{plan.epoch}"] if plan.epoch is not None else [])),
         description=f"{plan.label}: {result.status}")

@@ -32,7 +32,7 @@ def probe_plan(plan: CasePlan) -> CasePlan:
 def run_probe(plan: CasePlan) -> ProbeResult:
     """Run the case's steps under literal in their own workspace; never raises."""
     case_dir = plan.case_dir / "probe"
-    rel = str(case_dir.relative_to(plan.run_dir))
+    rel = str(case_dir.relative_to(plan.run.run_dir))
     attempt = Attempt(probe_plan(plan), case_dir=case_dir)
     try:
         record = attempt.execute()
@@ -43,7 +43,7 @@ def run_probe(plan: CasePlan) -> ProbeResult:
         return ProbeResult(status="inconclusive", dir=rel,
                            evidence=f"internal error: {type(exc).__name__}: {exc}"[:300])
     finally:
-        if not plan.keep_workspace:
+        if not plan.run.keep_workspace:
             shutil.rmtree(attempt.root, ignore_errors=True)
     n = len(plan.case.steps)
     if record.result.status == "completed":
