@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.artifacts.aggregate import CaseResult
 from aeval.artifacts.case import AttemptRecord, CaseStatus
 from aeval.artifacts.grading import Grading
+from aeval.errors import TransientError
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
 from aeval.run.layout import RunLayout, case_rel, safe
@@ -18,7 +20,8 @@ from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
 from aeval.verdicts.static_check import StaticFinding
 
-__all__ = ["CasePlan", "Examined", "ExecutionRecord", "RunSettings", "SkillPlan", "safe"]
+__all__ = ["AttemptOutcome", "CasePlan", "Examined", "ExecutionRecord", "RunSettings", "SkillPlan",
+           "safe"]
 
 
 class Examined(BaseModel):
@@ -189,3 +192,21 @@ class ExecutionRecord(BaseModel):
     outputs: list[OutputFile] = Field(default_factory=list,
                                       description="Files the run created or changed.")
     runtime_version: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one attempt came to: the record of its execution to grade, or the exception that
+    ended it (an EnvironmentFailure, a TransientError among them, or a bug of aeval's own)."""
+
+    record: ExecutionRecord | None = None
+    failure: Exception | None = None
+
+    def __post_init__(self) -> None:
+        assert (self.record is None) != (self.failure is None), "a record or a failure"
+
+    @property
+    def transient(self) -> bool:
+        """Whether the failure may pass on its own (a model API's 429, a lost connection):
+        the case is worth running again, from a fresh workspace."""
+        return isinstance(self.failure, TransientError)

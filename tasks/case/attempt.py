@@ -55,7 +55,7 @@ from aeval.isolation.workspace import (
 )
 from aeval.prompts import load_prompt
 from aeval.run.layout import RunLayout
-from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.verdicts.attribution import seen_at
@@ -346,6 +346,10 @@ class Attempt:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def run_attempt(plan: CasePlan) -> ExecutionRecord:
-    """Install and execute one attempt. Raises EnvironmentFailure (TransientError: retried)."""
-    return Attempt(plan).execute()
+def run_attempt(plan: CasePlan) -> AttemptOutcome:
+    """Install and execute one attempt: its record, or the exception that ended it (recorded
+    in its attempt.json; a TransientError is worth a retry)."""
+    try:
+        return AttemptOutcome(record=Attempt(plan).execute())
+    except Exception as exc:
+        return AttemptOutcome(failure=exc)

@@ -44,9 +44,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 
 from aeval.artifacts import AssertionsFile, CaseResult
-from aeval.errors import TransientError
 from aeval.isolation.redact import declared_values
-from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.plan import AttemptOutcome, CasePlan
 from aeval.run.store import read_model
 
 INTERNAL = "internal error"
@@ -115,30 +114,27 @@ def _logged(exc: BaseException) -> BaseException:
 def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
     """Run one case chain: assertions, execute (one attempt), grade. Raises RetryCase when the
     attempt's failure is transient and Prefect has ``retries`` left for this task run."""
-    execution: ExecutionRecord | BaseException | None = None
+    outcome: AttemptOutcome | None = None
     try:
         assertions = _assertions(plan)
         with ThreadPoolExecutor(max_workers=1) as pool:
             probing = pool.submit(run_probe, plan) if needs_probe(plan) else None
-            try:
-                execution = run_attempt(plan)
-            except TransientError as exc:
-                if run_count() <= retries:  # Prefect runs it again
+            outcome = run_attempt(plan)
+            if (exc := outcome.failure) is not None:
+                if outcome.transient and run_count() <= retries:  # Prefect runs it again
                     why = case_redactor(plan).text(f"{type(exc).__name__}: {exc}")
                     raise RetryCase(why[:300]) from exc
-                execution = _logged(exc)
-            except Exception as exc:  # recorded as the attempt's failure, graded below
-                execution = _logged(exc)
+                _logged(exc)  # the attempt's failure, graded below
             probe = probing.result() if probing is not None else None
-        return grade_and_publish(plan, assertions, execution, probe)
+        return grade_and_publish(plan, assertions, outcome, probe)
     except RetryCase:
         raise
     except Exception as exc:  # the case is recorded, the run goes on
         failure = api_failure(exc)  # Prefect's API refused the case's artifact
         return api_error(plan, failure) if failure else internal_error(plan, exc)
     finally:
-        if isinstance(execution, ExecutionRecord) and not plan.run.keep_workspace:
-            shutil.rmtree(execution.attempt_root, ignore_errors=True)
+        if outcome is not None and outcome.record and not plan.run.keep_workspace:
+            shutil.rmtree(outcome.record.attempt_root, ignore_errors=True)
 
 
 # The verdict as the task run's state, so the UI, the API and Automations see it: a skill

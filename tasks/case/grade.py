@@ -58,7 +58,7 @@ from aeval.events import (
     transcript_text,
 )
 from aeval.isolation.redact import Redactor
-from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.store import read_model, write_model
 from aeval.verdicts.attribution import attribute_changes
 from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
@@ -155,35 +155,35 @@ def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: 
                                  "agent_error": theirs.get(e.seq)}) for e in errors]
 
 
-def grade(plan: CasePlan, assertions: AssertionsFile,
-          execution: ExecutionRecord | BaseException,
+def grade(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
           probe: ProbeResult | None = None) -> CaseResult:
     """Grade one case: observe, decide, write grading.json and eval_metadata.json. Never
-    raises for the case's own outcome: an execution exception becomes status `error` with
+    raises for the case's own outcome: an attempt that failed becomes status `error` with
     its reason."""
-    observation = observe(plan, assertions, execution, probe)
+    observation = observe(plan, assertions, outcome, probe)
     grading = decide(plan, assertions, observation)
     write_grading(plan, observation, grading)
     return plan.result(grading, attempts=len(observation.attempts))
 
 
-def observe(plan: CasePlan, assertions: AssertionsFile,
-            execution: ExecutionRecord | BaseException,
+def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
             probe: ProbeResult | None = None) -> Observation:
     """Everything the judge needs, read once: the recorded attempts, the graded attempt's
     events and Δ, the deterministic checks run in its workspace, the grader model's answer;
-    every text redacted. ``execution`` is the exception when the case did not execute."""
+    every text redacted. Only the failure's reason when the attempt failed."""
     start = time.monotonic()
     attempts = recorded_attempts(plan.case_dir)
     redactor = case_redactor(plan)
-    if isinstance(execution, BaseException):
+    if (failure := outcome.failure) is not None:
         reason = redactor.text(
-            f"{type(execution).__name__}: {execution}".strip().splitlines()[0][:400])
+            f"{type(failure).__name__}: {failure}".strip().splitlines()[0][:400])
         last = attempts[-1] if attempts else None
         if last and last.error:
             reason = f"{last.error_type}: {last.error.splitlines()[0][:400]}"
         return Observation(attempts=attempts, failure=reason,
                            exceeded=last.exceeded if last else None)
+    execution = outcome.record
+    assert execution is not None
     events = read_events(plan.case_dir / "events.jsonl")
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
     result = execution.result
@@ -315,13 +315,12 @@ def _credentials(plan: CasePlan) -> dict[str, str]:
         return {}
 
 
-def grade_and_publish(plan: CasePlan, assertions: AssertionsFile,
-                      execution: ExecutionRecord | BaseException,
+def grade_and_publish(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
                       probe: ProbeResult | None = None) -> CaseResult:
-    """Grade one case (``execution`` is the exception when the execution failed), and attach
+    """Grade one case (its attempt's ``outcome``: the record, or the failure), and attach
     its verdict table to the running task run (the case chain) as a Prefect markdown
     artifact."""
-    result = grade(plan, assertions, execution, probe)
+    result = grade(plan, assertions, outcome, probe)
     create_markdown_artifact(
         case_markdown(result, plan.skill.name, plan.run.run_dir),
         key=artifact_key("case", plan.skill.name, plan.case.id, plan.runtime,

@@ -27,7 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import TriggersReport, TriggerTrial
-from aeval.errors import ContractError, EnvironmentFailure, TransientError
+from aeval.errors import ContractError, EnvironmentFailure
 from aeval.events import read_events
 from aeval.run.layout import CaseFiles, RunLayout, skill_keys
 from aeval.run.plan import CasePlan, Examined, RunSettings, SkillPlan
@@ -175,13 +175,13 @@ def run_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0) -> 
     execution = None
     try:
         for attempt in range(retries + 1):
-            try:
-                execution = run_attempt(plan)
+            tried = run_attempt(plan)
+            if not tried.transient or attempt == retries:
                 break
-            except TransientError:
-                if attempt == retries:
-                    raise
-                time.sleep(min(60.0, retry_delay_s * 2 ** attempt))  # from a fresh workspace
+            time.sleep(min(60.0, retry_delay_s * 2 ** attempt))  # from a fresh workspace
+        if tried.failure is not None:
+            raise tried.failure
+        execution = tried.record
         assert execution is not None
         skills = {plan.skill.name: execution.skill_copy}
         for d in plan.skill.distractors:
