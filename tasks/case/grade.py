@@ -226,13 +226,10 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
     self-correction section, metrics and timing. Pure: reads nothing, writes nothing."""
     if seen.failure is not None:
         return _not_executed(plan, assertions, seen.failure, seen.exceeded)
-    run_status, run_text = seen.run_status, seen.run_text
-    if seen.doc_test is not None:  # the verdict from what the blocks did, never the runtime's
-        summary = seen.doc_test.summary()
-        run_status, run_text = summary.status, summary.final_text
     j = judge(assertions.assertions, seen.changes, seen.checks, seen.grader.verdicts,
               plan.case.pass_threshold, seen.grader.error, seen.errors, seen.probe,
-              run_status=run_status, run_text=run_text, doc_test=seen.doc_test is not None,
+              run_status=seen.run_status, run_text=seen.run_text,
+              doc_test=seen.doc_test.summary() if seen.doc_test is not None else None,
               skill_installed=plan.run.install_skill, findings=plan.skill.static_findings,
               exercised=seen.exercised, exceeded=seen.exceeded)
     graded = seen.grader
