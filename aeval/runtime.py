@@ -183,7 +183,14 @@ class AgentRuntime(Protocol):
 
 # The runtimes by name, as adapters/__init__.py registers them (a test keeps the two equal):
 # the request models and the command line check names against this without importing any
-# adapter. MODEL_RUNTIMES: those whose class says ``needs_model``.
+# adapter. MODEL_RUNTIMES: those whose class says ``needs_model``; VERBATIM_RUNTIMES: those
+# whose class says ``runs_steps_verbatim``.
 RUNTIME_NAMES: tuple[str, ...] = ("builtin", "claude-code", "codex", "opencode", "literal",
                                   "replay")
 MODEL_RUNTIMES: frozenset[str] = frozenset({"builtin", "claude-code", "codex", "opencode"})
+NO_MODEL_RUNTIMES: frozenset[str] = frozenset(RUNTIME_NAMES) - MODEL_RUNTIMES
+"""The runtimes that run without a model: no agent chooses anything (not for uplift, compare's
+models or trigger accuracy)."""
+VERBATIM_RUNTIMES: frozenset[str] = frozenset({"literal"})
+"""The runtimes that run the documented commands once, verbatim: no executor that could try
+again, so nothing in their run is ever corrected."""

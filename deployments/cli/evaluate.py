@@ -477,6 +477,7 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from aeval.runtime import NO_MODEL_RUNTIMES
     from aeval.skill.skill_md import discover
 
     roots, nothing = discover(args.paths)
@@ -487,9 +488,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     variants = []
     for spec in opts.runtimes:
         rt, _, own_model = spec.partition("=")
-        for m in ([None] if rt in ("literal", "replay") else [own_model] if own_model
+        for m in ([None] if rt in NO_MODEL_RUNTIMES else [own_model] if own_model
                   else opts.models):
-            if rt not in ("literal", "replay") and not m:
+            if rt not in NO_MODEL_RUNTIMES and not m:
                 print(f"runtime {rt} needs --model", file=sys.stderr)
                 return EXIT_USAGE
             variants.append({"runtime": rt, "model": m})
