@@ -14,7 +14,7 @@ from aeval.artifacts.grading import Grading
 from aeval.errors import TransientError
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
-from aeval.run.layout import RunLayout, case_rel, safe
+from aeval.run.layout import CaseFiles, RunLayout, case_rel, safe
 from aeval.runtime import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
@@ -144,6 +144,11 @@ class CasePlan(BaseModel):
     @property
     def case_dir(self) -> Path:
         return self.run.run_dir / self.rel_dir
+
+    @property
+    def files(self) -> CaseFiles:
+        """The files of this case's folder."""
+        return CaseFiles(self.case_dir)
 
     @property
     def key(self) -> str:

@@ -128,7 +128,7 @@ def build_assertions(plan: CasePlan) -> list[AssertionSpec]:
 def write_assertions_file(plan: CasePlan) -> AssertionsFile:
     if plan.assertions_from is not None:  # regrade: the same assertions, fixed long ago
         doc = AssertionsFile.model_validate_json(plan.assertions_from.read_text())
-        write_model(plan.case_dir / "assertions.json", doc)
+        write_model(plan.files.assertions, doc)
         return doc
     specs = build_assertions(plan)
     extra, writer = write_more(plan, specs)
@@ -136,5 +136,5 @@ def write_assertions_file(plan: CasePlan) -> AssertionsFile:
     doc = AssertionsFile(skill=plan.skill.name, case_id=plan.case.id,
                          written_at=datetime.now(UTC), writer=writer,
                          sha256=AssertionsFile.digest(specs), assertions=specs)
-    write_model(plan.case_dir / "assertions.json", doc)
+    write_model(plan.files.assertions, doc)
     return doc

@@ -54,7 +54,7 @@ from aeval.isolation.workspace import (
     shown_path,
 )
 from aeval.prompts import load_prompt
-from aeval.run.layout import RunLayout
+from aeval.run.layout import CaseFiles, RunLayout
 from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
 from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
@@ -68,7 +68,8 @@ def recorded_attempts(case_dir: Path) -> list[AttemptRecord]:
     d = RunLayout.attempts_dir(case_dir)
     if not d.is_dir():
         return []
-    found = [p for p in d.glob("*/attempt.json") if p.parent.name.isdigit()]
+    found = [CaseFiles(p).attempt_record for p in d.iterdir()
+             if p.name.isdigit() and CaseFiles(p).attempt_record.is_file()]
     return [read_model(p, AttemptRecord) for p in sorted(found, key=lambda p: int(p.parent.name))]
 
 
@@ -158,7 +159,7 @@ class Attempt:
     def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws
         assert ws is not None
-        recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
+        recorder = EventRecorder(CaseFiles(self.dir).events, self.redactor)
         self.clock_start = recorder.clock_start
         self.wall_start = time.time() - (time.monotonic() - recorder.clock_start)
         raw = self.dir / "raw.jsonl"
@@ -244,7 +245,7 @@ class Attempt:
         """A path inside the skill copy that a tool result says it wrote is a change, also
         when nothing else saw it (written, then put back)."""
         assert self.ws is not None and self.baseline is not None
-        events_file = self.dir / "events.jsonl"
+        events_file = CaseFiles(self.dir).events
         if not events_file.is_file():
             return []
         skill_rel = self.ws.skill_dir.relative_to(self.ws.path).as_posix()
@@ -267,7 +268,7 @@ class Attempt:
     def _resources(self, touches: list[Touch]) -> ResourceUse | None:
         """What the attempt read, executed and wrote of the shipped skill files."""
         assert self.ws is not None and self.baseline is not None
-        events_file = self.dir / "events.jsonl"
+        events_file = CaseFiles(self.dir).events
         if not events_file.is_file():
             return None
         events = read_events(events_file)
@@ -299,19 +300,19 @@ class Attempt:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""
         plan, ws, red = self.plan, self.ws, self.redactor
         assert ws is not None
-        case_dir = self.case_dir
-        outputs_dir = case_dir / "outputs"
+        files = CaseFiles(self.case_dir)
+        outputs_dir = files.outputs
         if outputs_dir.exists():
             shutil.rmtree(outputs_dir)
         cut = OutputsCut()
         outputs = collect_outputs(ws, before, outputs_dir, red, cut=cut)
         self.record.cut += cut.lines()
-        events_file = self.dir / "events.jsonl"
-        atomic_write_bytes(case_dir / "events.jsonl", events_file.read_bytes())
-        atomic_write_text(case_dir / "transcript.md", render_transcript(
+        events_file = CaseFiles(self.dir).events
+        atomic_write_bytes(files.events, events_file.read_bytes())
+        atomic_write_text(files.transcript, render_transcript(
             read_events(events_file), f"{plan.label}: {plan.case.prompt[:80]}"), red)
-        atomic_write_text(case_dir / "skill.diff", render_diff(self.changes), red)
-        after_dir = case_dir / "skill_after"
+        atomic_write_text(files.skill_diff, render_diff(self.changes), red)
+        after_dir = files.skill_after
         if after_dir.exists():
             shutil.rmtree(after_dir)
         for ch in self.changes:
@@ -337,7 +338,7 @@ class Attempt:
     def _write_record(self) -> None:
         self.record.changes = [f"{c.change} {c.path}" for c in self.changes]
         self.record.exceeded = getattr(self.sandbox, "exceeded", None)
-        write_model(self.dir / "attempt.json", self.record, self.redactor)
+        write_model(CaseFiles(self.dir).attempt_record, self.record, self.redactor)
 
     def cleanup(self) -> None:
         close = getattr(self.sandbox, "close", None)

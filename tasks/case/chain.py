@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aeval.tasks._engine.failures import api_failure
 from aeval.tasks._engine.limits import throttle
 from aeval.tasks._engine.retries import RetryCase, retry_on_transient, retry_options, run_count
+from aeval.tasks._engine.schedule import outcome
 from aeval.tasks.case.assertions import needs_probe, write_assertions_file
 from aeval.tasks.case.attempt import run_attempt
 from aeval.tasks.case.grade import grade_and_publish
@@ -41,6 +42,7 @@ from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
 from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 
 from aeval.artifacts import AssertionsFile, CaseResult
@@ -52,18 +54,15 @@ INTERNAL = "internal error"
 
 
 PREFECT_API = "Prefect API"
-UNRECORDED = "grading.json.unrecorded"
-"""Where a case's grading.json goes when Prefect could not record the case: ``--resume``
-takes a case with a grading.json as finished."""
 
 
 def api_error(plan: CasePlan, failure: str) -> CaseResult:
     """The case result when Prefect's API failed the case's chain after its retries: `error`
     (exit 3, retry), never the skill's fault. Its grading.json, if the chain got that far,
     is moved aside, so ``aeval run --resume`` runs the case again."""
-    graded = plan.case_dir / "grading.json"
+    graded = plan.files.grading
     if graded.is_file():
-        graded.replace(plan.case_dir / UNRECORDED)
+        graded.replace(plan.files.unrecorded)
     return plan.result(status="error",
                        reason=inert(f"{PREFECT_API}: {failure} (after the client's retries); "
                                     "`aeval run --resume` runs this case again")[:400])
@@ -76,6 +75,15 @@ def lost_chain(plan: CasePlan, outcome: object) -> CaseResult:
         failure = api_failure(outcome)
         return api_error(plan, failure) if failure else internal_error(plan, outcome)
     return internal_error(plan, TypeError(f"the case chain returned {type(outcome).__name__}"))
+
+
+def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
+    """A chain's CaseResult (its task run is Failed for a failing case: the result is the
+    state's data); when it has none, because Prefect's API failed the task run around the
+    chain or the engine raised, the case's `error` or internal result (``lost_chain``), and
+    the other cases go on."""
+    result = outcome(chain)
+    return result if isinstance(result, CaseResult) else lost_chain(plan, result)
 
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
@@ -93,7 +101,7 @@ def case_task(retries: int = 2, retry_delay_s: float = 2.0):
 
 def _assertions(plan: CasePlan) -> AssertionsFile:
     """The case's assertions: written before its first attempt; a retry keeps them."""
-    path = plan.case_dir / "assertions.json"
+    path = plan.files.assertions
     if run_count() > 1 and path.is_file():
         return read_model(path, AssertionsFile)
     return write_assertions_file(plan)

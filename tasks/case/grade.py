@@ -114,14 +114,14 @@ def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionR
     judged = [a for a in assertions.assertions if a.kind != "structural"]
     if not plan.run.grader_model or not judged:
         return GraderOutcome()
-    case_dir = plan.case_dir
+    files = plan.files
     lines = skill_lines(plan.skill.path) | {
         ln.strip() for c in execution.changes for ln in (c.after or "").splitlines()
         if len(ln.strip()) >= 12}
-    transcript, found_t = neutralize(withhold((case_dir / "transcript.md").read_text(), lines))
+    transcript, found_t = neutralize(withhold(files.transcript.read_text(), lines))
     transcript = head_tail(transcript, TRANSCRIPT_CAP)
     outputs, found_o = neutralize(render_outputs(
-        case_dir / "outputs", [o.model_dump() for o in execution.outputs], lines))
+        files.outputs, [o.model_dump() for o in execution.outputs], lines))
     out = GraderOutcome(injections=found_t + found_o)
     text = grader_input(plan.case.prompt, transcript, outputs, judged)
     try:
@@ -184,7 +184,7 @@ def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
                            exceeded=last.exceeded if last else None)
     execution = outcome.record
     assert execution is not None
-    events = read_events(plan.case_dir / "events.jsonl")
+    events = read_events(plan.files.events)
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
     result = execution.result
     doc_test = None
@@ -293,13 +293,13 @@ def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
         meta.outputs = seen.outputs
         meta.sandbox = seen.sandbox
     redactor = case_redactor(plan)
-    write_model(plan.case_dir / "eval_metadata.json", meta, redactor)
-    write_model(plan.case_dir / "grading.json", grading, redactor)
+    write_model(plan.files.eval_metadata, meta, redactor)
+    write_model(plan.files.grading, grading, redactor)
 
 
 def finished_result(plan: CasePlan) -> CaseResult | None:
     """The CaseResult of a case graded earlier (resume), from its files; None if unfinished."""
-    p = plan.case_dir / "grading.json"
+    p = plan.files.grading
     if not p.is_file():
         return None
     return plan.result(read_model(p, Grading), attempts=len(recorded_attempts(plan.case_dir)))
