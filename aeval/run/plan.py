@@ -15,6 +15,7 @@ from aeval.errors import TransientError
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
 from aeval.run.layout import CaseFiles, RunLayout, case_rel, safe
+from aeval.run.read import read_attempts, read_grading
 from aeval.runtime import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
@@ -160,6 +161,14 @@ class CasePlan(BaseModel):
         ep = f"#{self.epoch}" if self.epoch is not None else ""
         arm = "" if self.run.install_skill else " without the skill"
         return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]{arm}"
+
+    def finished(self) -> CaseResult | None:
+        """This case's CaseResult when it was graded earlier (a resumed run, a reused
+        verdict), read from its folder; None when it is unfinished."""
+        grading = read_grading(self.case_dir)
+        if grading is None:
+            return None
+        return self.result(grading, attempts=len(read_attempts(self.case_dir)))
 
     def result(self, grading: Grading | None = None, *, status: CaseStatus | None = None,
                reason: str | None = None, attempts: int = 1) -> CaseResult:

@@ -56,21 +56,12 @@ from aeval.isolation.workspace import (
 from aeval.prompts import load_prompt
 from aeval.run.layout import CaseFiles, RunLayout
 from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
-from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.run.read import read_attempts
+from aeval.run.store import atomic_write_bytes, atomic_write_text, write_model
 from aeval.runtime import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
 from aeval.verdicts.doctest import doc_blocks
-
-
-def recorded_attempts(case_dir: Path) -> list[AttemptRecord]:
-    """Every recorded attempt of a case, in order."""
-    d = RunLayout.attempts_dir(case_dir)
-    if not d.is_dir():
-        return []
-    found = [CaseFiles(p).attempt_record for p in d.iterdir()
-             if p.name.isdigit() and CaseFiles(p).attempt_record.is_file()]
-    return [read_model(p, AttemptRecord) for p in sorted(found, key=lambda p: int(p.parent.name))]
 
 
 def next_attempt_number(case_dir: Path) -> int:
@@ -151,7 +142,7 @@ class Attempt:
         self._write_record()
         assert self.ws is not None
         return ExecutionRecord(
-            attempts=recorded_attempts(self.case_dir), result=result,
+            attempts=read_attempts(self.case_dir), result=result,
             workspace=self.ws.path, home=self.ws.home, attempt_root=self.root,
             skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
             runtime_version=result.runtime_version)

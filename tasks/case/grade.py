@@ -16,7 +16,6 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from aeval.tasks.case.assertions import runs_doc_test
-from aeval.tasks.case.attempt import recorded_attempts
 from aeval.tasks.case.grader import (
     TRANSCRIPT_CAP,
     call_grader,
@@ -59,7 +58,8 @@ from aeval.events import (
 )
 from aeval.isolation.redact import Redactor
 from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
-from aeval.run.store import read_model, write_model
+from aeval.run.read import read_attempts
+from aeval.run.store import write_model
 from aeval.verdicts.attribution import attribute_changes
 from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
 from aeval.verdicts.doctest import DocTestReport
@@ -172,7 +172,7 @@ def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
     events and Δ, the deterministic checks run in its workspace, the grader model's answer;
     every text redacted. Only the failure's reason when the attempt failed."""
     start = time.monotonic()
-    attempts = recorded_attempts(plan.case_dir)
+    attempts = read_attempts(plan.case_dir)
     redactor = case_redactor(plan)
     if (failure := outcome.failure) is not None:
         reason = redactor.text(
@@ -295,14 +295,6 @@ def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
     redactor = case_redactor(plan)
     write_model(plan.files.eval_metadata, meta, redactor)
     write_model(plan.files.grading, grading, redactor)
-
-
-def finished_result(plan: CasePlan) -> CaseResult | None:
-    """The CaseResult of a case graded earlier (resume), from its files; None if unfinished."""
-    p = plan.files.grading
-    if not p.is_file():
-        return None
-    return plan.result(read_model(p, Grading), attempts=len(recorded_attempts(plan.case_dir)))
 
 
 def _credentials(plan: CasePlan) -> dict[str, str]:

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import prefect
-from aeval.tasks.case.grade import finished_result
-from aeval.tasks.case.sandboxing import run_sandbox_status
+from aeval.adapters.sandbox.bwrap import sandbox_status
 from aeval.tasks.run.examine import duplicate_name_warnings, examine
 from aeval.tasks.run.plan import plan_cases, run_credentials
 from aeval.tasks.run.progress import progress, redact_logs
@@ -121,7 +120,7 @@ def prepare(request: EvalRequest) -> PreparedRun:
     layout = RunLayout.of(request.store, run_id)
     if request.resume and not layout.manifest.is_file():
         raise FileNotFoundError(f"cannot resume {run_id}: no {layout.manifest}")
-    status = run_sandbox_status(request.sandbox)
+    status = sandbox_status(request.sandbox)
     if request.sandbox == "require" and status.used != "bwrap":
         raise SandboxUnavailable(f"--sandbox require: {status.reason}")
     roots = skill_roots(request)
@@ -150,7 +149,7 @@ def prepare(request: EvalRequest) -> PreparedRun:
     if request.resume:
         todo = []
         for plan in plans:
-            done = finished_result(plan)
+            done = plan.finished()
             (todo.append(plan) if done is None else finished.append(done))
     if request.skip_unchanged:
         todo, reused = reuse_unchanged(fingerprint_plans(todo), Path(request.store))

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters import get_runtime
-from aeval.tasks.case.grade import finished_result
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
@@ -102,7 +101,7 @@ def reuse_unchanged(plans: list[CasePlan], store: Path
             continue
         shutil.rmtree(plan.case_dir, ignore_errors=True)
         shutil.copytree(source, plan.case_dir, symlinks=True)
-        result = finished_result(plan)
+        result = plan.finished()
         if result is None or result.status != entry.status:
             shutil.rmtree(plan.case_dir, ignore_errors=True)
             todo.append(plan)
