@@ -31,11 +31,10 @@ from aeval.tasks._engine import (
     Conclusions,
     chain_window,
     failure,
-    outcome,
     runtime_limits,
     windowed,
 )
-from aeval.tasks.case.chain import case_task, lost_chain
+from aeval.tasks.case.chain import case_task, chain_result
 from aeval.tasks.deliver.post import post_run
 from aeval.tasks.run.prepare import PreparedRun, prepare_run
 from aeval.tasks.run.publish import publish_run
@@ -109,15 +108,6 @@ def manifest_of(state: State) -> RunManifest:
     if isinstance(data, BaseException):
         raise data
     raise TypeError(f"the evaluate flow run ended {state.type.value} without a manifest")
-
-
-def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
-    """A chain's CaseResult (its task run is Failed for a failing case: the result is the
-    state's data); when it has none, because Prefect's API failed the task run around the
-    chain or the engine raised, the case's `error` or internal result (``lost_chain``), and
-    the other cases go on."""
-    result = outcome(chain)
-    return result if isinstance(result, CaseResult) else lost_chain(plan, result)
 
 
 def run_and_conclude(run: PreparedRun, submit: Callable[[CasePlan], PrefectFuture],

@@ -9,7 +9,10 @@ the name of a run folder's file; `aeval.run.read` reads them back.
             <case-id>[/epoch-N]/                               .case_files(rel): CaseFiles
                 eval_metadata.json assertions.json events.jsonl transcript.md
                 grading.json skill.diff skill_after/ outputs/
+                grading.json.unrecorded                        .unrecorded
+                probe/                                         .probe (a case folder of its own)
                 attempts/<n>/                                  .attempt_dir(case_dir, n)
+                    attempt.json events.jsonl                  CaseFiles(attempt_dir).attempt_record
 
 ``<skill-key>`` is the skill's name made path-safe, or, when two skills of a run share a name,
 the name plus a short hash of the skill's folder (both are kept). Paths inside a run are also
@@ -46,6 +49,11 @@ SKILL_DIFF = "skill.diff"
 SKILL_AFTER = "skill_after"
 OUTPUTS = "outputs"
 ATTEMPTS = "attempts"
+ATTEMPT_RECORD = "attempt.json"
+PROBE = "probe"
+UNRECORDED = "grading.json.unrecorded"
+"""Where a case's grading.json goes when Prefect could not record the case: ``--resume``
+takes a case with a grading.json as finished."""
 
 FILE_SCHEMAS = {
     RUN_MANIFEST: "run", EVAL_METADATA: "eval-metadata", ASSERTIONS: "assertions",
@@ -174,6 +182,20 @@ class CaseFiles:
 
     def attempt(self, number: int) -> Path:
         return self.dir / ATTEMPTS / str(number)
+
+    @property
+    def attempt_record(self) -> Path:
+        """attempt.json, in an attempt's folder (``CaseFiles(attempt_dir)``)."""
+        return self.dir / ATTEMPT_RECORD
+
+    @property
+    def probe(self) -> Path:
+        """The documented-workflow probe's own case folder."""
+        return self.dir / PROBE
+
+    @property
+    def unrecorded(self) -> Path:
+        return self.dir / UNRECORDED
 
 
 @dataclass(frozen=True)

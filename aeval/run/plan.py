@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +11,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from aeval.artifacts.aggregate import CaseResult
 from aeval.artifacts.case import AttemptRecord, CaseStatus
 from aeval.artifacts.grading import Grading
+from aeval.errors import TransientError
 from aeval.isolation.sandbox import SandboxMode
 from aeval.isolation.workspace import FileChange, OutputFile
-from aeval.run.layout import RunLayout, case_rel, safe
+from aeval.run.layout import CaseFiles, RunLayout, case_rel, safe
+from aeval.run.read import read_attempts, read_grading
 from aeval.runtime.protocol import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
 from aeval.verdicts.static_check import StaticFinding
 
-__all__ = ["CasePlan", "Examined", "ExecutionRecord", "safe"]
+__all__ = ["AttemptOutcome", "CasePlan", "Examined", "ExecutionRecord", "RunSettings", "SkillPlan",
+           "safe"]
 
 
 class Examined(BaseModel):
@@ -52,69 +56,100 @@ class Examined(BaseModel):
         return self.skill is not None and not self.problems
 
 
-class CasePlan(BaseModel):
-    """Everything one case chain needs; serializable, so Prefect can show and hash it."""
+class RunSettings(BaseModel):
+    """What every case of one run shares: the run's folder and temp root, its models, bounds
+    and switches, as the run's request resolved them."""
 
     model_config = ConfigDict(extra="forbid")
 
     run_id: str
     run_dir: Path
-    skill_key: str = Field(description="The skill's folder in the run (unique in the run).")
-    skill: Skill
-    tier: Tier
-    contract: str | None
-    warnings: list[str] = Field(default_factory=list)
-    case: EvalCase
-    supplementary: bool = Field(
-        False, description="The doc test of SKILL.md added beside a contract's cases: when it "
-                           "is `untested`, the skill's verdict comes from the other cases.")
-    static_findings: list[StaticFinding] = Field(
-        default_factory=list, description="The skill's static check findings (S0).")
-    require_exercise: bool = Field(
-        True, description="A pass needs evidence that the skill ran (False: uplift's arms).")
-    runtime: str
-    runtime_options: dict[str, Any] = Field(default_factory=dict)
-    epoch: int | None = None
+    workspace_root: Path = Field(description="Parent of the attempt folders (a temp dir).")
     model: str | None = None
     grader_model: str | None = None
     api_base: str | None = None
     output_cap: int = 16_000
     keep_workspace: bool = False
     sandbox: SandboxMode = Field("auto", description="auto | require | none (--sandbox).")
-    workspace_root: Path = Field(description="Parent of the attempt folders (a temp dir).")
-    assertions_from: Path | None = Field(
-        None, description="A recorded assertions.json to reuse verbatim (regrade, and the "
-                          "without-skill arm of uplift).")
     install_skill: bool = Field(True, description="False: the without-skill arm of uplift "
                                                   "(no skill copy; only assertions count).")
-    fingerprint: str | None = Field(
-        None, description="What the verdict depends on, hashed (aeval/run/fingerprint.py); set "
-                          "when the run skips unchanged case runs (sweeps).")
-    distractors: list[Path] = Field(
-        default_factory=list, description="Other skill folders installed beside the skill "
-                                          "copy (`aeval triggers`).")
+    require_exercise: bool = Field(
+        True, description="A pass needs evidence that the skill ran (False: uplift's arms).")
     executor_prompt: str = Field("executor", description="The executor's system prompt: "
                                                          "eval_skill/agents/<name>.md.")
     run_credentials: list[str] = Field(
         default_factory=list,
         description="Names of every credential any case of the run declares (names only; "
-                    "values never stored). Their values, where set, are redacted from this "
+                    "values never stored). Their values, where set, are redacted from every "
                     "case's artifacts too: a skill that got hold of another case's secret "
-                    "leaves it nowhere. They never reach this case's executor, which gets "
+                    "leaves it nowhere. They never reach a case's executor, which gets "
                     "only `case.required_credentials`.")
+
+
+class SkillPlan(BaseModel):
+    """What every case of one skill shares: the skill as examined, and its key in the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(description="The skill's folder in the run (unique in the run).")
+    skill: Skill
+    tier: Tier
+    contract: str | None
+    warnings: list[str] = Field(default_factory=list)
+    static_findings: list[StaticFinding] = Field(
+        default_factory=list, description="The skill's static check findings (S0).")
+    distractors: list[Path] = Field(
+        default_factory=list, description="Other skill folders installed beside the skill "
+                                          "copy (`aeval triggers`).")
+
+    @property
+    def name(self) -> str:
+        return self.skill.name
+
+    @property
+    def path(self) -> Path:
+        return self.skill.path
+
+
+class CasePlan(BaseModel):
+    """Everything one case chain needs: the run's settings, the skill's, and this case x
+    runtime x epoch; serializable, so Prefect can show and hash it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: RunSettings
+    skill: SkillPlan
+    case: EvalCase
+    supplementary: bool = Field(
+        False, description="The doc test of SKILL.md added beside a contract's cases: when it "
+                           "is `untested`, the skill's verdict comes from the other cases.")
+    runtime: str
+    runtime_options: dict[str, Any] = Field(default_factory=dict)
+    epoch: int | None = None
+    assertions_from: Path | None = Field(
+        None, description="A recorded assertions.json to reuse verbatim (regrade, and the "
+                          "without-skill arm of uplift).")
+    fingerprint: str | None = Field(
+        None, description="What the verdict depends on, hashed (aeval/run/fingerprint.py); set "
+                          "when the run skips unchanged case runs (sweeps).")
 
     @property
     def layout(self) -> RunLayout:
-        return RunLayout(self.run_dir)
+        return RunLayout(self.run.run_dir)
 
     @property
     def rel_dir(self) -> str:
         """The case folder relative to the run folder."""
-        return case_rel(self.skill_key, self.runtime, self.case.id, self.epoch)
+        return case_rel(self.skill.key, self.runtime, self.case.id, self.epoch)
 
     @property
     def case_dir(self) -> Path:
-        return self.run_dir / self.rel_dir
+        return self.run.run_dir / self.rel_dir
+
+    @property
+    def files(self) -> CaseFiles:
+        """The files of this case's folder."""
+        return CaseFiles(self.case_dir)
 
     @property
     def key(self) -> str:
@@ -124,8 +159,16 @@ class CasePlan(BaseModel):
     @property
     def label(self) -> str:
         ep = f"#{self.epoch}" if self.epoch is not None else ""
-        arm = "" if self.install_skill else " without the skill"
+        arm = "" if self.run.install_skill else " without the skill"
         return f"{self.skill.name}/{self.case.id}{ep} [{self.runtime}]{arm}"
+
+    def finished(self) -> CaseResult | None:
+        """This case's CaseResult when it was graded earlier (a resumed run, a reused
+        verdict), read from its folder; None when it is unfinished."""
+        grading = read_grading(self.case_dir)
+        if grading is None:
+            return None
+        return self.result(grading, attempts=len(read_attempts(self.case_dir)))
 
     def result(self, grading: Grading | None = None, *, status: CaseStatus | None = None,
                reason: str | None = None, attempts: int = 1) -> CaseResult:
@@ -163,3 +206,21 @@ class ExecutionRecord(BaseModel):
     outputs: list[OutputFile] = Field(default_factory=list,
                                       description="Files the run created or changed.")
     runtime_version: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one attempt came to: the record of its execution to grade, or the exception that
+    ended it (an EnvironmentFailure, a TransientError among them, or a bug of aeval's own)."""
+
+    record: ExecutionRecord | None = None
+    failure: Exception | None = None
+
+    def __post_init__(self) -> None:
+        assert (self.record is None) != (self.failure is None), "a record or a failure"
+
+    @property
+    def transient(self) -> bool:
+        """Whether the failure may pass on its own (a model API's 429, a lost connection):
+        the case is worth running again, from a fresh workspace."""
+        return isinstance(self.failure, TransientError)

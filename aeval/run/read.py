@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from aeval.artifacts import (
     AssertionsFile,
+    AttemptRecord,
     Benchmark,
     CaseResult,
     EvalMetadata,
@@ -48,6 +49,16 @@ def read_if_there(path: Path, model: type[M]) -> M | None:
 def read_grading(case_dir: Path) -> Grading | None:
     """grading.json of a case folder, or None when the case did not finish."""
     return read_if_there(CaseFiles(Path(case_dir)).grading, Grading)
+
+
+def read_attempts(case_dir: Path) -> list[AttemptRecord]:
+    """Every recorded attempt of a case folder (its attempt.json files), in order."""
+    d = CaseFiles(Path(case_dir)).attempts
+    if not d.is_dir():
+        return []
+    found = [CaseFiles(p).attempt_record for p in d.iterdir()
+             if p.name.isdigit() and CaseFiles(p).attempt_record.is_file()]
+    return [read_model(p, AttemptRecord) for p in sorted(found, key=lambda p: int(p.parent.name))]
 
 
 @dataclass(frozen=True)

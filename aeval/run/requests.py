@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from aeval.capabilities import MODEL_RUNTIMES, NO_MODEL_RUNTIMES, RUNTIME_NAMES
 from aeval.isolation.sandbox import SandboxMode
-from aeval.runtime.protocol import MODEL_RUNTIMES, RUNTIME_NAMES
 from aeval.strict import StrictModel
 
 RUNTIME_HELP = ("Runtimes to run every case on: builtin, claude-code, codex, opencode, literal, "
@@ -232,7 +232,7 @@ class UpliftRequest(ModelChoice):
     @field_validator("runtimes")
     @classmethod
     def _agent_runtimes(cls, value: list[str]) -> list[str]:
-        bad = [r for r in value if r in ("literal", "replay")]
+        bad = [r for r in value if r in NO_MODEL_RUNTIMES]
         if bad:
             raise ValueError(f"uplift needs an agent runtime, not {', '.join(bad)}: without "
                              "a model nothing chooses whether to use the skill")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from aeval.runtime.protocol import MODEL_RUNTIMES, RUNTIME_NAMES
+from aeval.capabilities import MODEL_RUNTIMES, RUNTIME_NAMES
 
 # litellm provider prefix -> the variables that hold its key (any one is enough)
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {

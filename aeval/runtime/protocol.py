@@ -180,11 +180,3 @@ class AgentRuntime(Protocol):
     def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         """Run the prompt in the workspace, emitting events; raise TransientError for
         retryable model-API failures and other EnvironmentFailures for permanent ones."""
-
-
-# The runtimes by name, as adapters/__init__.py registers them (a test keeps the two equal):
-# the request models and the command line check names against this without importing any
-# adapter. MODEL_RUNTIMES: those whose class says ``needs_model``.
-RUNTIME_NAMES: tuple[str, ...] = ("builtin", "claude-code", "codex", "opencode", "literal",
-                                  "replay")
-MODEL_RUNTIMES: frozenset[str] = frozenset({"builtin", "claude-code", "codex", "opencode"})

@@ -54,7 +54,7 @@ from aeval.artifacts import (
 )
 from aeval.artifacts.case import AssertionSpec
 from aeval.verdicts.checks import CheckOutcome
-from aeval.verdicts.doctest import doc_test_verdict
+from aeval.verdicts.doctest import DocTestSummary, doc_test_verdict
 from aeval.verdicts.static_check import StaticFinding
 from aeval.verdicts.verdict import case_status
 
@@ -119,16 +119,15 @@ def static_evidence(findings: list[StaticFinding]) -> str:
 def judge_structural(spec: AssertionSpec, changes: list[ChangeMade],
                      errors: list[FirstAttemptError], probe: ProbeResult | None,
                      findings: list[StaticFinding] | None = None,
-                     doc_test: tuple[str, str] | None = None) -> Expectation:
+                     doc_test: DocTestSummary | None = None) -> Expectation:
     base = {"id": spec.id, "text": spec.text, "kind": spec.kind, "graded_by": "structural"}
     if spec.id == STATIC:
         ok = not findings
         return Expectation(**base, status="passed" if ok else "failed", passed=ok,
                            terminal_passed=ok, evidence=static_evidence(findings or []))
     if spec.id == DOCUMENTED and doc_test is not None:
-        run_status, run_text = doc_test
-        ok = run_status != "failed"
-        evidence = run_text.split("\n", 1)[0] if not ok else (
+        ok = doc_test.status != "failed"
+        evidence = doc_test.final_text.split("\n", 1)[0] if not ok else (
             "no SKILL.md block failed in the skill's own code")
         return Expectation(**base, status="passed" if ok else "failed", passed=ok,
                            terminal_passed=ok, evidence=evidence)
@@ -155,7 +154,7 @@ def judge_assertion(spec: AssertionSpec, changes: list[ChangeMade],
                     grader_error: str | None, errors: list[FirstAttemptError] | None = None,
                     probe: ProbeResult | None = None,
                     findings: list[StaticFinding] | None = None,
-                    doc_test: tuple[str, str] | None = None) -> Expectation:
+                    doc_test: DocTestSummary | None = None) -> Expectation:
     """The verdict on one assertion."""
     base = {"id": spec.id, "text": spec.text, "kind": spec.kind}
     if spec.kind == "structural":
@@ -187,7 +186,8 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           threshold: float, grader_error: str | None = None,
           errors: list[FirstAttemptError] | None = None,
           probe: ProbeResult | None = None, run_status: str = "completed",
-          run_text: str = "", doc_test: bool = False, skill_installed: bool = True,
+          run_text: str = "", doc_test: DocTestSummary | None = None,
+          skill_installed: bool = True,
           findings: list[StaticFinding] | None = None, exercised: list[str] | None = None,
           exceeded: str | None = None) -> Judgement:
     """Expectations and status of one case.
@@ -197,19 +197,21 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
     answer (a failed call, or an answer that stayed invalid), None when it answered or none
     was asked; ``errors``: the run's failed tool calls (those that ran a documented command
     carry ``documented``); ``probe``: the documented-workflow probe, when one ran;
-    ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason), for a
-    doc test its report's summary (`DocTestReport.summary`);
-    ``doc_test``: the case is a doc test of SKILL.md's blocks; ``skill_installed`` False:
+    ``run_status`` / ``run_text``: the runtime's own end (`untested` and its reason);
+    ``doc_test``: for a doc test of SKILL.md's blocks, what its blocks add up to
+    (`DocTestReport.summary`): its status and text stand for the runtime's, which decides
+    nothing of a doc test; ``skill_installed`` False:
     uplift's without-skill arm (no structural assertion, no skill rule applies);
     ``findings``: the static skill check's (S0); ``exercised``: the evidence that the skill
     ran (None: not asked, as for a recorded run graded again without it); ``exceeded``: the
     bound a command of the attempt went over (`over_bound`)."""
+    if doc_test is not None:
+        run_status, run_text = doc_test.status, doc_test.final_text
     if not skill_installed:
         assertions = [a for a in assertions if a.kind != "structural"]
-        changes, errors, probe, doc_test, findings = [], [], None, False, []
-    doc = (run_status, run_text) if doc_test else None
+        changes, errors, probe, doc_test, findings = [], [], None, None, []
     expectations = [judge_assertion(a, changes, checks.get(a.id), verdicts.get(a.id),
-                                    grader_error, errors, probe, findings, doc)
+                                    grader_error, errors, probe, findings, doc_test)
                     for a in assertions]
     status, reason = case_status(expectations, threshold)
     if exceeded:
@@ -220,15 +222,16 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
         if run_status == "untested":
             return Judgement(expectations=expectations, status="untested",
                              reason=run_text or "nothing runnable for this runtime")
-        if doc_test:
+        if doc_test is not None:
             status, reason = doc_test_verdict(run_status, run_text)
     if grader_error and status == "pass":
         status, reason = "error", f"{grader_error} (the case would otherwise pass: {reason})"
-    elif grader_error and status == "error" and not doc_test:
+    elif grader_error and status == "error" and doc_test is None:
         status, reason = "error", grader_error
     if status == "pass" and skill_installed and exercised is not None and not exercised:
         status, reason = "untested", (
             f"{NOTHING_RAN}: no SKILL.md block ran or read a file of the skill ({reason})"
-            if doc_test else f"{NOTHING_RAN}: no file of the skill was run, or read by a call "
-                             f"that succeeded ({reason})")
+            if doc_test is not None
+            else f"{NOTHING_RAN}: no file of the skill was run, or read by a call "
+                 f"that succeeded ({reason})")
     return Judgement(expectations=expectations, status=status, reason=reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aeval.artifacts import CaseResult, Expectation, Gate, GradingSummary, SkillResult
+from aeval.capabilities import VERBATIM_RUNTIMES
 from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
 from aeval.verdicts.introduced import introduced_errors
 
@@ -122,17 +123,12 @@ def _some(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")
 
 
-SINGLE_ATTEMPT_RUNTIMES = frozenset({"literal"})
-"""Runtimes without an executor that could try again: `literal` runs the documented commands
-once, verbatim, so nothing in its run is ever corrected."""
-
-
 def has_later_attempt(case: CaseResult) -> bool:
     """Whether the case run has a later attempt to speak of: an executor that went on after
     its first attempt and made some assertion pass only then (its terminal pass rate differs
     from the first-attempt one). A run of `literal`, or an agent run that corrected nothing,
     has only its first attempt."""
-    return (case.runtime not in SINGLE_ATTEMPT_RUNTIMES
+    return (case.runtime not in VERBATIM_RUNTIMES
             and case.terminal_pass_rate is not None
             and case.terminal_pass_rate != case.first_attempt_pass_rate)
 
@@ -147,4 +143,4 @@ def terminal_rate(case: CaseResult) -> float | None:
 def passed_after_correction(e: Expectation, runtime: str) -> bool:
     """An assertion that failed on the first attempt and passed only after the executor
     corrected something (never under `literal`, which corrects nothing)."""
-    return runtime not in SINGLE_ATTEMPT_RUNTIMES and not e.passed and bool(e.terminal_passed)
+    return runtime not in VERBATIM_RUNTIMES and not e.passed and bool(e.terminal_passed)

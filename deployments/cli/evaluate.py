@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aeval.deployments.cli._common import (
     EPILOG,
@@ -24,6 +24,9 @@ from aeval.deployments.cli.console import (
 from aeval.deployments.cli.options import Options, resolve
 
 from aeval.exit_codes import ENVIRONMENT, OK
+
+if TYPE_CHECKING:  # imported when a run starts, not by `aeval --help`
+    from aeval.run.requests import EvalRequest
 
 
 def prefetch_model_client(model: bool = True) -> None:
@@ -148,11 +151,27 @@ def run_flow(call: Callable[[], Any], run_dir: Path) -> Any:
         return published
 
 
+def eval_request(args: argparse.Namespace, opts: Options, sandbox: str,
+                 **given: Any) -> EvalRequest:
+    """The `EvalRequest` of `aeval run` (and `run --resume`), the one place it is made: the
+    resolved options (store, models, retries, output cap, workspaces), the checked
+    ``sandbox``, the gate's flags, then ``given`` (what the run is of; a resumed run's
+    recorded models and store)."""
+    from aeval.run.requests import EvalRequest
+
+    settings = opts.settings
+    return EvalRequest(**{
+        "store": str(opts.store), "model": opts.model, "grader_model": opts.grader_model,
+        "api_base": opts.api_base, "retries": settings.retries,
+        "retry_delay_s": settings.retry_delay_s, "output_cap": settings.output_cap,
+        "keep_workspaces": opts.keep_workspaces, "sandbox": sandbox,
+        "require_tested": args.require_tested, "baseline": args.baseline, **given})
+
+
 def resume_run(args: argparse.Namespace) -> int:
     """Rerun an interrupted run: same id, same parameters, only the unfinished cases."""
     from aeval.run.layout import RunLayout
     from aeval.run.read import read_run
-    from aeval.run.requests import EvalRequest
     from aeval.run.store import RunStore
 
     opts = resolve(args)
@@ -181,13 +200,11 @@ def resume_run(args: argparse.Namespace) -> int:
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
-    request = EvalRequest(
-        paths=old.paths, run_id=old.run_id, runtimes=old.runtimes, epochs=old.epochs,
-        store=str(RunLayout(run_dir).store), model=old.model, grader_model=old.grader_model,
-        api_base=old.api_base, retries=settings.retries, retry_delay_s=settings.retry_delay_s,
-        output_cap=settings.output_cap, skill_roots=old.skill_roots, base=old.base,
-        head=old.head, resume=True, baseline=args.baseline, sandbox=sandbox,
-        require_tested=args.require_tested)
+    request = eval_request(  # the run's own models, runtimes and skills, as run.json has them
+        args, opts, sandbox, paths=old.paths, run_id=old.run_id, runtimes=old.runtimes,
+        epochs=old.epochs, store=str(RunLayout(run_dir).store), model=old.model,
+        grader_model=old.grader_model, api_base=old.api_base, keep_workspaces=False,
+        skill_roots=old.skill_roots, base=old.base, head=old.head, resume=True)
     manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)), run_dir)
     if manifest is None:
         return ENVIRONMENT
@@ -287,7 +304,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
 
-    from aeval.run.requests import EvalRequest
     from aeval.run.store import RunStore, new_run_id
     from aeval.skill.skill_md import discover
 
@@ -341,16 +357,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
     flow = evaluate.with_options(task_runner=runner)
-    request = EvalRequest(
-        paths=[str(p) for p in args.paths], run_id=run_id, runtimes=runtimes,
-        epochs=args.epochs, store=str(store), model=model, grader_model=opts.grader_model,
-        api_base=opts.api_base, retries=settings.retries,
-        retry_delay_s=settings.retry_delay_s, keep_workspaces=opts.keep_workspaces,
-        sandbox=sandbox,
-        require_tested=args.require_tested,
-        output_cap=settings.output_cap, skill_roots=[str(r) for r in roots], base=base,
+    request = eval_request(
+        args, opts, sandbox, paths=[str(p) for p in args.paths], run_id=run_id,
+        runtimes=runtimes, epochs=args.epochs, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
-        gitlab_url=args.gitlab_url, baseline=args.baseline)
+        gitlab_url=args.gitlab_url)
     manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:
@@ -466,6 +477,7 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from aeval.capabilities import NO_MODEL_RUNTIMES
     from aeval.skill.skill_md import discover
 
     roots, nothing = discover(args.paths)
@@ -476,9 +488,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     variants = []
     for spec in opts.runtimes:
         rt, _, own_model = spec.partition("=")
-        for m in ([None] if rt in ("literal", "replay") else [own_model] if own_model
+        for m in ([None] if rt in NO_MODEL_RUNTIMES else [own_model] if own_model
                   else opts.models):
-            if rt not in ("literal", "replay") and not m:
+            if rt not in NO_MODEL_RUNTIMES and not m:
                 print(f"runtime {rt} needs --model", file=sys.stderr)
                 return EXIT_USAGE
             variants.append({"runtime": rt, "model": m})

@@ -78,13 +78,14 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
+    from aeval.capabilities import NO_MODEL_RUNTIMES
     from aeval.run.layout import RunLayout
     from aeval.run.store import new_run_id
     from aeval.skill.skill_md import find_skill_roots
 
     opts = resolve(args, default_runtimes=["builtin"])
     model, runtimes = opts.model, opts.runtimes
-    if not model or any(rt in ("literal", "replay") for rt in runtimes):
+    if not model or any(rt in NO_MODEL_RUNTIMES for rt in runtimes):
         print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
               "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
         return EXIT_USAGE

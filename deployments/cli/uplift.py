@@ -28,7 +28,6 @@ from aeval.deployments.cli.console import (
 from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 from aeval.deployments.cli.options import resolve
 
-NOT_AGENTS = ("literal", "replay")
 EPILOG = """exit codes of `aeval uplift` (first match wins):
   1  a skill's uplift is significantly negative (exact McNemar p < 0.05)
   2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
@@ -80,17 +79,19 @@ def cmd_uplift(args: argparse.Namespace) -> int:
         return usage("--epochs must be at least 1")
     if args.concurrency is not None and args.concurrency < 1:
         return usage("--concurrency must be at least 1")
+    from aeval.capabilities import NO_MODEL_RUNTIMES
+
     opts = resolve(args, default_runtimes=["builtin"])
     runtimes = opts.runtimes
-    if bad := [r for r in runtimes if r in NOT_AGENTS]:
+    if bad := [r for r in runtimes if r in NO_MODEL_RUNTIMES]:
         return usage(f"--runtime {bad[0]}: uplift needs an agent runtime (builtin, "
                      "claude-code, codex, opencode): without a model nothing chooses whether "
                      "to use the skill")
     from aeval.adapters import RUNTIMES
 
     if unknown := [r for r in runtimes if r not in RUNTIMES]:
-        return usage(f"--runtime {unknown[0]}: unknown runtime; known: "
-                     f"{', '.join(r for r in sorted(RUNTIMES) if r not in NOT_AGENTS)}")
+        agents = (r for r in sorted(RUNTIMES) if r not in NO_MODEL_RUNTIMES)
+        return usage(f"--runtime {unknown[0]}: unknown runtime; known: {', '.join(agents)}")
     model = opts.model
     if not model:
         return usage("an agent runtime needs --model (or AEVAL_MODEL)")

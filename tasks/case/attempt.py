@@ -54,22 +54,14 @@ from aeval.isolation.workspace import (
     shown_path,
 )
 from aeval.prompts import load_prompt
-from aeval.run.layout import RunLayout
-from aeval.run.plan import CasePlan, ExecutionRecord
-from aeval.run.store import atomic_write_bytes, atomic_write_text, read_model, write_model
+from aeval.run.layout import CaseFiles, RunLayout
+from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
+from aeval.run.read import read_attempts
+from aeval.run.store import atomic_write_bytes, atomic_write_text, write_model
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.skill.shell_blocks import doc_blocks
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
-
-
-def recorded_attempts(case_dir: Path) -> list[AttemptRecord]:
-    """Every recorded attempt of a case, in order."""
-    d = RunLayout.attempts_dir(case_dir)
-    if not d.is_dir():
-        return []
-    found = [p for p in d.glob("*/attempt.json") if p.parent.name.isdigit()]
-    return [read_model(p, AttemptRecord) for p in sorted(found, key=lambda p: int(p.parent.name))]
 
 
 def next_attempt_number(case_dir: Path) -> int:
@@ -89,11 +81,11 @@ class Attempt:
         self.case_dir = case_dir or plan.case_dir
         self.number = next_attempt_number(self.case_dir)
         self.dir = RunLayout.attempt_dir(self.case_dir, self.number)
-        rel = self.case_dir.relative_to(plan.run_dir)
-        self.root = plan.workspace_root / rel / f"attempt-{self.number}"
+        rel = self.case_dir.relative_to(plan.run.run_dir)
+        self.root = plan.run.workspace_root / rel / f"attempt-{self.number}"
         self.record = AttemptRecord(number=self.number, started_at=datetime.now(UTC),
                                     outcome="completed",
-                                    dir=str(self.dir.relative_to(plan.run_dir)))
+                                    dir=str(self.dir.relative_to(plan.run.run_dir)))
         self.redactor = case_redactor(plan)  # run-wide: every credential the run declares
         self.ws: Workspace | None = None
         self.baseline: dict | None = None
@@ -116,13 +108,13 @@ class Attempt:
             runtime = get_runtime(self.plan.runtime, **self.plan.runtime_options)
             self.runs_steps_verbatim = runtime.runs_steps_verbatim
             runtime.check_available()
-            if runtime.needs_model and not self.plan.model:
+            if runtime.needs_model and not self.plan.run.model:
                 raise RuntimeUnavailable(f"runtime {self.plan.runtime!r} needs a model: pass "
                                          "--model or set AEVAL_MODEL")
             self.sandbox = attempt_sandbox(self.plan, self.root)
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
                               credentials, self.dir / "install.log", self.sandbox)
-            add_skills(self.ws, self.plan.distractors)
+            add_skills(self.ws, self.plan.skill.distractors)
             # the copy pinned from now on: inside the sandbox it cannot be moved aside
             self.sandbox.policy = self.sandbox.policy.model_copy(
                 update={"pinned": [self.ws.skill_dir]})
@@ -150,7 +142,7 @@ class Attempt:
         self._write_record()
         assert self.ws is not None
         return ExecutionRecord(
-            attempts=recorded_attempts(self.case_dir), result=result,
+            attempts=read_attempts(self.case_dir), result=result,
             workspace=self.ws.path, home=self.ws.home, attempt_root=self.root,
             skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
             runtime_version=result.runtime_version)
@@ -158,24 +150,24 @@ class Attempt:
     def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws
         assert ws is not None
-        recorder = EventRecorder(self.dir / "events.jsonl", self.redactor)
+        recorder = EventRecorder(CaseFiles(self.dir).events, self.redactor)
         self.clock_start = recorder.clock_start
         self.wall_start = time.time() - (time.monotonic() - recorder.clock_start)
         raw = self.dir / "raw.jsonl"
         request = ExecutionRequest(
             prompt=plan.case.prompt, case_id=plan.case.id, epoch=plan.epoch, workspace=ws.path,
             home=ws.home,
-            skill_name=plan.skill.name, skill_key=plan.skill_key,
-            skill_description=plan.skill.description,
-            skill_dir=ws.skill_dir, skill_installed=plan.install_skill,
+            skill_name=plan.skill.name, skill_key=plan.skill.key,
+            skill_description=plan.skill.skill.description,
+            skill_dir=ws.skill_dir, skill_installed=plan.run.install_skill,
             env=tool_env(plan, ws, credentials), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
-            doc_blocks=doc_blocks(plan.skill.fences(), plan.case.steps)
+            doc_blocks=doc_blocks(plan.skill.skill.fences(), plan.case.steps)
             if plan.case.doc_test else [],
-            model=plan.model, api_base=plan.api_base,
+            model=plan.run.model, api_base=plan.run.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
-                          output_cap=plan.output_cap),
-            system_prompt=load_prompt(plan.executor_prompt if plan.install_skill
+                          output_cap=plan.run.output_cap),
+            system_prompt=load_prompt(plan.run.executor_prompt if plan.run.install_skill
                                       else "executor_no_skill"),
             raw_log=raw, sandbox=self.sandbox)
         try:
@@ -185,7 +177,7 @@ class Attempt:
             if raw.is_file() and self.redactor:
                 atomic_write_text(raw, raw.read_text(errors="replace"), self.redactor)
         if raw.is_file():
-            result.raw_log = str(raw.relative_to(plan.run_dir))
+            result.raw_log = str(raw.relative_to(plan.run.run_dir))
         return result
 
     def _delta(self) -> list[FileChange]:
@@ -244,7 +236,7 @@ class Attempt:
         """A path inside the skill copy that a tool result says it wrote is a change, also
         when nothing else saw it (written, then put back)."""
         assert self.ws is not None and self.baseline is not None
-        events_file = self.dir / "events.jsonl"
+        events_file = CaseFiles(self.dir).events
         if not events_file.is_file():
             return []
         skill_rel = self.ws.skill_dir.relative_to(self.ws.path).as_posix()
@@ -267,7 +259,7 @@ class Attempt:
     def _resources(self, touches: list[Touch]) -> ResourceUse | None:
         """What the attempt read, executed and wrote of the shipped skill files."""
         assert self.ws is not None and self.baseline is not None
-        events_file = self.dir / "events.jsonl"
+        events_file = CaseFiles(self.dir).events
         if not events_file.is_file():
             return None
         events = read_events(events_file)
@@ -299,19 +291,19 @@ class Attempt:
         """The completed attempt's files at the case level: events, transcript, Δ, outputs."""
         plan, ws, red = self.plan, self.ws, self.redactor
         assert ws is not None
-        case_dir = self.case_dir
-        outputs_dir = case_dir / "outputs"
+        files = CaseFiles(self.case_dir)
+        outputs_dir = files.outputs
         if outputs_dir.exists():
             shutil.rmtree(outputs_dir)
         cut = OutputsCut()
         outputs = collect_outputs(ws, before, outputs_dir, red, cut=cut)
         self.record.cut += cut.lines()
-        events_file = self.dir / "events.jsonl"
-        atomic_write_bytes(case_dir / "events.jsonl", events_file.read_bytes())
-        atomic_write_text(case_dir / "transcript.md", render_transcript(
+        events_file = CaseFiles(self.dir).events
+        atomic_write_bytes(files.events, events_file.read_bytes())
+        atomic_write_text(files.transcript, render_transcript(
             read_events(events_file), f"{plan.label}: {plan.case.prompt[:80]}"), red)
-        atomic_write_text(case_dir / "skill.diff", render_diff(self.changes), red)
-        after_dir = case_dir / "skill_after"
+        atomic_write_text(files.skill_diff, render_diff(self.changes), red)
+        after_dir = files.skill_after
         if after_dir.exists():
             shutil.rmtree(after_dir)
         for ch in self.changes:
@@ -331,13 +323,13 @@ class Attempt:
         self.record.error_type = type(exc).__name__
         self.record.ended_at = datetime.now(UTC)
         self._write_record()
-        if not self.plan.keep_workspace:
+        if not self.plan.run.keep_workspace:
             self.cleanup()
 
     def _write_record(self) -> None:
         self.record.changes = [f"{c.change} {c.path}" for c in self.changes]
         self.record.exceeded = getattr(self.sandbox, "exceeded", None)
-        write_model(self.dir / "attempt.json", self.record, self.redactor)
+        write_model(CaseFiles(self.dir).attempt_record, self.record, self.redactor)
 
     def cleanup(self) -> None:
         close = getattr(self.sandbox, "close", None)
@@ -346,6 +338,10 @@ class Attempt:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def run_attempt(plan: CasePlan) -> ExecutionRecord:
-    """Install and execute one attempt. Raises EnvironmentFailure (TransientError: retried)."""
-    return Attempt(plan).execute()
+def run_attempt(plan: CasePlan) -> AttemptOutcome:
+    """Install and execute one attempt: its record, or the exception that ended it (recorded
+    in its attempt.json; a TransientError is worth a retry)."""
+    try:
+        return AttemptOutcome(record=Attempt(plan).execute())
+    except Exception as exc:
+        return AttemptOutcome(failure=exc)

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aeval.tasks._engine.failures import api_failure
 from aeval.tasks._engine.limits import throttle
 from aeval.tasks._engine.retries import RetryCase, retry_on_transient, retry_options, run_count
+from aeval.tasks._engine.schedule import outcome
 from aeval.tasks.case.assertions import needs_probe, write_assertions_file
 from aeval.tasks.case.attempt import run_attempt
 from aeval.tasks.case.grade import grade_and_publish
@@ -41,30 +42,27 @@ from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
 from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
 
 from aeval.artifacts import AssertionsFile, CaseResult
-from aeval.errors import TransientError
 from aeval.isolation.redact import declared_values
-from aeval.run.plan import CasePlan, ExecutionRecord
+from aeval.run.plan import AttemptOutcome, CasePlan
 from aeval.run.store import read_model
 
 INTERNAL = "internal error"
 
 
 PREFECT_API = "Prefect API"
-UNRECORDED = "grading.json.unrecorded"
-"""Where a case's grading.json goes when Prefect could not record the case: ``--resume``
-takes a case with a grading.json as finished."""
 
 
 def api_error(plan: CasePlan, failure: str) -> CaseResult:
     """The case result when Prefect's API failed the case's chain after its retries: `error`
     (exit 3, retry), never the skill's fault. Its grading.json, if the chain got that far,
     is moved aside, so ``aeval run --resume`` runs the case again."""
-    graded = plan.case_dir / "grading.json"
+    graded = plan.files.grading
     if graded.is_file():
-        graded.replace(plan.case_dir / UNRECORDED)
+        graded.replace(plan.files.unrecorded)
     return plan.result(status="error",
                        reason=inert(f"{PREFECT_API}: {failure} (after the client's retries); "
                                     "`aeval run --resume` runs this case again")[:400])
@@ -77,6 +75,15 @@ def lost_chain(plan: CasePlan, outcome: object) -> CaseResult:
         failure = api_failure(outcome)
         return api_error(plan, failure) if failure else internal_error(plan, outcome)
     return internal_error(plan, TypeError(f"the case chain returned {type(outcome).__name__}"))
+
+
+def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
+    """A chain's CaseResult (its task run is Failed for a failing case: the result is the
+    state's data); when it has none, because Prefect's API failed the task run around the
+    chain or the engine raised, the case's `error` or internal result (``lost_chain``), and
+    the other cases go on."""
+    result = outcome(chain)
+    return result if isinstance(result, CaseResult) else lost_chain(plan, result)
 
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:
@@ -94,7 +101,7 @@ def case_task(retries: int = 2, retry_delay_s: float = 2.0):
 
 def _assertions(plan: CasePlan) -> AssertionsFile:
     """The case's assertions: written before its first attempt; a retry keeps them."""
-    path = plan.case_dir / "assertions.json"
+    path = plan.files.assertions
     if run_count() > 1 and path.is_file():
         return read_model(path, AssertionsFile)
     return write_assertions_file(plan)
@@ -115,30 +122,27 @@ def _logged(exc: BaseException) -> BaseException:
 def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
     """Run one case chain: assertions, execute (one attempt), grade. Raises RetryCase when the
     attempt's failure is transient and Prefect has ``retries`` left for this task run."""
-    execution: ExecutionRecord | BaseException | None = None
+    outcome: AttemptOutcome | None = None
     try:
         assertions = _assertions(plan)
         with ThreadPoolExecutor(max_workers=1) as pool:
             probing = pool.submit(run_probe, plan) if needs_probe(plan) else None
-            try:
-                execution = run_attempt(plan)
-            except TransientError as exc:
-                if run_count() <= retries:  # Prefect runs it again
+            outcome = run_attempt(plan)
+            if (exc := outcome.failure) is not None:
+                if outcome.transient and run_count() <= retries:  # Prefect runs it again
                     why = case_redactor(plan).text(f"{type(exc).__name__}: {exc}")
                     raise RetryCase(why[:300]) from exc
-                execution = _logged(exc)
-            except Exception as exc:  # recorded as the attempt's failure, graded below
-                execution = _logged(exc)
+                _logged(exc)  # the attempt's failure, graded below
             probe = probing.result() if probing is not None else None
-        return grade_and_publish(plan, assertions, execution, probe)
+        return grade_and_publish(plan, assertions, outcome, probe)
     except RetryCase:
         raise
     except Exception as exc:  # the case is recorded, the run goes on
         failure = api_failure(exc)  # Prefect's API refused the case's artifact
         return api_error(plan, failure) if failure else internal_error(plan, exc)
     finally:
-        if isinstance(execution, ExecutionRecord) and not plan.keep_workspace:
-            shutil.rmtree(execution.attempt_root, ignore_errors=True)
+        if outcome is not None and outcome.record and not plan.run.keep_workspace:
+            shutil.rmtree(outcome.record.attempt_root, ignore_errors=True)
 
 
 # The verdict as the task run's state, so the UI, the API and Automations see it: a skill
@@ -167,12 +171,12 @@ def run_case(plan: CasePlan, retries: int = 2, runtime_limit: int | None = None)
     CaseResult with ``future.result(raise_on_failure=False)`` (``lost_chain`` when it is none).
     Submit it as ``case_task(retries, delay)``: ``retries`` here must be the task's own."""
     # in whichever process runs it (a Dask worker too): no secret of the run leaves a log
-    declared = declared_values([*plan.case.required_credentials, *plan.run_credentials])
+    declared = declared_values([*plan.case.required_credentials, *plan.run.run_credentials])
     if declared:
         redact_logs(declared, add=True)
     ensure_inert_logs()  # a Dask worker's own handlers too
     with throttle(plan.runtime, runtime_limit):
         result = chain(plan, retries)
     progress("%s: %s", plan.label, result.status.upper())
-    emit_case_event(plan.run_id, plan.skill.name, plan.skill_key, plan.label, result)
+    emit_case_event(plan.run.run_id, plan.skill.name, plan.skill.key, plan.label, result)
     return case_state(result)

@@ -16,7 +16,6 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from aeval.tasks.case.assertions import runs_doc_test
-from aeval.tasks.case.attempt import recorded_attempts
 from aeval.tasks.case.grader import (
     TRANSCRIPT_CAP,
     call_grader,
@@ -58,8 +57,9 @@ from aeval.events import (
     transcript_text,
 )
 from aeval.isolation.redact import Redactor
-from aeval.run.plan import CasePlan, ExecutionRecord
-from aeval.run.store import read_model, write_model
+from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
+from aeval.run.read import read_attempts
+from aeval.run.store import write_model
 from aeval.verdicts.attribution import attribute_changes
 from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
 from aeval.verdicts.doctest import DocTestReport
@@ -112,25 +112,25 @@ def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionR
     """The separated grader's verdicts: input is exactly prompt, transcript, outputs and the
     assertions, with the skill's own lines and lines addressed to the grader withheld."""
     judged = [a for a in assertions.assertions if a.kind != "structural"]
-    if not plan.grader_model or not judged:
+    if not plan.run.grader_model or not judged:
         return GraderOutcome()
-    case_dir = plan.case_dir
+    files = plan.files
     lines = skill_lines(plan.skill.path) | {
         ln.strip() for c in execution.changes for ln in (c.after or "").splitlines()
         if len(ln.strip()) >= 12}
-    transcript, found_t = neutralize(withhold((case_dir / "transcript.md").read_text(), lines))
+    transcript, found_t = neutralize(withhold(files.transcript.read_text(), lines))
     transcript = head_tail(transcript, TRANSCRIPT_CAP)
     outputs, found_o = neutralize(render_outputs(
-        case_dir / "outputs", [o.model_dump() for o in execution.outputs], lines))
+        files.outputs, [o.model_dump() for o in execution.outputs], lines))
     out = GraderOutcome(injections=found_t + found_o)
     text = grader_input(plan.case.prompt, transcript, outputs, judged)
     try:
-        answer = call_grader(plan.grader_model, plan.api_base, text, judged)
+        answer = call_grader(plan.run.grader_model, plan.run.api_base, text, judged)
     except EnvironmentFailure as exc:
         out.error = f"grader model failed: {redactor.text(str(exc))[:300]}"
         return out
     out.wall_s = round(answer.wall_s, 3)
-    out.info = GraderInfo(model=plan.grader_model, protocol_fidelity=answer.value is not None,
+    out.info = GraderInfo(model=plan.run.grader_model, protocol_fidelity=answer.value is not None,
                           attempts=answer.attempts)
     if answer.value is None:
         out.error = (f"grader answer invalid after {answer.attempts} attempt(s): "
@@ -146,7 +146,7 @@ def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: 
     """The failed tool calls, those that ran a command the skill documents marked with it,
     and those that are the agent's own error (refused, another runtime's path) with why."""
     files = skill_files(plan.skill.path)
-    docs = documented_signatures(plan.skill.body, plan.case.steps, files)
+    docs = documented_signatures(plan.skill.skill.body, plan.case.steps, files)
     roots = (str(execution.skill_copy),
              execution.skill_copy.relative_to(execution.workspace).as_posix())
     found = {f.seq: f.signature for f in failed_documented_calls(events, docs, files, roots)}
@@ -155,36 +155,36 @@ def mark_documented(errors: list[FirstAttemptError], events: list[Event], plan: 
                                  "agent_error": theirs.get(e.seq)}) for e in errors]
 
 
-def grade(plan: CasePlan, assertions: AssertionsFile,
-          execution: ExecutionRecord | BaseException,
+def grade(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
           probe: ProbeResult | None = None) -> CaseResult:
     """Grade one case: observe, decide, write grading.json and eval_metadata.json. Never
-    raises for the case's own outcome: an execution exception becomes status `error` with
+    raises for the case's own outcome: an attempt that failed becomes status `error` with
     its reason."""
-    observation = observe(plan, assertions, execution, probe)
+    observation = observe(plan, assertions, outcome, probe)
     grading = decide(plan, assertions, observation)
     write_grading(plan, observation, grading)
     return plan.result(grading, attempts=len(observation.attempts))
 
 
-def observe(plan: CasePlan, assertions: AssertionsFile,
-            execution: ExecutionRecord | BaseException,
+def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
             probe: ProbeResult | None = None) -> Observation:
     """Everything the judge needs, read once: the recorded attempts, the graded attempt's
     events and Δ, the deterministic checks run in its workspace, the grader model's answer;
-    every text redacted. ``execution`` is the exception when the case did not execute."""
+    every text redacted. Only the failure's reason when the attempt failed."""
     start = time.monotonic()
-    attempts = recorded_attempts(plan.case_dir)
+    attempts = read_attempts(plan.case_dir)
     redactor = case_redactor(plan)
-    if isinstance(execution, BaseException):
+    if (failure := outcome.failure) is not None:
         reason = redactor.text(
-            f"{type(execution).__name__}: {execution}".strip().splitlines()[0][:400])
+            f"{type(failure).__name__}: {failure}".strip().splitlines()[0][:400])
         last = attempts[-1] if attempts else None
         if last and last.error:
             reason = f"{last.error_type}: {last.error.splitlines()[0][:400]}"
         return Observation(attempts=attempts, failure=reason,
                            exceeded=last.exceeded if last else None)
-    events = read_events(plan.case_dir / "events.jsonl")
+    execution = outcome.record
+    assert execution is not None
+    events = read_events(plan.files.events)
     skill_rel = execution.skill_copy.relative_to(execution.workspace).as_posix()
     result = execution.result
     doc_test = None
@@ -213,7 +213,7 @@ def observe(plan: CasePlan, assertions: AssertionsFile,
         grader=graded, errors=mark_documented(first_attempt_errors(events), events, plan,
                                               execution),
         probe=probe, run_status=result.status, run_text=result.final_text, doc_test=doc_test,
-        exercised=None if not plan.require_exercise
+        exercised=None if not plan.run.require_exercise
         else resources.exercised if resources is not None else [],
         exceeded=last.exceeded if last is not None else None,
         executor_wall_s=result.wall_s, observe_s=time.monotonic() - start, usage=result.usage,
@@ -226,14 +226,11 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
     self-correction section, metrics and timing. Pure: reads nothing, writes nothing."""
     if seen.failure is not None:
         return _not_executed(plan, assertions, seen.failure, seen.exceeded)
-    run_status, run_text = seen.run_status, seen.run_text
-    if seen.doc_test is not None:  # the verdict from what the blocks did, never the runtime's
-        summary = seen.doc_test.summary()
-        run_status, run_text = summary.status, summary.final_text
     j = judge(assertions.assertions, seen.changes, seen.checks, seen.grader.verdicts,
               plan.case.pass_threshold, seen.grader.error, seen.errors, seen.probe,
-              run_status=run_status, run_text=run_text, doc_test=seen.doc_test is not None,
-              skill_installed=plan.install_skill, findings=plan.static_findings,
+              run_status=seen.run_status, run_text=seen.run_text,
+              doc_test=seen.doc_test.summary() if seen.doc_test is not None else None,
+              skill_installed=plan.run.install_skill, findings=plan.skill.static_findings,
               exercised=seen.exercised, exceeded=seen.exceeded)
     graded = seen.grader
     wall = seen.executor_wall_s
@@ -259,13 +256,13 @@ def _not_executed(plan: CasePlan, assertions: AssertionsFile, reason: str,
     went over the attempt's disk bound."""
     expectations = _not_run(assertions, "the case did not execute")
     status = "error"
-    if plan.static_findings and plan.install_skill:
-        expectations = [judge_structural(a, [], [], None, plan.static_findings)
+    if plan.skill.static_findings and plan.run.install_skill:
+        expectations = [judge_structural(a, [], [], None, plan.skill.static_findings)
                         if a.id == STATIC else e
                         for a, e in zip(assertions.assertions, expectations, strict=True)]
         status = "fail"
         reason = (f"the static skill check found a defect: "
-                  f"{static_evidence(plan.static_findings)} (the case did not execute: "
+                  f"{static_evidence(plan.skill.static_findings)} (the case did not execute: "
                   f"{reason})")
     if exceeded:  # e.g. a setup that wrote past the disk bound
         status, reason = "fail", over_bound(exceeded, reason)
@@ -281,12 +278,12 @@ def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
     (``--resume`` skips it)."""
     attempts = seen.attempts
     meta = EvalMetadata(
-        run_id=plan.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
-        case_id=plan.case.id, runtime=plan.runtime, model=plan.model, epoch=plan.epoch,
-        tier=plan.tier, contract=plan.contract, prompt=plan.case.prompt,
+        run_id=plan.run.run_id, skill=plan.skill.name, skill_path=str(plan.skill.path),
+        case_id=plan.case.id, runtime=plan.runtime, model=plan.run.model, epoch=plan.epoch,
+        tier=plan.skill.tier, contract=plan.skill.contract, prompt=plan.case.prompt,
         expected_outcome=plan.case.expected_outcome,
-        required_credentials=plan.case.required_credentials, lint_warnings=plan.warnings,
-        attempts=attempts, skill_installed=plan.install_skill,
+        required_credentials=plan.case.required_credentials, lint_warnings=plan.skill.warnings,
+        attempts=attempts, skill_installed=plan.run.install_skill,
         started_at=attempts[0].started_at if attempts else None,
         status=grading.status, ended_at=datetime.now(UTC))
     if seen.failure is None:
@@ -296,16 +293,8 @@ def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
         meta.outputs = seen.outputs
         meta.sandbox = seen.sandbox
     redactor = case_redactor(plan)
-    write_model(plan.case_dir / "eval_metadata.json", meta, redactor)
-    write_model(plan.case_dir / "grading.json", grading, redactor)
-
-
-def finished_result(plan: CasePlan) -> CaseResult | None:
-    """The CaseResult of a case graded earlier (resume), from its files; None if unfinished."""
-    p = plan.case_dir / "grading.json"
-    if not p.is_file():
-        return None
-    return plan.result(read_model(p, Grading), attempts=len(recorded_attempts(plan.case_dir)))
+    write_model(plan.files.eval_metadata, meta, redactor)
+    write_model(plan.files.grading, grading, redactor)
 
 
 def _credentials(plan: CasePlan) -> dict[str, str]:
@@ -315,15 +304,14 @@ def _credentials(plan: CasePlan) -> dict[str, str]:
         return {}
 
 
-def grade_and_publish(plan: CasePlan, assertions: AssertionsFile,
-                      execution: ExecutionRecord | BaseException,
+def grade_and_publish(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
                       probe: ProbeResult | None = None) -> CaseResult:
-    """Grade one case (``execution`` is the exception when the execution failed), and attach
+    """Grade one case (its attempt's ``outcome``: the record, or the failure), and attach
     its verdict table to the running task run (the case chain) as a Prefect markdown
     artifact."""
-    result = grade(plan, assertions, execution, probe)
+    result = grade(plan, assertions, outcome, probe)
     create_markdown_artifact(
-        case_markdown(result, plan.skill.name, plan.run_dir),
+        case_markdown(result, plan.skill.name, plan.run.run_dir),
         key=artifact_key("case", plan.skill.name, plan.case.id, plan.runtime,
                          *([f"epoch-{plan.epoch}"] if plan.epoch is not None else [])),
         description=f"{plan.label}: {result.status}")

@@ -33,10 +33,10 @@ def resolve_credentials(plan: CasePlan, environ: dict[str, str] | None = None) -
 
 def case_redactor(plan: CasePlan) -> Redactor:
     """What the case's artifacts, logs and errors are redacted of: the values (where set) of
-    its own credentials and of every other one the run declares (``plan.run_credentials``):
+    its own credentials and of every other one the run declares (``plan.run.run_credentials``):
     a value one case declares is redacted from every case's artifacts, not only its own.
     The executor still gets only the case's own (``resolve_credentials``)."""
-    return Redactor(declared_values([*plan.case.required_credentials, *plan.run_credentials]))
+    return Redactor(declared_values([*plan.case.required_credentials, *plan.run.run_credentials]))
 
 
 def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str]) -> dict[str, str]:
@@ -49,7 +49,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
             log_path: Path, sandbox: Sandbox | None = None) -> Workspace:
     """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
-                           plan.case.files, config_dirs, plan.install_skill)
+                           plan.case.files, config_dirs, plan.run.install_skill)
     # the Python user site, made while nothing of the attempt has run: its startup hooks
     # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)
@@ -60,7 +60,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
         for phase, commands, error in (("setup", plan.case.setup, SetupFailed),
                                        ("preflight", plan.case.preflight, PreflightFailed)):
             for cmd in commands:
-                r = run_command(cmd, ws.path, env, plan.case.timeout_s, plan.output_cap,
+                r = run_command(cmd, ws.path, env, plan.case.timeout_s, plan.run.output_cap,
                                 redactor=redactor, sandbox=sandbox)
                 log.append(f"$ {cmd}  # {phase}, exit {r.exit_code}, {r.duration_s:.1f}s\n"
                            f"{r.combined()}\n")

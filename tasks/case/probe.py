@@ -17,6 +17,7 @@ from aeval.tasks.case.attempt import Attempt
 from aeval.artifacts import ProbeResult
 from aeval.errors import EnvironmentFailure
 from aeval.events import ToolCallEvent, ToolResultEvent, calls_by_id, read_events
+from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan
 
 # A step that failed because the host lacks a tool or module says nothing about the skill.
@@ -31,8 +32,8 @@ def probe_plan(plan: CasePlan) -> CasePlan:
 
 def run_probe(plan: CasePlan) -> ProbeResult:
     """Run the case's steps under literal in their own workspace; never raises."""
-    case_dir = plan.case_dir / "probe"
-    rel = str(case_dir.relative_to(plan.run_dir))
+    case_dir = plan.files.probe
+    rel = str(case_dir.relative_to(plan.run.run_dir))
     attempt = Attempt(probe_plan(plan), case_dir=case_dir)
     try:
         record = attempt.execute()
@@ -43,13 +44,13 @@ def run_probe(plan: CasePlan) -> ProbeResult:
         return ProbeResult(status="inconclusive", dir=rel,
                            evidence=f"internal error: {type(exc).__name__}: {exc}"[:300])
     finally:
-        if not plan.keep_workspace:
+        if not plan.run.keep_workspace:
             shutil.rmtree(attempt.root, ignore_errors=True)
     n = len(plan.case.steps)
     if record.result.status == "completed":
         return ProbeResult(status="passed", dir=rel,
                            evidence=f"all {n} documented step(s) succeeded as written")
-    events = read_events(case_dir / "events.jsonl")
+    events = read_events(CaseFiles(case_dir).events)
     calls = calls_by_id(events)
     failed = next((e for e in events if isinstance(e, ToolResultEvent) and not e.ok), None)
     if failed is None or record.result.status == "timeout":

@@ -41,7 +41,7 @@ def sandbox_policy(plan: CasePlan, root: Path, *,
     case declares shown, the case's network as declared; nothing else of the host."""
     return SandboxPolicy(
         root=root, writable=list(writable or []), shown=declared_tools(plan.case.host_tools),
-        network=plan.case.network, output_cap=plan.output_cap,
+        network=plan.case.network, output_cap=plan.run.output_cap,
         max_disk_bytes=plan.case.max_disk_mb << 20)
 
 
@@ -51,9 +51,9 @@ def attempt_policy(plan: CasePlan, root: Path) -> SandboxPolicy:
 
 
 def attempt_sandbox(plan: CasePlan, root: Path) -> Sandbox:
-    """The sandbox of the attempt rooted at ``root`` (bwrap, or none as ``plan.sandbox``
+    """The sandbox of the attempt rooted at ``root`` (bwrap, or none as ``plan.run.sandbox``
     allows); raises SandboxUnavailable under `require` when bubblewrap cannot run."""
-    return make_sandbox(plan.sandbox, attempt_policy(plan, root))
+    return make_sandbox(plan.run.sandbox, attempt_policy(plan, root))
 
 
 def check_sandbox(plan: CasePlan, execution: ExecutionRecord,
@@ -67,7 +67,7 @@ def check_sandbox(plan: CasePlan, execution: ExecutionRecord,
     shown. The empty HOME goes when the sandbox does."""
     home = Path(tempfile.mkdtemp(prefix="aeval-check-home-"))
     policy = sandbox_policy(plan, execution.workspace, writable=[home])
-    sandbox = make_sandbox(plan.sandbox, policy)
+    sandbox = make_sandbox(plan.run.sandbox, policy)
     weakref.finalize(sandbox, shutil.rmtree, home, True)
     env = base_env(home, {"SKILL_DIR": str(execution.skill_copy), **credentials})
     return sandbox, env

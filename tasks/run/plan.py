@@ -8,29 +8,29 @@ from typing import Any
 from aeval.adapters import runs_steps_verbatim
 
 from aeval.run.layout import CaseFiles
-from aeval.run.plan import CasePlan, Examined
+from aeval.run.plan import CasePlan, Examined, RunSettings, SkillPlan
 
 
-def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: list[str],
-               epochs: int, workspace_root: Path, model: str | None = None,
-               grader_model: str | None = None, api_base: str | None = None,
-               output_cap: int = 16_000, keep_workspace: bool = False,
+def plan_cases(examined: list[Examined], run: RunSettings, runtimes: list[str], epochs: int,
                runtime_options: dict[str, dict[str, Any]] | None = None,
-               recordings: dict[str, str] | None = None, sandbox: str = "auto",
-               install_skill: bool = True, require_exercise: bool = True,
+               recordings: dict[str, str] | None = None,
                skill_md_doc_test: bool = True) -> list[CasePlan]:
-    """One plan per skill x case x runtime x epoch. ``recordings`` (``skill/case`` -> recorded
-    case folder, or ``skill/case#epoch`` for one epoch; ``skill`` is the skill's folder key in
-    the run: two skills may share a name) makes each plan reuse that case's assertions
-    (regrade, uplift); ``install_skill`` False plans uplift's without-skill arm. Every plan
-    carries the names of the run's credentials (``run_credentials``), for redaction."""
-    declared = run_credentials(examined)
+    """One plan per skill x case x runtime x epoch, each sharing ``run`` (with the names of
+    the run's credentials, ``run_credentials``, for redaction) and its skill's `SkillPlan`.
+    ``recordings`` (``skill/case`` -> recorded case folder, or ``skill/case#epoch`` for one
+    epoch; ``skill`` is the skill's folder key in the run: two skills may share a name) makes
+    each plan reuse that case's assertions (regrade, uplift); ``run.install_skill`` False
+    plans uplift's without-skill arm."""
+    run = run.model_copy(update={"run_credentials": run_credentials(examined)})
     plans = []
     for ex in examined:
         if not ex.valid:
             continue
+        skill = SkillPlan(key=ex.key or ex.name, skill=ex.skill, tier=ex.tier,
+                          contract=ex.contract, warnings=ex.warnings,
+                          static_findings=ex.static_findings)
         cases = [(c, False) for c in ex.cases]
-        if ex.doc_case is not None and install_skill and skill_md_doc_test:
+        if ex.doc_case is not None and run.install_skill and skill_md_doc_test:
             cases.append((ex.doc_case, True))
         for case, supplementary in cases:
             for rt in runtimes:
@@ -38,18 +38,10 @@ def plan_cases(examined: list[Examined], run_id: str, run_dir: Path, runtimes: l
                     continue  # SKILL.md's blocks are run verbatim, by a runtime with no model
                 for epoch in (range(1, epochs + 1) if epochs > 1 else [None]):
                     plans.append(CasePlan(
-                        supplementary=supplementary, static_findings=ex.static_findings,
-                        require_exercise=require_exercise,
-                        run_id=run_id, run_dir=run_dir, skill_key=ex.key or ex.name,
-                        skill=ex.skill, tier=ex.tier,
-                        contract=ex.contract, warnings=ex.warnings, case=case, runtime=rt,
-                        runtime_options=(runtime_options or {}).get(rt, {}), epoch=epoch,
-                        model=model, grader_model=grader_model, api_base=api_base,
-                        output_cap=output_cap, keep_workspace=keep_workspace, sandbox=sandbox,
-                        workspace_root=workspace_root, install_skill=install_skill,
-                        run_credentials=declared,
-                        assertions_from=_recorded(recordings, ex.key or ex.name, case.id,
-                                                  epoch)))
+                        run=run, skill=skill, case=case, supplementary=supplementary,
+                        runtime=rt, runtime_options=(runtime_options or {}).get(rt, {}),
+                        epoch=epoch,
+                        assertions_from=_recorded(recordings, skill.key, case.id, epoch)))
     return plans
 
 

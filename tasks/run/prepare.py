@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import prefect
-from aeval.tasks.case.grade import finished_result
-from aeval.tasks.case.sandboxing import run_sandbox_status
+from aeval.adapters.sandbox.bwrap import sandbox_status
 from aeval.tasks.run.examine import duplicate_name_warnings, examine
 from aeval.tasks.run.plan import plan_cases, run_credentials
 from aeval.tasks.run.progress import progress, redact_logs
@@ -24,7 +23,7 @@ from aeval.artifacts import CaseResult, RunManifest
 from aeval.isolation.redact import declared_values
 from aeval.isolation.sandbox import SandboxUnavailable
 from aeval.run.layout import RunLayout, skill_keys
-from aeval.run.plan import CasePlan, Examined
+from aeval.run.plan import CasePlan, Examined, RunSettings
 from aeval.run.requests import EvalRequest
 from aeval.run.store import new_run_id, read_model, write_model
 from aeval.skill.skill_md import scan_skill_roots
@@ -72,7 +71,7 @@ class PreparedRun(BaseModel):
         """One group per valid skill x runtime that has case runs."""
         keys: dict[tuple[str, str], list[str]] = {}
         for p in self.todo:
-            keys.setdefault((p.skill_key, p.runtime), []).append(p.key)
+            keys.setdefault((p.skill.key, p.runtime), []).append(p.key)
         for c in self.finished:
             skill_key = c.dir.split("/", 1)[0]
             keys.setdefault((skill_key, c.runtime), []).append(c.dir)
@@ -102,6 +101,17 @@ def skill_roots(request: EvalRequest) -> list[Path]:
     return roots
 
 
+def run_settings(request: EvalRequest, run_dir: Path, workspace_root: Path) -> RunSettings:
+    """What every case of the run of ``request`` (its id set) shares."""
+    assert request.run_id is not None
+    return RunSettings(
+        run_id=request.run_id, run_dir=run_dir, workspace_root=workspace_root,
+        model=request.model, grader_model=request.grader_model, api_base=request.api_base,
+        output_cap=request.output_cap, keep_workspace=request.keep_workspaces,
+        sandbox=request.sandbox, install_skill=request.install_skill,
+        require_exercise=request.require_exercise)
+
+
 def prepare(request: EvalRequest) -> PreparedRun:
     """Examine, key, plan; write run.json. Raises FileNotFoundError when resuming a run that
     does not exist."""
@@ -110,7 +120,7 @@ def prepare(request: EvalRequest) -> PreparedRun:
     layout = RunLayout.of(request.store, run_id)
     if request.resume and not layout.manifest.is_file():
         raise FileNotFoundError(f"cannot resume {run_id}: no {layout.manifest}")
-    status = run_sandbox_status(request.sandbox)
+    status = sandbox_status(request.sandbox)
     if request.sandbox == "require" and status.used != "bwrap":
         raise SandboxUnavailable(f"--sandbox require: {status.reason}")
     roots = skill_roots(request)
@@ -132,16 +142,14 @@ def prepare(request: EvalRequest) -> PreparedRun:
                 tmp.unlink(missing_ok=True)
     write_model(layout.manifest, manifest)
     ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
-    plans = plan_cases(examined, run_id, layout.run_dir, request.runtimes, request.epochs,
-                       ws_root, request.model, request.grader_model, request.api_base,
-                       request.output_cap, request.keep_workspaces, request.runtime_options,
-                       request.recordings, request.sandbox, request.install_skill,
-                       request.require_exercise, request.skill_md_doc_test)
+    plans = plan_cases(examined, run_settings(request, layout.run_dir, ws_root),
+                       request.runtimes, request.epochs, request.runtime_options,
+                       request.recordings, request.skill_md_doc_test)
     todo, finished = plans, []
     if request.resume:
         todo = []
         for plan in plans:
-            done = finished_result(plan)
+            done = plan.finished()
             (todo.append(plan) if done is None else finished.append(done))
     if request.skip_unchanged:
         todo, reused = reuse_unchanged(fingerprint_plans(todo), Path(request.store))

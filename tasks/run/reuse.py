@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters import get_runtime
-from aeval.tasks.case.grade import finished_result
 
 from aeval import __version__
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
@@ -59,13 +58,13 @@ def runtime_config(plan: CasePlan, digests: dict[Path, str]) -> dict[str, Any]:
     """The runtime's own configuration for one case run, as the fingerprint covers it: its
     options, the output cap, the distractor skills (their folders' digests), and the text of
     the executor's prompt and the verdict prompts (`VERDICT_PROMPTS`)."""
-    for d in plan.distractors:
+    for d in plan.skill.distractors:
         if Path(d) not in digests:
             digests[Path(d)] = folder_digest(Path(d))
     prompts = {name: text_digest(load_prompt(name))
-               for name in (plan.executor_prompt, *VERDICT_PROMPTS)}
-    return {"options": plan.runtime_options, "output_cap": plan.output_cap,
-            "distractors": [digests[Path(d)] for d in plan.distractors], "prompts": prompts}
+               for name in (plan.run.executor_prompt, *VERDICT_PROMPTS)}
+    return {"options": plan.runtime_options, "output_cap": plan.run.output_cap,
+            "distractors": [digests[Path(d)] for d in plan.skill.distractors], "prompts": prompts}
 
 
 def fingerprint_plans(plans: list[CasePlan]) -> list[CasePlan]:
@@ -79,11 +78,11 @@ def fingerprint_plans(plans: list[CasePlan]) -> list[CasePlan]:
         if root not in digests:
             digests[root] = folder_digest(root)
         fp = case_fingerprint(
-            skill_digest=digests[root], skill_dir=root, case=p.case, tier=str(p.tier),
+            skill_digest=digests[root], skill_dir=root, case=p.case, tier=str(p.skill.tier),
             runtime=p.runtime, runtime_version=_runtime_version(p.runtime, versions),
-            model=p.model, grader_model=p.grader_model, epoch=p.epoch,
-            install_skill=p.install_skill, sandbox=p.sandbox, aeval_version=__version__,
-            api_base=p.api_base, runtime_config=runtime_config(p, digests))
+            model=p.run.model, grader_model=p.run.grader_model, epoch=p.epoch,
+            install_skill=p.run.install_skill, sandbox=p.run.sandbox, aeval_version=__version__,
+            api_base=p.run.api_base, runtime_config=runtime_config(p, digests))
         out.append(p.model_copy(update={"fingerprint": fp}))
     return out
 
@@ -96,13 +95,13 @@ def reuse_unchanged(plans: list[CasePlan], store: Path
     for plan in plans:
         entry = index.entries.get(plan.fingerprint or "")
         source = RunLayout.of(store, entry.run_id).case(entry.dir) if entry else None
-        if (entry is None or entry.status not in REUSABLE or entry.run_id == plan.run_id
+        if (entry is None or entry.status not in REUSABLE or entry.run_id == plan.run.run_id
                 or not CaseFiles(source).grading.is_file()):
             todo.append(plan)
             continue
         shutil.rmtree(plan.case_dir, ignore_errors=True)
         shutil.copytree(source, plan.case_dir, symlinks=True)
-        result = finished_result(plan)
+        result = plan.finished()
         if result is None or result.status != entry.status:
             shutil.rmtree(plan.case_dir, ignore_errors=True)
             todo.append(plan)

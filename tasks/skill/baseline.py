@@ -52,7 +52,8 @@ def entries_of_run(run_dir: Path, manifest: RunManifest | None = None,
                 verdicts[e.text] = None if e.passed is None else bool(prev and e.passed)
                 ids[e.text] = e.id
         out[key] = BaselineEntry(
-            run_id=manifest.run_id, recorded_at=manifest.finished_at or datetime.now(UTC),
+            run_id=run.manifest.run_id,
+            recorded_at=run.manifest.finished_at or datetime.now(UTC),
             first_attempt_pass_rate=round(sum(rates) / len(rates), 4) if rates else None,
             assertions=verdicts, ids=ids)
     return out

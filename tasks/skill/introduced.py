@@ -93,11 +93,12 @@ class BaseSkills:
 def base_preflight_passes(plan: CasePlan, base_skill: Path, base_case: EvalCase) -> bool:
     """Whether the base's setup and preflight pass here: run once, in a fresh sandboxed
     workspace of the base's skill copy (the case folder keeps their log)."""
-    bplan = plan.model_copy(update={"skill": plan.skill.model_copy(update={"path": base_skill}),
+    skill = plan.skill.skill.model_copy(update={"path": base_skill})
+    bplan = plan.model_copy(update={"skill": plan.skill.model_copy(update={"skill": skill}),
                                     "case": base_case})
     runtime = get_runtime(plan.runtime)
-    Path(plan.workspace_root).mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="base-preflight-", dir=plan.workspace_root))
+    Path(plan.run.workspace_root).mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="base-preflight-", dir=plan.run.workspace_root))
     sandbox = None
     try:
         credentials = resolve_credentials(bplan)

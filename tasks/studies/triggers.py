@@ -27,10 +27,10 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts import TriggersReport, TriggerTrial
-from aeval.errors import ContractError, EnvironmentFailure, TransientError
+from aeval.errors import ContractError, EnvironmentFailure
 from aeval.events import read_events
 from aeval.run.layout import CaseFiles, RunLayout, skill_keys
-from aeval.run.plan import CasePlan, Examined
+from aeval.run.plan import CasePlan, Examined, RunSettings, SkillPlan
 from aeval.run.store import atomic_write_text, write_model
 from aeval.skill.contract import EvalCase, generic_triggers
 from aeval.skill.skill_md import find_skill_roots, load_skill
@@ -119,6 +119,10 @@ def prepare_triggers(request: TriggersRequest) -> PreparedTriggers:
     keys = skill_keys([(ex.name, ex.root) for ex in examined])
     folder = Path(request.distractors) if request.distractors else None
     ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-triggers-{request.run_id}-"))
+    run = RunSettings(run_id=request.run_id, run_dir=run_dir, workspace_root=ws_root,
+                      model=request.model, api_base=request.api_base,
+                      keep_workspace=request.keep_workspaces, sandbox=request.sandbox,
+                      executor_prompt="trigger_executor")
     trials, invalid, distractors, sources = [], [], {}, set()
     for ex in examined:
         if not ex.valid or ex.skill is None:
@@ -129,6 +133,8 @@ def prepare_triggers(request: TriggersRequest) -> PreparedTriggers:
         sources.add(source)
         distractors[key] = [load_skill(d).name for d in chosen]
         config_triggers = _contract_triggers(ex)
+        skill = SkillPlan(key=key, skill=ex.skill, tier=ex.tier, contract=ex.contract,
+                          distractors=chosen)
         prompts = config_triggers or generic_triggers(ex.skill)
         for kind, items in (("should", prompts.should), ("should_not", prompts.should_not)):
             for i, prompt in enumerate(items):
@@ -138,13 +144,8 @@ def prepare_triggers(request: TriggersRequest) -> PreparedTriggers:
                 for rt in request.runtimes:
                     for epoch in (range(1, request.epochs + 1) if request.epochs > 1
                                   else [None]):
-                        plan = CasePlan(
-                            run_id=request.run_id, run_dir=run_dir, skill_key=key,
-                            skill=ex.skill, tier=ex.tier, contract=ex.contract, case=case,
-                            runtime=rt, epoch=epoch, model=request.model,
-                            api_base=request.api_base, keep_workspace=request.keep_workspaces,
-                            sandbox=request.sandbox, workspace_root=ws_root,
-                            distractors=chosen, executor_prompt="trigger_executor")
+                        plan = CasePlan(run=run, skill=skill, case=case, runtime=rt,
+                                        epoch=epoch)
                         trials.append(TriggerPlan(plan=plan, kind=kind, index=i, source=(
                             "contract" if config_triggers else "generic")))
     return PreparedTriggers(request=request, run_dir=run_dir, created_at=datetime.now(UTC),
@@ -174,16 +175,16 @@ def run_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0) -> 
     execution = None
     try:
         for attempt in range(retries + 1):
-            try:
-                execution = run_attempt(plan)
+            tried = run_attempt(plan)
+            if not tried.transient or attempt == retries:
                 break
-            except TransientError:
-                if attempt == retries:
-                    raise
-                time.sleep(min(60.0, retry_delay_s * 2 ** attempt))  # from a fresh workspace
+            time.sleep(min(60.0, retry_delay_s * 2 ** attempt))  # from a fresh workspace
+        if tried.failure is not None:
+            raise tried.failure
+        execution = tried.record
         assert execution is not None
         skills = {plan.skill.name: execution.skill_copy}
-        for d in plan.distractors:
+        for d in plan.skill.distractors:
             skills.setdefault(load_skill(d).name, execution.skill_copy.parent / Path(d).name)
         events = read_events(CaseFiles(plan.case_dir).events)
         loads = skill_loads(events, execution.workspace, skills,
@@ -198,7 +199,7 @@ def run_trial(tp: TriggerPlan, retries: int = 2, retry_delay_s: float = 2.0) -> 
         return TriggerTrial(**base, outcome="error",
                             error=f"{INTERNAL}: {type(exc).__name__}: {exc}"[:400])
     finally:
-        if execution is not None and not plan.keep_workspace:
+        if execution is not None and not plan.run.keep_workspace:
             shutil.rmtree(execution.attempt_root, ignore_errors=True)
 
 
@@ -227,7 +228,7 @@ def build_report(prepared: PreparedTriggers, trials: list[TriggerTrial]) -> Trig
     req = prepared.request
     groups: dict[tuple[str, str], list[tuple[TriggerPlan, TriggerTrial]]] = {}
     for tp, t in zip(prepared.trials, trials, strict=True):
-        groups.setdefault((tp.plan.skill_key, tp.plan.runtime), []).append((tp, t))
+        groups.setdefault((tp.plan.skill.key, tp.plan.runtime), []).append((tp, t))
     scores = []
     for (key, runtime), pairs in groups.items():
         tp0 = pairs[0][0]

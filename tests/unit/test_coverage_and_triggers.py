@@ -323,9 +323,9 @@ def test_an_invalid_skill_is_listed_and_the_others_are_planned(tmp_path):
         assert kinds == [("should", "should-1"), ("should", "should-2"),
                          ("should_not", "should_not-1")]
         plan = prepared.trials[0].plan
-        assert plan.executor_prompt == "trigger_executor" and plan.case.max_turns == 3
+        assert plan.run.executor_prompt == "trigger_executor" and plan.case.max_turns == 3
         assert prepared.distractors == {"csv-stats": [load_skill(d).name
-                                                      for d in plan.distractors]}
+                                                      for d in plan.skill.distractors]}
     finally:
         shutil.rmtree(prepared.workspace_root, ignore_errors=True)
 

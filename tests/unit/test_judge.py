@@ -9,6 +9,7 @@ from aeval.artifacts import ChangeMade, FirstAttemptError, GraderVerdict, ProbeR
 from aeval.artifacts.case import AssertionSpec
 from aeval.skill.contract import FileExists
 from aeval.verdicts.checks import CheckOutcome
+from aeval.verdicts.doctest import DocTestSummary
 from aeval.verdicts.judge import NO_GRADER, change_evidence, judge
 from aeval.verdicts.static_check import StaticFinding
 
@@ -163,7 +164,9 @@ WITHOUT_SKILL = [
 def test_rule_without_the_skill(rule, specs, changes, errors, probe, checks, verdicts,
                                 threshold, grader_error, run_status, doc_test, status, by_id):
     j = judge(specs, changes, checks, verdicts, threshold, grader_error, errors, probe,
-              run_status=run_status, doc_test=doc_test, skill_installed=False)
+              run_status=run_status,
+              doc_test=DocTestSummary(run_status, "") if doc_test else None,
+              skill_installed=False)
     assert j.status == status, j.reason
     assert {e.id: e.status for e in j.expectations} == by_id
 
@@ -222,7 +225,8 @@ HONEST = [
 def test_static_doc_test_and_honest_pass_rules(rule, specs, findings, checks, run_status,
                                                run_text, doc_test, exercised, status, by_id):
     j = judge(specs, [], checks, {}, 1.0, run_status=run_status, run_text=run_text,
-              doc_test=doc_test, findings=findings, exercised=exercised)
+              doc_test=DocTestSummary(run_status, run_text) if doc_test else None,
+              findings=findings, exercised=exercised)
     assert j.status == status, j.reason
     assert {e.id: e.status for e in j.expectations} == by_id
 
@@ -230,11 +234,12 @@ def test_static_doc_test_and_honest_pass_rules(rule, specs, findings, checks, ru
 def test_the_reasons_name_the_line_and_what_ran():
     j = judge([S0, CHECK, S1], [], {"A1": ok()}, {}, 1.0, findings=[MISSING], exercised=RAN)
     assert "SKILL.md line 14: runs scripts/run.py, which the skill does not have" in j.reason
-    j = judge([S0, S1, S2], [], {}, {}, 1.0, run_status="completed", run_text="1 block ran",
-              doc_test=True, exercised=[])
+    j = judge([S0, S1, S2], [], {}, {}, 1.0, doc_test=DocTestSummary("completed", "1 block ran"),
+              exercised=[])
     assert j.reason.startswith("nothing of the skill ran")
-    j = judge([S0, S1, S2], [], {}, {}, 1.0, run_status="failed",
-              run_text="SKILL.md line 9: KeyError\ntraceback", doc_test=True, exercised=RAN)
+    j = judge([S0, S1, S2], [], {}, {}, 1.0,
+              doc_test=DocTestSummary("failed", "SKILL.md line 9: KeyError\ntraceback"),
+              exercised=RAN)
     assert j.reason.endswith(": SKILL.md line 9: KeyError")
 
 
@@ -285,23 +290,23 @@ RULE_ROWS = [
         {"A1": "passed", "S1": "failed"}, checks={"A1": ok()}, changes=[EDIT],
         run_status="untested", run_text="no steps under literal"),
     row("doc test: a skill edit fails a doc test that passed", [S0, S1, S2], "fail",
-        {"S0": "passed", "S1": "failed", "S2": "passed"}, changes=[EDIT], doc_test=True,
-        run_status="completed", run_text="2 of 2 documented block(s) ran", exercised=RAN),
+        {"S0": "passed", "S1": "failed", "S2": "passed"}, changes=[EDIT],
+        doc_test=DocTestSummary("completed", "2 of 2 documented block(s) ran"), exercised=RAN),
     row("doc test: a defect fails it", [S0, S1, S2], "fail",
-        {"S0": "passed", "S1": "passed", "S2": "failed"}, doc_test=True,
-        run_status="failed", run_text=DOC_DEFECT, exercised=RAN),
+        {"S0": "passed", "S1": "passed", "S2": "failed"},
+        doc_test=DocTestSummary("failed", DOC_DEFECT), exercised=RAN),
     row("doc test: needs X is untested", [S0, S1, S2], "untested",
-        {"S0": "passed", "S1": "passed", "S2": "passed"}, doc_test=True,
-        run_status="untested", run_text="needs pdftotext", exercised=[]),
+        {"S0": "passed", "S1": "passed", "S2": "passed"},
+        doc_test=DocTestSummary("untested", "needs pdftotext"), exercised=[]),
     row("doc test: a timeout is an environment error", [S0, S1, S2], "error",
-        {"S0": "passed", "S1": "passed", "S2": "passed"}, doc_test=True,
-        run_status="timeout", run_text="timeout after 1 of 3 block(s)", exercised=RAN),
+        {"S0": "passed", "S1": "passed", "S2": "passed"},
+        doc_test=DocTestSummary("timeout", "timeout after 1 of 3 block(s)"), exercised=RAN),
     row("without the skill: the assertions decide, not the doc test's defect", [CHECK, S1, S2],
-        "pass", {"A1": "passed"}, checks={"A1": ok()}, doc_test=True, run_status="failed",
-        run_text=DOC_DEFECT, skill_installed=False),
+        "pass", {"A1": "passed"}, checks={"A1": ok()},
+        doc_test=DocTestSummary("failed", DOC_DEFECT), skill_installed=False),
     row("without the skill: a doc test that passed does not hide a failed assertion",
-        [CHECK, S1, S2], "fail", {"A1": "failed"}, checks={"A1": bad()}, doc_test=True,
-        run_status="completed", run_text="1 of 1 block(s) ran", skill_installed=False),
+        [CHECK, S1, S2], "fail", {"A1": "failed"}, checks={"A1": bad()},
+        doc_test=DocTestSummary("completed", "1 of 1 block(s) ran"), skill_installed=False),
 ]
 
 
@@ -323,8 +328,8 @@ def test_what_each_structural_assertion_cites():
     assert e["S3"].evidence == "probe inconclusive: preflight failed: no GPU"
     assert j.reason.startswith(
         "a documented command failed (1/2 first-attempt, 1 ungraded): event 5 exited 1")
-    j = judge([S1, S2], [], {}, {}, 1.0, run_status="failed",
-              run_text=DOC_DEFECT + "\nTraceback ...", doc_test=True)
+    j = judge([S1, S2], [], {}, {}, 1.0,
+              doc_test=DocTestSummary("failed", DOC_DEFECT + "\nTraceback ..."))
     assert j.expectations[1].evidence == DOC_DEFECT
     assert j.reason == ("a documented command failed (1/2 first-attempt): " + DOC_DEFECT)
 
@@ -411,12 +416,12 @@ def test_each_expectation_carries_its_evidence_and_terminal_verdict():
 
 
 def test_a_doc_test_s2_cites_the_first_line_and_passes_terminally_only_when_clean():
-    j = judge([S1, S2], [], {}, {}, 1.0, run_status="failed", doc_test=True,
-              run_text=f"{DOC_DEFECT}\nTraceback (most recent call last):\nKeyError")
+    j = judge([S1, S2], [], {}, {}, 1.0, doc_test=DocTestSummary(
+        "failed", f"{DOC_DEFECT}\nTraceback (most recent call last):\nKeyError"))
     s2 = _by_id(j)["S2"]
     assert (s2.evidence, s2.terminal_passed) == (DOC_DEFECT, False)
-    j = judge([S1, S2], [], {}, {}, 1.0, run_status="completed", doc_test=True,
-              run_text="1 of 1 documented block(s) ran\nmore")
+    j = judge([S1, S2], [], {}, {}, 1.0,
+              doc_test=DocTestSummary("completed", "1 of 1 documented block(s) ran\nmore"))
     s2 = _by_id(j)["S2"]
     assert (s2.evidence, s2.terminal_passed) == (
         "no SKILL.md block failed in the skill's own code", True)
@@ -431,8 +436,8 @@ def test_the_reasons_of_untested_and_nothing_ran():
     j = judge([CHECK, S1], [], {"A1": ok()}, {}, 1.0, exercised=[])
     assert j.reason == ("nothing of the skill ran: no file of the skill was run, or read by a "
                         "call that succeeded (2/2 first-attempt (100% vs threshold 100%))")
-    j = judge([S1, S2], [], {}, {}, 1.0, run_status="completed", run_text="2 block(s) ran",
-              doc_test=True, exercised=[])
+    j = judge([S1, S2], [], {}, {}, 1.0,
+              doc_test=DocTestSummary("completed", "2 block(s) ran"), exercised=[])
     assert j.reason == ("nothing of the skill ran: no SKILL.md block ran or read a file of the "
                         "skill (doc test: 2 block(s) ran)")
     j = judge([CHECK, NL, S1], [], {"A1": ok()}, {}, 1.0, "grader model failed: 503")
@@ -441,7 +446,7 @@ def test_the_reasons_of_untested_and_nothing_ran():
 
 
 def test_a_run_is_completed_unless_the_runtime_said_otherwise():
-    j = judge([S1, S2], [], {}, {}, 1.0, doc_test=True)
+    j = judge([S1, S2], [], {}, {}, 1.0, doc_test=DocTestSummary("completed", ""))
     assert (j.status, j.reason) == ("pass", "doc test: ")
 
 

@@ -12,12 +12,11 @@ NAMES = [layout.RUN_MANIFEST, layout.JUNIT, layout.REPORT, layout.UPLIFT, layout
          layout.ANALYSIS_NOTES, layout.FIX_SUGGESTIONS, layout.MULTI_EVAL_REPORT,
          layout.SUMMARY, layout.REGRESSION, layout.EVAL_METADATA, layout.ASSERTIONS,
          layout.EVENTS, layout.TRANSCRIPT, layout.GRADING, layout.SKILL_DIFF,
-         layout.SKILL_AFTER, layout.OUTPUTS, layout.ATTEMPTS]
+         layout.SKILL_AFTER, layout.OUTPUTS, layout.ATTEMPTS, layout.ATTEMPT_RECORD, layout.PROBE,
+         layout.UNRECORDED]
 JOINED = re.compile(r"/\s*[\"'](" + "|".join(map(re.escape, NAMES)) + r")[\"']")
-LEFT = {"tasks/case/assertions.py", "tasks/case/attempt.py", "tasks/case/chain.py",
-        "tasks/case/grade.py", "tasks/case/probe.py"}
-"""The case chain, rebuilt in the same renovation (issue 43 item 1): to move onto CaseFiles
-with it."""
+LEFT: set[str] = set()
+"""Modules still to move onto the layout's names: none."""
 
 
 def test_no_module_but_the_layout_joins_a_run_file_name_to_a_path():

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from aeval.capabilities import MODEL_RUNTIMES, RUNTIME_NAMES, VERBATIM_RUNTIMES
 from aeval.run.requests import EvalRequest, MrRequest, SweepRequest
 from aeval.runtime.model_keys import config_problem, key_vars, provider_of
-from aeval.runtime.protocol import MODEL_RUNTIMES, RUNTIME_NAMES
 
 
 def test_the_runtime_names_are_the_registered_ones():
@@ -17,6 +17,7 @@ def test_the_runtime_names_are_the_registered_ones():
 
     assert set(RUNTIME_NAMES) == set(RUNTIMES)
     assert {n for n in RUNTIMES if runtime_class(n).needs_model} == MODEL_RUNTIMES
+    assert {n for n in RUNTIMES if runtime_class(n).runs_steps_verbatim} == VERBATIM_RUNTIMES
 
 
 def test_only_a_runtime_without_a_model_runs_steps_verbatim():

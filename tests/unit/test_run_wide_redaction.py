@@ -14,6 +14,7 @@ from aeval.tasks.run.plan import plan_cases
 
 from aeval.artifacts import CaseResult
 from aeval.isolation.redact import Redactor, declared_values
+from aeval.run.plan import RunSettings
 from aeval.run.store import redacted_model
 
 TOKEN = "dpl_live_7Kq2Vx9Lm4Rt8Wz3"
@@ -34,14 +35,15 @@ def plans(tmp_path: Path):
     examined = [examine(skill(tmp_path, "deploy-notes", ["DEPLOY_TOKEN"])),
                 examine(skill(tmp_path, "release-digest", []))]
     examined = [ex.model_copy(update={"key": ex.name}) for ex in examined]
-    out = plan_cases(examined, "r1", tmp_path / "run", ["literal"], 1, tmp_path / "ws")
+    run = RunSettings(run_id="r1", run_dir=tmp_path / "run", workspace_root=tmp_path / "ws")
+    out = plan_cases(examined, run, ["literal"], 1)
     return {p.skill.name: p for p in out}
 
 
 def test_every_case_is_planned_with_the_names_of_the_runs_credentials(tmp_path):
     by_name = plans(tmp_path)
     assert by_name["release-digest"].case.required_credentials == []
-    assert {n: p.run_credentials for n, p in by_name.items()} == {
+    assert {n: p.run.run_credentials for n, p in by_name.items()} == {
         "deploy-notes": ["DEPLOY_TOKEN"], "release-digest": ["DEPLOY_TOKEN"]}
     # names only: no value travels in a plan (a task parameter, kept in Prefect's database)
     assert TOKEN not in by_name["release-digest"].model_dump_json()
