@@ -15,6 +15,11 @@ FAIL = 1
 USAGE = 2
 ENVIRONMENT = 3
 INTERNAL = 4
+TOO_FEW_TESTED = 5
+"""Fewer case runs tested than ``--min-tested`` asks: a code of its own (not 2, whose "fix
+the input" is a skill's or the command's), so CI can tell a run that proved nothing from one
+that found a defect, and a pipeline can choose to let it pass with a warning (GitLab's
+``allow_failure: exit_codes: [5]``)."""
 OK = 0
 INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT, as a shell reports it): any command, never in the gate."""
@@ -38,8 +43,12 @@ RUN_EXIT_CODES: tuple[ExitCode, ...] = (
                        "traceback)", "report it"),
     ExitCode(ENVIRONMENT, "an environment error after retries (model API, preflight, missing "
                           "credential), and no skill failure", "retry; never a skill defect"),
+    ExitCode(TOO_FEW_TESTED, "fewer case runs were tested (passed or failed) than --min-tested "
+                             "N (or AEVAL_MIN_TESTED) asks; by default N is 0", "blocks the "
+                             "merge: add cases that run (eval.config steps) or a model runtime"),
     ExitCode(OK, "every tested case passed (untested cases are listed as a warning, never "
-                 "counted as a pass)", "green"),
+                 "counted as a pass); a run that tested nothing says `no case was tested`",
+             "green"),
 )
 
 

@@ -33,3 +33,6 @@ class Settings(BaseSettings):
         "auto", description="bubblewrap around every command of a case: auto (fall back to "
                             "none with a warning), require (refuse to run without), none.")
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool output.")
+    min_tested: int = Field(0, ge=0, description="Case runs `aeval run` and `sweep` must test "
+                                                 "(passed or failed); fewer is exit 5 "
+                                                 "(--min-tested).")

@@ -18,8 +18,9 @@ an internal error, exit 4, after every case had run).
 
 Each case chain's task run ends in its verdict's named state (SkillDefect, EnvironmentError,
 Untested, ...); the flow run ends Completed when the gate is 0, else Failed with the gate as
-its message (``gate_state``). Callers that go on after a failed gate call it with
-``return_state=True`` and read the manifest with ``manifest_of``.
+its message (``gate_state``); a run that tested nothing is named `NothingTested` either way.
+Callers that go on after a failed gate call it with ``return_state=True`` and read the
+manifest with ``manifest_of``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from prefect.utilities.annotations import quote
 
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.errors import GateFailed
+from aeval.exit_codes import OK, TOO_FEW_TESTED
 from aeval.isolation.hardening import harden_process
 from aeval.run.plan import CasePlan
 from aeval.run.requests import EvalRequest, ModelChoice
@@ -71,15 +73,31 @@ def gate_message(manifest: RunManifest) -> str:
     return f"aeval gate: exit {gate.exit_code}: {gate.reason}" if gate else "aeval gate: none"
 
 
+def gate_state_name(manifest: RunManifest) -> str | None:
+    """The flow run's state name when the type alone would mislead: `NothingTested` for a run
+    whose cases were all untested (Completed at exit 0, Failed at exit 5 with --min-tested),
+    `TooFewTested` for fewer tested case runs than --min-tested; None: the type's own name
+    (Prefect emits ``prefect.flow-run.<name>``, which an Automation can match)."""
+    gate = manifest.gate
+    if gate is None or gate.exit_code not in (OK, TOO_FEW_TESTED):
+        return None
+    if gate.nothing_tested:
+        return "NothingTested"
+    return "TooFewTested" if gate.exit_code == TOO_FEW_TESTED else None
+
+
 def gate_state(manifest: RunManifest) -> State:
     """Completed when the gate is 0, else Failed with the gate as its message; the Failed
-    state's result is a GateFailed exception carrying the exit code, run id and manifest."""
+    state's result is a GateFailed exception carrying the exit code, run id and manifest.
+    A run that tested nothing is named so (`gate_state_name`), with the gate as message."""
     gate = manifest.gate
+    name = gate_state_name(manifest)
     if gate is None or gate.exit_code == 0:
-        return Completed(data=manifest, message=gate.reason if gate else None)
+        return Completed(data=manifest, message=gate_message(manifest) if name else
+                         gate.reason if gate else None, **({"name": name} if name else {}))
     message = gate_message(manifest)
     return Failed(message=message, data=GateFailed(message, gate.exit_code, manifest.run_id,
-                                                   manifest))
+                                                   manifest), **({"name": name} if name else {}))
 
 
 def misconfigured(request: ModelChoice, problem: str | None = None) -> State | None:

@@ -57,6 +57,7 @@ def sweep(request: SweepRequest) -> State:
         manifest = manifest_of(run(EvalRequest(
             paths=[root], run_id=run_id, epochs=request.epochs, report_url=request.report_url,
             **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
-                                          "store", "skip_unchanged"})), return_state=True))
+                                          "store", "skip_unchanged", "min_tested"})),
+            return_state=True))
     refresh_baselines_task(Path(request.store), RunLayout.of(request.store, run_id).run_dir)
     return gate_state(manifest)

@@ -184,8 +184,22 @@ class SkillResult(StrictModel):
 
 
 class Gate(StrictModel):
-    exit_code: Literal[0, 1, 2, 3, 4]
+    """The run's verdict for CI (`aeval.verdicts.verdict.gate`; the codes: aeval/exit_codes.py)."""
+
+    exit_code: Literal[0, 1, 2, 3, 4, 5]
     reason: str
+    tested: int = Field(0, description="Case runs that were tested: passed or failed (a "
+                                       "verdict reused from an unchanged earlier run "
+                                       "included), counted as the gate counts them.")
+    untested: int = Field(0, description="Case runs that were `untested` (nothing runnable "
+                                         "for their runtime, or nothing of the skill ran).")
+    nothing_tested: bool = Field(False, description="True when the run had cases and none was "
+                                                    "tested: green by default (exit 0), but "
+                                                    "it proved nothing; --min-tested makes it "
+                                                    "exit 5.")
+    min_tested: int = Field(0, description="The tested case runs the run required "
+                                           "(--min-tested, AEVAL_MIN_TESTED); fewer is "
+                                           "exit 5.")
 
 
 class RunManifest(Artifact):

@@ -129,6 +129,10 @@ class EvalRequest(ModelChoice):
                           "whether the agent uses the skill is what uplift measures.")
     require_tested: bool = Field(False, description="An untested case (nothing runnable for "
                                                     "its runtime) is a usage error, exit 2.")
+    min_tested: int = Field(0, ge=0, description="Case runs that must be tested (passed or "
+                                                 "failed) for the gate to pass: fewer is "
+                                                 "exit 5. 0: a run that tested nothing exits "
+                                                 "0, and says so.")
     skip_unchanged: bool = Field(
         False, description="Fingerprint every case run (skill files, case, runtime version, "
                            "models, epoch; aeval/run/fingerprint.py), reuse the last pass/fail "
@@ -192,6 +196,11 @@ class SweepRequest(ModelChoice, TaskRunnerChoice):
                                               "(default: its default branch).")
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
     run_id: str | None = Field(None, description="Run id; a new one when empty.")
+    min_tested: int = Field(0, ge=0, description="Case runs that must be tested (passed or "
+                                                 "failed, a reused verdict included) for the "
+                                                 "sweep to pass: fewer ends the flow run "
+                                                 "Failed, exit 5. 0: a sweep that tested "
+                                                 "nothing ends Completed as `NothingTested`.")
     skip_unchanged: bool = Field(
         True, description="Reuse the last pass/fail verdict of a case run whose fingerprint "
                           "did not change (`--no-skip`: run everything).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aeval.artifacts import CaseResult, Expectation, Gate, GradingSummary, SkillResult
 from aeval.capabilities import VERBATIM_RUNTIMES
-from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
+from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, TOO_FEW_TESTED, USAGE
 from aeval.verdicts.introduced import introduced_errors
 
 
@@ -75,46 +75,77 @@ def skill_status(cases: list[CaseResult]) -> str:
 
 
 def gate(skills: list[SkillResult], usage_error: str | None = None,
-         require_tested: bool = False, unconcluded: list[str] | None = None) -> Gate:
+         require_tested: bool = False, unconcluded: list[str] | None = None,
+         min_tested: int = 0) -> Gate:
     """Exit code of `aeval run`, first match wins (`aeval.exit_codes`): 1 a case failed (a
     skill defect), or an environment error the change introduced (`aeval.verdicts.introduced`); 2 a
     usage error or an invalid skill (or, with ``require_tested``, an untested case); 4 aeval itself
     failed on a case (internal) or concluding a skill (``unconcluded``: ``name [runtime]:
-    why``); 3 an environment error; 0 otherwise: untested cases are
-    listed as a warning, never counted as passed. A reason names at most five cases or skills
-    and says how many more there are."""
+    why``); 3 an environment error; 5 fewer case runs tested (passed or failed) than
+    ``min_tested``; 0 otherwise: untested cases are listed as a warning, never counted as
+    passed, and a run that tested nothing says so (``no case was tested``, `Gate.nothing_tested`).
+    A reason names at most five cases or skills (a case run of several epochs with its epoch,
+    ``a/smoke #2``) and says how many more there are."""
     def cases(status: str) -> list[str]:
-        return [f"{s.name}/{c.case_id}" for s in skills for c in counted(s.cases)
+        return [case_label(s.name, c) for s in skills for c in counted(s.cases)
                 if c.status == status]
 
-    if fails := cases("fail"):
-        return Gate(exit_code=FAIL, reason=f"{len(fails)} case(s) failed: {_some(fails)}")
-    if introduced := introduced_errors(skills):  # the change broke its own environment
-        return Gate(exit_code=FAIL, reason=f"{len(introduced)} environment error(s) introduced "
-                                        f"by this change: {_some(introduced)}")
-    invalid = [s.name for s in skills if s.status == "invalid"]
+    ran = [c for s in skills for c in counted(s.cases)]
+    tested = sum(c.status in ("pass", "fail") for c in ran)
     untested = cases("untested")
+    counts = {"tested": tested, "untested": len(untested), "min_tested": min_tested,
+              "nothing_tested": bool(ran) and tested == 0}
+
+    def verdict(code: int, reason: str) -> Gate:
+        return Gate(exit_code=code, reason=reason, **counts)
+
+    if fails := cases("fail"):
+        return verdict(FAIL, f"{len(fails)} case(s) failed: {_some(fails)}")
+    if introduced := introduced_errors(skills):  # the change broke its own environment
+        return verdict(FAIL, f"{len(introduced)} environment error(s) introduced by this "
+                             f"change: {_some(introduced)}")
+    invalid = [s.name for s in skills if s.status == "invalid"]
     if usage_error or invalid:
-        return Gate(exit_code=USAGE, reason=usage_error or f"invalid skill(s): {_some(invalid)}")
+        return verdict(USAGE, usage_error or f"invalid skill(s): {_some(invalid)}")
     if require_tested and untested:
-        return Gate(exit_code=USAGE, reason=f"{len(untested)} case(s) untested (--require-tested):"
-                                        f" {_some(untested)}")
+        return verdict(USAGE, f"{len(untested)} case(s) untested (--require-tested): "
+                              f"{_some(untested)}")
     if internal := cases("internal"):
-        return Gate(exit_code=INTERNAL, reason=f"aeval failed on {len(internal)} case(s) (a bug to "
-                                        f"report, not the skill's): {_some(internal)}")
+        return verdict(INTERNAL, f"aeval failed on {len(internal)} case(s) (a bug to report, "
+                                 f"not the skill's): {_some(internal)}")
     if unconcluded:
-        return Gate(exit_code=INTERNAL, reason=f"aeval failed concluding {len(unconcluded)} "
-                                        f"skill(s) (a bug to report, not the skill's): "
-                                        f"{_some(unconcluded)}")
+        return verdict(INTERNAL, f"aeval failed concluding {len(unconcluded)} skill(s) (a bug "
+                                 f"to report, not the skill's): {_some(unconcluded)}")
     if errors := cases("error"):
-        return Gate(exit_code=ENVIRONMENT,
-                    reason=f"{len(errors)} case(s) hit an environment error: {_some(errors)}")
-    if not any(s.cases for s in skills):
-        return Gate(exit_code=OK, reason="no skill to evaluate")
+        return verdict(ENVIRONMENT, f"{len(errors)} case(s) hit an environment error: "
+                                    f"{_some(errors)}")
+    if tested < min_tested:
+        what = (nothing_tested(skills) if counts["nothing_tested"] else
+                f"{tested} case run(s) tested" + (f"; {len(untested)} untested: "
+                                                  f"{_some(untested)}" if untested else ""))
+        return verdict(TOO_FEW_TESTED, f"{what}: fewer than --min-tested {min_tested}")
+    if not ran:
+        return verdict(OK, "no skill to evaluate")
+    if counts["nothing_tested"]:
+        return verdict(OK, nothing_tested(skills))
     if untested:
-        return Gate(exit_code=OK, reason=f"every tested case passed; {len(untested)} untested: "
-                                        f"{_some(untested)}")
-    return Gate(exit_code=OK, reason="every case passed")
+        return verdict(OK, f"every tested case passed; {len(untested)} untested: "
+                           f"{_some(untested)}")
+    return verdict(OK, "every case passed")
+
+
+def case_label(skill: str, case: CaseResult) -> str:
+    """``skill/case``, and ``#N`` for one epoch of several (as the console's rows name it)."""
+    return f"{skill}/{case.case_id}" + (f" #{case.epoch}" if case.epoch is not None else "")
+
+
+def nothing_tested(skills: list[SkillResult]) -> str:
+    """``no case was tested (3 skill(s), 9 case run(s) untested: a, b, c)``: a run whose every
+    case run was untested, named by skill (its case runs all say the same)."""
+    names = [s.name for s in skills if any(c.status == "untested" for c in counted(s.cases))]
+    runs = sum(c.status == "untested" for s in skills for c in counted(s.cases))
+    return (f"no case was tested ({len(names)} skill(s), {runs} case run(s) untested: "
+            f"{_some(names)})")
 
 
 def _some(names: list[str], shown: int = 5) -> str:

@@ -67,6 +67,14 @@ def check_sandbox(mode: str) -> str | None:
     return mode
 
 
+def add_min_tested_option(parser: argparse.ArgumentParser) -> None:
+    """--min-tested, as `run` and `sweep` have it."""
+    parser.add_argument("--min-tested", type=int, metavar="N",
+                        help="exit 5 when fewer than N case runs were tested (passed or "
+                             "failed); by default (0, or AEVAL_MIN_TESTED) a run that tested "
+                             "nothing exits 0 and says `no case was tested`")
+
+
 def add_insecure_dask_option(parser: argparse.ArgumentParser) -> None:
     """--dask-allow-insecure-tcp, as `run` and `sweep` have it."""
     parser.add_argument("--dask-allow-insecure-tcp", action="store_true",
@@ -165,7 +173,8 @@ def eval_request(args: argparse.Namespace, opts: Options, sandbox: str,
         "api_base": opts.api_base, "retries": settings.retries,
         "retry_delay_s": settings.retry_delay_s, "output_cap": settings.output_cap,
         "keep_workspaces": opts.keep_workspaces, "sandbox": sandbox,
-        "require_tested": args.require_tested, "baseline": args.baseline, **given})
+        "require_tested": args.require_tested, "min_tested": opts.min_tested,
+        "baseline": args.baseline, **given})
 
 
 def resume_run(args: argparse.Namespace) -> int:
@@ -229,6 +238,8 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
         return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
     if args.concurrency is not None and args.concurrency < 1:
         return f"--concurrency {args.concurrency}: must be at least 1"
+    if opts.min_tested < 0:
+        return f"--min-tested {opts.min_tested}: must be 0 or more"
     return config_problem(opts.runtimes, opts.model, opts.grader_model, opts.api_base,
                           os.environ)
 
@@ -276,6 +287,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="exit 2 when a case is untested (nothing runnable for its runtime: no "
                         "steps under literal, no self-contained doc block, a missing host "
                         "tool); by default untested cases are a warning, never a pass")
+    add_min_tested_option(r)
     r.add_argument("--sandbox", choices=("auto", "require", "none"),
                    help="bubblewrap around every process a case starts: auto (default; "
                         "without bubblewrap, warn and run unsandboxed), require (exit 2 "
@@ -398,6 +410,7 @@ def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     add_insecure_dask_option(sw)
     sw.add_argument("--no-skip", action="store_true",
                     help="run every case, also those unchanged since their last verdict")
+    add_min_tested_option(sw)
     sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
     add_quiet_verbose(sw)
     sw.set_defaults(func=cmd_sweep)
@@ -439,15 +452,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         marketplace=str(Path(args.marketplace).resolve()), epochs=args.epochs,
         concurrency=opts.concurrency, dask=args.dask,
         dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
-        skip_unchanged=not args.no_skip,
+        skip_unchanged=not args.no_skip, min_tested=opts.min_tested,
         runtimes=opts.runtimes, model=opts.model, grader_model=opts.grader_model,
         api_base=opts.api_base, store=str(store), run_id=run_id)
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:
         return ENVIRONMENT
-    print_summary(manifest, RunStore(store).run_dir(run_id))
     print(f"baselines refreshed: {store / 'baselines.json'}")
+    print_summary(manifest, RunStore(store).run_dir(run_id))  # the gate: the last line
     return manifest.gate.exit_code
 
 

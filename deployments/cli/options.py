@@ -39,6 +39,8 @@ class Options:
     """The grader model named: --grader-model, else AEVAL_GRADER_MODEL; None with --no-grader."""
     no_grader: bool
     """--no-grader: natural-language assertions stay ungraded."""
+    min_tested: int
+    """--min-tested, else AEVAL_MIN_TESTED (default 0: a run that tested nothing exits 0)."""
     runtimes: list[str]
     """--runtime (repeatable), else the command's default: `aeval run`'s is builtin with a
     model, else literal."""
@@ -79,6 +81,7 @@ def resolve(args: argparse.Namespace, default_runtimes: list[str] | None = None)
         keep_workspaces=bool(flag("keep_workspaces") or settings.keep_workspaces),
         named_grader=None if no_grader else (named or settings.grader_model),
         no_grader=no_grader,
+        min_tested=settings.min_tested if flag("min_tested") is None else flag("min_tested"),
         runtimes=list(flag("runtime") or default_runtimes
                       or (["builtin"] if model else ["literal"])),
     )

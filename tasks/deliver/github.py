@@ -66,7 +66,8 @@ from aeval.strict import StrictModel
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 REVIEW_MARKER = "<!-- aeval:review -->"
-_CONCLUSION = {0: "success", 1: "failure", 2: "failure", 3: "neutral", 4: "failure"}
+_CONCLUSION = {0: "success", 1: "failure", 2: "failure", 3: "neutral", 4: "failure",
+               5: "failure"}
 _PASSING = frozenset({"success", "neutral", "skipped"})
 """Conclusions GitHub counts as passing a required status check."""
 FORK_NOTE = ("reported by the fork's own workflow, not verified: a fork's pull request runs "

@@ -3,8 +3,10 @@ per-case markdown table, the run-summary link, and the events an Automation can 
 
     aeval.case.<status>   one per case chain (pass, fail, error, internal, untested), resource
                           aeval.case.<run-id>.<skill-key>/<case>..., payload: reason, rates
-    aeval.run.finished    one per evaluate run, resource aeval.run.<run-id>, payload: the gate
-                          (exit_code, reason), totals, and the report URL when there is one
+    aeval.run.finished    one per evaluate run, resource aeval.run.<run-id> (labels
+                          aeval.exit-code, aeval.nothing-tested), payload: the gate
+                          (exit_code, reason, tested, untested, nothing_tested, min_tested),
+                          totals, and the report URL when there is one
 
 Untrusted text (skill names, reasons, assertion texts, evidence, file names) is inert there:
 in markdown artifacts it is shown as code spans (no link, image, HTML or emphasis of a
@@ -40,7 +42,9 @@ def artifact_key(*parts: str) -> str:
 
 
 def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:
-    lines = [f"### {code_span(skill)} / {c.case_id} [{c.runtime}]: **{c.status.upper()}**",
+    epoch = f" #{c.epoch}" if c.epoch is not None else ""
+    lines = [f"### {code_span(skill)} / {c.case_id}{epoch} [{c.runtime}]: "
+             f"**{c.status.upper()}**",
              "", code_span(c.reason), ""]
     if (g := read_grading(RunLayout(run_dir).case(c.dir))) is not None:
         lines += ["| id | verdict | assertion | evidence |", "|---|---|---|---|"]
@@ -139,7 +143,8 @@ def publish_run_artifacts(manifest: RunManifest, run_dir: Path, base_url: str | 
 
 def emit_run_finished(manifest: RunManifest, base_url: str | None) -> None:
     """``aeval.run.finished`` with the gate: what an Automation keys on to tell someone that
-    a nightly (or any run) did not pass."""
+    a nightly (or any run) did not pass, or passed having tested nothing (the resource's
+    ``aeval.nothing-tested`` label, the payload's ``gate.nothing_tested``)."""
     from prefect.events import emit_event
 
     gate = manifest.gate
@@ -147,10 +152,11 @@ def emit_run_finished(manifest: RunManifest, base_url: str | None) -> None:
         event="aeval.run.finished",
         resource={"prefect.resource.id": f"aeval.run.{manifest.run_id}",
                   "prefect.resource.name": f"aeval run {manifest.run_id}",
-                  "aeval.exit-code": str(gate.exit_code if gate else 0)},
+                  "aeval.exit-code": str(gate.exit_code if gate else 0),
+                  "aeval.nothing-tested": str(bool(gate and gate.nothing_tested)).lower()},
         payload={"run_id": manifest.run_id,
-                 "gate": {"exit_code": gate.exit_code if gate else 0,
-                          "reason": inert(gate.reason if gate else "")[:1000]},
+                 "gate": ({**gate.model_dump(), "reason": inert(gate.reason)[:1000]} if gate
+                          else {"exit_code": 0, "reason": ""}),
                  "totals": manifest.totals, "skills": [s.name for s in manifest.skills],
                  "report_url": f"{base_url}/{manifest.run_id}/report.html" if base_url
                  else None})

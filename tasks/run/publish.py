@@ -109,11 +109,12 @@ def make_inert(root: ET.Element) -> None:
 
 def finish_run(run_dir: Path, manifest: RunManifest, require_tested: bool = False,
                unconcluded: list[str] | None = None,
-               redactor: Redactor | None = None) -> RunManifest:
+               redactor: Redactor | None = None, min_tested: int = 0) -> RunManifest:
     """The finished manifest (with its gate), redacted with ``redactor`` (every credential
     the run declares); run.json, junit.xml and report.html written from it, redacted too."""
     redactor = redactor or Redactor()
-    g = gate(manifest.skills, require_tested=require_tested, unconcluded=unconcluded)
+    g = gate(manifest.skills, require_tested=require_tested, unconcluded=unconcluded,
+             min_tested=min_tested)
     totals: dict[str, int] = {}
     for s in manifest.skills:
         for c in s.cases:
@@ -158,7 +159,7 @@ def publish_run(prepared: PreparedRun, results: list[CaseResult],
     # artifacts and event, the console's summary) only the redacted manifest is used
     redactor = Redactor(declared_values(prepared.run_credentials))
     done = finish_run(run_dir, assemble(prepared, results), prepared.request.require_tested,
-                      unconcluded, redactor)
+                      unconcluded, redactor, prepared.request.min_tested)
     if prepared.request.skip_unchanged:
         record_verdicts(Path(prepared.request.store), done.run_id, prepared.todo, results)
     progress("gate: exit %d (%s)", done.gate.exit_code, done.gate.reason)

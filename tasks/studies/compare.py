@@ -26,7 +26,7 @@ from aeval.artifacts import (
     TierDifference,
 )
 from aeval.events import ToolResultEvent, Usage, read_events
-from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, USAGE
+from aeval.exit_codes import ENVIRONMENT, FAIL, INTERNAL, OK, TOO_FEW_TESTED, USAGE
 from aeval.run.layout import CaseFiles, RunLayout
 from aeval.run.read import read_grading, read_if_there, read_run
 from aeval.run.store import atomic_write_text, write_model
@@ -35,7 +35,7 @@ from aeval.stats.agreement import agreement, columns, pairwise
 COLUMNS = ("runtime", "wall (min)", "executor (min)", "assertions passed/total",
            "causal share", "self-corrections", "protocol fidelity", "requests", "tokens in",
            "tokens cached")
-GATE_ORDER = (FAIL, USAGE, INTERNAL, ENVIRONMENT)
+GATE_ORDER = (FAIL, USAGE, INTERNAL, ENVIRONMENT, TOO_FEW_TESTED)
 """Which row's gate `aeval compare` exits with: the first of these codes any row has, as
 `aeval run` orders them (a failed case first), else 0."""
 

@@ -69,9 +69,10 @@ def test_exit_code_is_1_because_the_broken_skills_fail(example_run):
     code, rd, _, _ = example_run
     assert code == 1
     run = load(rd / "run.json")
-    assert run["gate"] == {"exit_code": 1, "reason": "4 case(s) failed: invoice-totals/skill-md, "
-                                                     "invoice-totals/totals, "
-                                                     "segmentation/inference, segmentation/train"}
+    assert run["gate"]["exit_code"] == 1 and run["gate"]["reason"] == (
+        "4 case(s) failed: invoice-totals/skill-md, invoice-totals/totals, "
+        "segmentation/inference, segmentation/train")
+    assert run["gate"]["tested"] == 8 and not run["gate"]["nothing_tested"]
     statuses = {s["name"]: s["status"] for s in run["skills"]}
     assert statuses == {"csv-stats": "pass", "segmentation": "fail", "release-notes": "pass",
                         "hello-docs": "pass", "invoice-totals": "fail"}

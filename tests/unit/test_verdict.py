@@ -249,3 +249,79 @@ def test_passed_after_correction(runtime, passed, terminal, corrected):
                     status="passed" if passed else "failed",
                     passed=passed, terminal_passed=terminal, graded_by="check")
     assert passed_after_correction(e, runtime) is corrected
+
+
+def epochs(name, status, n=3, case_id="smoke"):
+    """One case of skill ``name`` run ``n`` epochs, each with ``status``."""
+    cases = [CaseResult(case_id=case_id, runtime="literal", status=status, reason="r",
+                        dir=f"{name}/literal/{case_id}/epoch-{e}", epoch=e)
+             for e in range(1, n + 1)]
+    return SkillResult(name=name, path="/x", status=status, cases=cases)
+
+
+def test_a_run_that_tested_nothing_passes_the_gate_but_says_so():
+    g = gate([epochs("brand-voice", "untested"), epochs("meeting-notes", "untested")])
+    assert (g.exit_code, g.tested, g.untested, g.nothing_tested) == (0, 0, 6, True)
+    assert g.reason == ("no case was tested (2 skill(s), 6 case run(s) untested: brand-voice, "
+                        "meeting-notes)")
+
+
+def test_the_gate_names_each_epoch_of_a_case_run():
+    g = gate([epochs("csv-stats", "pass"), epochs("brand-voice", "untested", n=2)])
+    assert g.reason == ("every tested case passed; 2 untested: brand-voice/smoke #1, "
+                        "brand-voice/smoke #2")
+    assert (g.tested, g.nothing_tested) == (3, False)
+    flaky = epochs("csv-stats", "pass")
+    flaky.cases[1] = flaky.cases[1].model_copy(update={"status": "fail"})
+    assert gate([flaky]).reason == "1 case(s) failed: csv-stats/smoke #2"
+
+
+# (skills, min_tested, exit code): fewer tested case runs than asked is 5, after 1, 2, 4, 3
+MIN_TESTED = [
+    ([epochs("a", "untested")], 1, 5),
+    ([epochs("a", "pass", n=2), epochs("b", "untested")], 3, 5),
+    ([epochs("a", "pass", n=2), epochs("b", "untested")], 2, 0),
+    ([epochs("a", "fail"), epochs("b", "untested")], 5, 1),
+    ([epochs("a", "error"), epochs("b", "untested")], 1, 3),
+    ([epochs("a", "internal")], 1, 4),
+    ([epochs("a", "pass", n=1)], 0, 0),
+]
+
+
+@pytest.mark.parametrize(("skills", "min_tested", "code"), MIN_TESTED)
+def test_min_tested_is_exit_5_after_every_other_failure(skills, min_tested, code):
+    g = gate(skills, min_tested=min_tested)
+    assert (g.exit_code, g.min_tested) == (code, min_tested)
+
+
+def test_too_few_tested_says_how_many_were():
+    g = gate([epochs("csv-stats", "pass", n=2), epochs("brand-voice", "untested", n=1)],
+             min_tested=3)
+    assert g.reason == ("2 case run(s) tested; 1 untested: brand-voice/smoke #1: fewer than "
+                        "--min-tested 3")
+
+
+@pytest.mark.parametrize(("skills", "min_tested", "state"), [
+    ([epochs("brand-voice", "untested")], 0, ("COMPLETED", "NothingTested")),
+    ([epochs("brand-voice", "untested")], 1, ("FAILED", "NothingTested")),
+    ([epochs("csv-stats", "pass"), epochs("brand-voice", "untested")], 4,
+     ("FAILED", "TooFewTested")),
+    ([epochs("csv-stats", "pass"), epochs("brand-voice", "untested")], 0,
+     ("COMPLETED", "Completed")),
+    ([epochs("csv-stats", "error")], 1, ("FAILED", "Failed")),  # exit 3 says why itself
+])
+def test_the_flow_runs_state_is_named_for_a_run_that_tested_too_little(skills, min_tested,
+                                                                         state):
+    from datetime import UTC, datetime
+
+    from aeval.flows.evaluate import gate_state
+
+    from aeval.artifacts import RunManifest
+
+    now = datetime(2026, 12, 6, tzinfo=UTC)
+    manifest = RunManifest(run_id="r", created_at=now, aeval_version="0", paths=["/mp"],
+                           runtimes=["literal"], skills=skills,
+                           gate=gate(skills, min_tested=min_tested))
+    got = gate_state(manifest)
+    assert (got.type.value, got.name) == state
+    assert manifest.gate.reason in got.message
