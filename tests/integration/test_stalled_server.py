@@ -5,6 +5,7 @@ process it started behind: neither the server nor a warm process for the next in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -85,7 +86,5 @@ def test_a_server_that_does_not_come_up_is_exit_3_naming_the_setting(tmp_path, m
         done.set()
         for pid, _ in _of_home(home):
             for sig in (signal.SIGKILL, signal.SIGCONT):
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, sig)
-                except OSError:
-                    pass
