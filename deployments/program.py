@@ -23,9 +23,17 @@ def run() -> None:
     code = warm.delegate(argv) if servable else None  # the warm process ran it
     if code is None:
         code = main(argv)
-        if servable:
+        if servable and not _server_failed():
             warm.start_later()
     import gc
 
     gc.freeze()
     sys.exit(code)
+
+
+def _server_failed() -> bool:
+    """The Prefect server this invocation started did not come up: it was stopped, and no
+    warm process is started for a machine that could not start it."""
+    from aeval.tasks._engine.servers import embedded
+
+    return embedded.failed()

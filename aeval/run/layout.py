@@ -14,10 +14,17 @@ the name of a run folder's file; `aeval.run.read` reads them back.
                 attempts/<n>/                                  .attempt_dir(case_dir, n)
                     attempt.json events.jsonl                  CaseFiles(attempt_dir).attempt_record
 
-``<skill-key>`` is the skill's name made path-safe, or, when two skills of a run share a name,
-the name plus a short hash of the skill's folder (both are kept). Paths inside a run are also
-stored relative to the run folder (``CaseResult.dir``), so a run can be moved or posted from
-another checkout.
+Every folder name aeval derives from a skill, a runtime or a case id goes through `component`:
+an ordinary name (``my-skill``, ``train``, ``v1.2``) is kept as it is; any other (``.``/``..``,
+a trailing dot or space, non-ASCII, over 100 characters, a Windows device name, or one that
+is or looks like aeval's own file: ``run.json``, ``report.html``, ``epoch-2``, ``notes.md``)
+becomes ``<safe-part>~<hash of the name>``, which no ordinary name can be. So the mapping is
+injective, and no skill or case can shadow a file of the run. ``<skill-key>`` is the skill's
+component, or, when two skills of a run share it (ignoring case, as macOS does), that plus
+``~`` and a short hash of the skill's folder (both are kept); case ids that differ only in
+case are refused by the contract. Paths inside a run are also stored relative to the run
+folder (``CaseResult.dir``, ``SkillResult.key``), so readers never recompute them, and a run
+can be moved or posted from another checkout.
 """
 
 from __future__ import annotations
@@ -54,6 +61,9 @@ PROBE = "probe"
 UNRECORDED = "grading.json.unrecorded"
 """Where a case's grading.json goes when Prefect could not record the case: ``--resume``
 takes a case with a grading.json as finished."""
+# beside the run's files: CI reports and the studies' reports
+CODE_QUALITY = "gl-code-quality.json"
+STUDY_FILES = ("triggers.json", "compare.json", "compare.md")
 
 FILE_SCHEMAS = {
     RUN_MANIFEST: "run", EVAL_METADATA: "eval-metadata", ASSERTIONS: "assertions",
@@ -76,32 +86,66 @@ def schema_for(filename: str) -> str | None:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_ORDINARY = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,98}[A-Za-z0-9_])?")
+_OWN_NAMES = frozenset(n.casefold() for n in (
+    RUN_MANIFEST, JUNIT, REPORT, UPLIFT, BENCHMARK, ANALYSIS_NOTES, FIX_SUGGESTIONS,
+    MULTI_EVAL_REPORT, SUMMARY, REGRESSION, EVAL_METADATA, ASSERTIONS, EVENTS, TRANSCRIPT,
+    GRADING, SKILL_DIFF, SKILL_AFTER, OUTPUTS, ATTEMPTS, ATTEMPT_RECORD, PROBE, UNRECORDED,
+    CODE_QUALITY, *STUDY_FILES,
+    "runs", "baselines.json", "verdicts.json"))
+_OWN_LOOKALIKE = re.compile(
+    r"(epoch-\d+|regrade-.*|.*\.(json|jsonl|xml|html|md|diff|tmp|lock))", re.IGNORECASE)
+_DEVICE = re.compile(r"(con|prn|aux|nul|com\d|lpt\d)(\..*)?", re.IGNORECASE)
 
 
 def safe(name: str) -> str:
-    """A path- and key-safe form of a name: never empty, never `.` or `..`."""
+    """A path- and key-safe form of a name: never empty, never `.` or `..` (not injective:
+    for keys and labels; folder names come from `component`)."""
     out = _UNSAFE.sub("-", name).strip("-.") or "unnamed"
     return out[:100]
 
 
+def _digest(text: str, n: int) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def ordinary(name: str) -> bool:
+    """Whether ``name`` is its own folder name: ASCII letters, digits, ``_.-``, starting and
+    ending with a letter, digit or ``_``, at most 100 characters, and neither one of aeval's
+    own file names nor like one (an artifact's extension, ``epoch-N``, ``regrade-*``), nor a
+    Windows device name."""
+    return (_ORDINARY.fullmatch(name) is not None and name.casefold() not in _OWN_NAMES
+            and not _OWN_LOOKALIKE.fullmatch(name) and not _DEVICE.fullmatch(name))
+
+
+def component(name: str) -> str:
+    """The folder name of a skill, runtime or case id: ``name`` itself when `ordinary`, else
+    ``<safe part>~<12 hex of its sha256>``. Injective (an escaped form holds ``~``, an
+    ordinary name never does; two escaped forms differ in the hash of the exact name), and
+    never one of aeval's own file names."""
+    if ordinary(name):
+        return name
+    return f"{safe(name)[:60]}~{_digest(name, 12)}"
+
+
 def skill_keys(skills: list[tuple[str, Path]]) -> dict[Path, str]:
-    """A unique run-folder key per skill (``(name, folder)`` pairs): the safe name, or, for
-    names two folders share, the safe name plus a hash of the folder (stable across runs, so
-    `--resume` finds the same folders)."""
-    by_key: dict[str, list[Path]] = {}
+    """A unique run-folder key per skill (``(name, folder)`` pairs): the name's `component`,
+    or, for components two folders share (ignoring case), that plus ``~`` and a hash of the
+    folder (stable across runs, so `--resume` finds the same folders)."""
+    by_key: dict[str, list[tuple[str, Path]]] = {}
     for name, root in skills:
-        by_key.setdefault(safe(name), []).append(Path(root))
+        key = component(name)
+        by_key.setdefault(key.casefold(), []).append((key, Path(root)))
     out: dict[Path, str] = {}
-    for key, roots in by_key.items():
-        for root in roots:
-            out[root] = key if len(roots) == 1 else (
-                f"{key}-{hashlib.sha256(str(root).encode()).hexdigest()[:8]}")
+    for entries in by_key.values():
+        for key, root in entries:
+            out[root] = key if len(entries) == 1 else f"{key}~{_digest(str(root), 8)}"
     return out
 
 
 def case_rel(skill_key: str, runtime: str, case_id: str, epoch: int | None = None) -> str:
     """A case folder, relative to the run folder (what ``CaseResult.dir`` holds)."""
-    d = f"{skill_key}/{safe(runtime)}/{safe(case_id)}"
+    d = f"{skill_key}/{component(runtime)}/{component(case_id)}"
     return d if epoch is None else f"{d}/epoch-{epoch}"
 
 
@@ -236,7 +280,7 @@ class RunLayout:
 
     def skill_dir(self, skill_key: str, runtime: str) -> Path:
         """Folder of the per skill x runtime artifacts."""
-        return self.run_dir / skill_key / safe(runtime)
+        return self.run_dir / skill_key / component(runtime)
 
     def case_dir(self, skill_key: str, runtime: str, case_id: str,
                  epoch: int | None = None) -> Path:

@@ -301,11 +301,14 @@ class EvalConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> EvalConfig:
-        seen: set[str] = set()
-        for c in self.evals:
-            if c.id in seen:
-                raise ValueError(f"duplicate case id {c.id!r}")
-            seen.add(c.id)
+        seen: dict[str, str] = {}
+        for i, c in enumerate(self.evals):
+            if c.id in seen.values():
+                raise ValueError(f"evals[{i}].id: duplicate case id {c.id!r}")
+            if (other := seen.get(c.id.casefold())) is not None:
+                raise ValueError(f"evals[{i}].id: case ids {other!r} and {c.id!r} differ only "
+                                 "in case (one folder on a case-insensitive file system)")
+            seen[c.id.casefold()] = c.id
         return self
 
 

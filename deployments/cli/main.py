@@ -27,8 +27,9 @@ from aeval.deployments.cli import (
 )
 from aeval.deployments.cli._common import EPILOG, EXIT_INTERNAL, EXIT_USAGE
 from aeval.deployments.cli.console import QuietPipe, inert, prefect_env
+from aeval.tasks._engine.servers.home import EmbeddedServerError
 
-from aeval.exit_codes import INTERRUPTED
+from aeval.exit_codes import ENVIRONMENT, INTERRUPTED
 from aeval.isolation.hardening import harden_process, limit_malloc_arenas
 
 COMMANDS = (
@@ -82,7 +83,8 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse, dispatch, return the exit code. Output to a closed pipe ends quietly; an
+    """Parse, dispatch, return the exit code. Output to a closed pipe ends quietly; a Prefect
+    server that did not come up prints one line naming the setting and exits 3; an
     unexpected exception prints one line (the traceback with -v) and exits 4."""
     limit_malloc_arenas()  # before any thread starts
     parser = build_parser()
@@ -99,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("aeval: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except EmbeddedServerError as exc:  # the machine, not aeval: one line, exit 3
+        print(f"aeval: {inert(str(exc)).strip().splitlines()[0][:400]}", file=sys.stderr)
+        return ENVIRONMENT
     except Exception as exc:  # the last line of defence: one line, exit 4
         if verbose:
             traceback.print_exc()

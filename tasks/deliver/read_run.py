@@ -22,12 +22,12 @@ from aeval.artifacts import (
     RunManifest,
     SkillResult,
 )
-from aeval.run.layout import safe
+from aeval.run.layout import CODE_QUALITY, safe
 from aeval.run.read import read_run
 from aeval.strict import StrictModel
 from aeval.verdicts.coverage import SkillCoverage
 
-CODE_QUALITY_FILE = "gl-code-quality.json"
+CODE_QUALITY_FILE = CODE_QUALITY
 REPORT_URL_ENV = "AEVAL_REPORT_URL"
 FALLBACK_MARKER = "<!-- aeval:fallback -->"
 OUTDATED_MARKER = "<!-- aeval:outdated -->"

@@ -78,10 +78,55 @@ def test_two_skills_with_one_name_are_both_kept(tmp_path):
                  "-q"]) == 1
 
 
+def test_names_that_collide_with_the_runs_files_or_each_other_are_all_kept(tmp_path):
+    """Skills named like the run's own files and case ids that a lax mapping would fold into
+    one folder: every skill and case is graded, in its own folder, and the run's report,
+    junit.xml and run.json are still files."""
+    mp = tmp_path / "mp"
+    for name in ("run.json", "report.html", "junit.xml"):
+        _skill(mp, name, name, "echo ok > notes.md\n")
+    ids = _skill(mp, "ids", "ids", "echo ok > notes.md\n")
+    case = {"prompt": "Write the notes.", "expected_outcome": "notes.md exists",
+            "steps": ["bash $SKILL_DIR/notes.sh"]}
+    (ids / "eval.config").write_text(json.dumps({"evals": [
+        {**case, "id": "c", "assertions": [{"type": "file_exists", "path": "notes.md"}]},
+        {**case, "id": "c.", "assertions": [{"type": "file_exists", "path": "absent.md"}]},
+        {**case, "id": "summary.md",
+         "assertions": [{"type": "file_exists", "path": "notes.md"}]}]}))
+    code = main(["run", str(mp), "--out", str(tmp_path / "s"), "-q"])
+    assert code == 1  # case `c.` fails; nothing is internal
+    (run_dir,) = (tmp_path / "s" / "runs").iterdir()
+    for name in ("run.json", "report.html", "junit.xml"):
+        assert (run_dir / name).is_file(), name
+    manifest = load(run_dir / "run.json")
+    by_name = {s["name"]: s for s in manifest["skills"]}
+    assert {n: by_name[n]["status"] for n in ("run.json", "report.html", "junit.xml")} == {
+        "run.json": "pass", "report.html": "pass", "junit.xml": "pass"}
+    got = {c["case_id"]: load(run_dir / c["dir"] / "grading.json")["status"]
+           for c in by_name["ids"]["cases"]}
+    assert got == {"c": "pass", "c.": "fail", "summary.md": "pass"}
+    dirs = [c["dir"] for s in manifest["skills"] for c in s["cases"]]
+    assert len(set(dirs)) == len(dirs)
+    assert "c." in (run_dir / "junit.xml").read_text() and "ids" in (
+        run_dir / "report.html").read_text()
+
+
+def test_case_ids_that_differ_only_in_case_are_refused_with_one_line(tmp_path, capsys):
+    mp = tmp_path / "mp"
+    d = _skill(mp, "ids", "ids", "echo ok > notes.md\n")
+    case = {"prompt": "p", "expected_outcome": "o", "steps": ["bash $SKILL_DIR/notes.sh"]}
+    (d / "eval.config").write_text(json.dumps({"evals": [{**case, "id": "Train"},
+                                                          {**case, "id": "train"}]}))
+    assert main(["validate", str(mp)]) == 2
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "differ only" in ln)
+    assert "eval.config" in line and "evals[1].id" in line and "'Train'" in line
+
+
 def test_skill_keys_are_unique_path_safe_and_stable():
     keys = skill_keys([("a b", Path("/x/1")), ("..", Path("/x/2")), ("dup", Path("/x/3")),
-                       ("dup", Path("/y/3"))])
-    assert keys[Path("/x/1")] == "a-b"
+                       ("dup", Path("/y/3")), ("a-b", Path("/x/4")), ("Dup", Path("/x/5"))])
+    assert keys[Path("/x/4")] == "a-b"  # an ordinary name is its own folder
+    assert len({k.casefold() for k in keys.values()}) == len(keys)
     assert keys[Path("/x/2")] not in ("", ".", "..")
     assert keys[Path("/x/3")] != keys[Path("/y/3")]
     again = skill_keys([("dup", Path("/y/3")), ("dup", Path("/x/3"))])

@@ -58,6 +58,7 @@ from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's name
     SERVER_ENV,
     STARTUP_TIMEOUT_VAR,
     EmbeddedServerError,
+    StartWait,
     cache_dir,
     default_database,
     free_port,
@@ -86,6 +87,7 @@ class EmbeddedServer:
         self.ready = False
         self.fresh_db: Path | None = None  # a database this server creates: snapshot it
         self.auth_string = new_auth_string()
+        self.failed = False  # did not come up: stopped, and nothing is handed to a warm process
 
     @property
     def api_url(self) -> str:
@@ -114,14 +116,14 @@ class EmbeddedServer:
         atexit.register(self.stop)
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
-        """Block until the API answers /health; its URL. Raises EmbeddedServerError."""
+        """Block until the API answers /health; its URL. Raises EmbeddedServerError (after
+        stopping the server) when it exited or did not come up (`StartWait`)."""
         if self.ready:
             return self.api_url
-        if timeout_s is None:
-            timeout_s = float(os.environ.get(STARTUP_TIMEOUT_VAR) or 90)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        wait = StartWait(self.process.pid if self.process else None, timeout_s)
+        while not wait.expired():
             if self.process is not None and self.process.poll() is not None:
+                self.failed = True
                 raise EmbeddedServerError(
                     f"the embedded Prefect server exited with code {self.process.returncode} "
                     "while starting (rerun with -v for its logs)")
@@ -135,15 +137,17 @@ class EmbeddedServer:
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.05)
+        self.failed = True
         self.stop()
-        raise EmbeddedServerError(f"the embedded Prefect server did not answer within "
-                                  f"{timeout_s:.0f} s ({STARTUP_TIMEOUT_VAR})")
+        raise wait.error("the embedded Prefect server")
 
     def stop(self) -> None:
         p, self.process = self.process, None
         if p is None or p.poll() is not None:
             return
         p.terminate()
+        with contextlib.suppress(OSError):
+            os.kill(p.pid, signal.SIGCONT)  # a stopped server acts on SIGTERM only once resumed
         try:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -213,3 +217,9 @@ def reused_server():
 def started() -> EmbeddedServer | None:
     """The server `start_early` spawned in this process, if any."""
     return _server
+
+
+def failed() -> bool:
+    """Whether the server this process started or attached to did not come up (it was
+    stopped; a warm process is not to be started for it)."""
+    return bool(getattr(_server, "failed", False))

@@ -83,7 +83,75 @@ automations."""
 
 
 class EmbeddedServerError(RuntimeError):
-    """The embedded Prefect server did not come up."""
+    """The embedded Prefect server did not come up: an environment condition (a busy or
+    broken machine), which the command line reports in one line with exit 3, never as an
+    internal error."""
+
+
+DEFAULT_STARTUP_S = 90.0
+STALL_S = 10.0
+"""How long a server past its deadline may go without using any CPU before it is given up."""
+
+
+def startup_seconds() -> float:
+    """The start deadline on an idle machine: ``STARTUP_TIMEOUT_VAR``, else 90 s."""
+    try:
+        return max(1.0, float(os.environ.get(STARTUP_TIMEOUT_VAR) or DEFAULT_STARTUP_S))
+    except ValueError:
+        return DEFAULT_STARTUP_S
+
+
+def _load_factor() -> float:
+    """How much busier than its cores the machine is (1 when idle or unknown)."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        return 1.0
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time a process (and its waited-for children) has used, in clock ticks; None when
+    it cannot be read (gone, or no /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class StartWait:
+    """The deadline of a server's start, which scales with what the machine is doing: the
+    setting's seconds times the load per core, and past that, as long as the server still
+    uses CPU (it is making progress); given up when it has used none for `STALL_S` (or the
+    setting, if shorter) past its deadline, or at ten times the scaled deadline."""
+
+    def __init__(self, pid: int | None, timeout_s: float | None = None):
+        import time
+
+        self._clock = time.monotonic
+        self.pid = pid
+        self.timeout_s = startup_seconds() if timeout_s is None else timeout_s
+        self.started = self._clock()
+        self._ticks = cpu_ticks(pid) if pid else None
+        self._progress = self.started
+
+    def expired(self) -> bool:
+        now = self._clock()
+        ticks = cpu_ticks(self.pid) if self.pid else None
+        if ticks is not None and ticks != self._ticks:
+            self._ticks, self._progress = ticks, now
+        scaled = self.timeout_s * _load_factor()
+        if now - self.started > 10 * scaled:
+            return True
+        stall = min(STALL_S, self.timeout_s)
+        return now - self.started > scaled and now - self._progress > stall
+
+    def error(self, what: str) -> EmbeddedServerError:
+        """One line: what did not answer, for how long, and the setting to raise."""
+        waited = self._clock() - self.started
+        return EmbeddedServerError(
+            f"{what} did not answer within {waited:.0f} s (the machine may be busy): set "
+            f"{STARTUP_TIMEOUT_VAR} to more than {self.timeout_s:.0f} seconds and rerun")
 
 
 def new_auth_string() -> str:

@@ -49,6 +49,7 @@ from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's name
     SERVER_ENV,
     STARTUP_TIMEOUT_VAR,
     EmbeddedServerError,
+    StartWait,
     default_database,
     free_port,
     idle_seconds,
@@ -155,6 +156,7 @@ class ReusedServer:
         self.process = None  # not a child of ours to stop
         self.lost: int | None = None  # the pid of a server found dead
         self.restarts = 0
+        self.failed = False
         self._stopping = threading.Event()
 
     @property
@@ -163,14 +165,15 @@ class ReusedServer:
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
         """Block until the server answers with its auth string; its URL. Raises
-        EmbeddedServerError when it died or did not answer in time."""
+        EmbeddedServerError when it died or did not come up (`StartWait`); a server this
+        invocation spawned that did not come up is stopped (no idle timer would ever stop
+        one that never answered)."""
         if self.ready:
             return self.api_url
-        if timeout_s is None:
-            timeout_s = float(os.environ.get(STARTUP_TIMEOUT_VAR) or 90)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        wait = StartWait(self.record.pid, timeout_s)
+        while not wait.expired():
             if self._gone() and not self._revive():
+                self.failed = True
                 raise EmbeddedServerError(
                     f"the local Prefect server (pid {self.lost}) exited while starting "
                     f"(its log: {state_dir() / 'server.log'})")
@@ -180,9 +183,30 @@ class ReusedServer:
                 if self.fresh_db is not None and (t := template_database()):
                     save_template(self.fresh_db, t)
                 return self.api_url
+            wait.pid = self.record.pid  # a revived server is another process
             time.sleep(0.05)
-        raise EmbeddedServerError(f"the local Prefect server did not answer within "
-                                  f"{timeout_s:.0f} s ({STARTUP_TIMEOUT_VAR})")
+        self.failed = True
+        if self.spawned:
+            self._stop_unstarted()
+        raise wait.error("the local Prefect server")
+
+    def _stop_unstarted(self) -> None:
+        """Stop the server this invocation spawned, which never answered, and its record."""
+        import signal
+
+        pid = self.record.pid
+        if is_server_process(self.record):
+            for sig in (signal.SIGTERM, signal.SIGCONT):  # a stopped one acts once resumed
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, sig)
+            for _ in range(100):
+                if not is_server_process(self.record):
+                    break
+                time.sleep(0.05)
+            else:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+        remove_record(state_dir(), pid)
 
     def stop(self) -> None:
         """Stop watching; the server outlives this invocation (its watchdog stops it when
