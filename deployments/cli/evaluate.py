@@ -176,6 +176,9 @@ def resume_run(args: argparse.Namespace) -> int:
     refused = dask_workers_refused(args.dask, old.skill_roots, RunLayout(run_dir).store, sandbox)
     if refused is not None:
         return refused
+    if problem := endpoint_unreachable(old.api_base, bool(old.model or old.grader_model)):
+        print(f"aeval run: {problem}", file=sys.stderr)
+        return ENVIRONMENT
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
@@ -214,6 +217,18 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
         return f"--concurrency {args.concurrency}: must be at least 1"
     return config_problem(opts.runtimes, opts.model, opts.grader_model, opts.api_base,
                           os.environ)
+
+
+def endpoint_unreachable(api_base: str | None, models: bool) -> str | None:
+    """One reachability probe of the model endpoint a run is pointed at (``--api-base``),
+    before anything starts: refused, no such host or TLS failed is one line and exit 3 in
+    seconds, instead of every case retrying its model calls against it. None when the run
+    calls no model, names no endpoint, or anything answered."""
+    if not api_base or not models:
+        return None
+    from aeval.adapters.llm import endpoint_problem
+
+    return endpoint_problem(api_base)
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -283,6 +298,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem := run_option_problem(args, opts):
         print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
+        print(f"aeval run: {problem}", file=sys.stderr)
+        return ENVIRONMENT
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
@@ -400,6 +418,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if problem := run_option_problem(args, opts):
         print(f"aeval sweep: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
+        print(f"aeval sweep: {problem}", file=sys.stderr)
+        return ENVIRONMENT
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
