@@ -18,6 +18,9 @@ INTERNAL = 4
 OK = 0
 INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT, as a shell reports it): any command, never in the gate."""
+TERMINATED = 143
+"""SIGTERM (128 + 15: a CI runner's cancel or timeout): `run` and `sweep` stop their cases
+and record them as cancelled (`aeval run --resume` runs them); never in the gate."""
 
 
 class ExitCode(NamedTuple):

@@ -166,7 +166,7 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.tasks._engine import use_global_model_limit
+    from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
     if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
@@ -180,6 +180,7 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"aeval run: {problem}", file=sys.stderr)
         return ENVIRONMENT
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
+    stop_on_signals()  # SIGTERM / SIGINT: cases cancelled, recorded, nothing left
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
@@ -347,7 +348,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.tasks._engine import use_global_model_limit
+    from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
     if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
@@ -355,6 +356,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return refused
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
     prefetch_model_client(bool(model or opts.named_grader))
+    stop_on_signals()  # SIGTERM / SIGINT: cases cancelled, recorded, nothing left
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
@@ -434,7 +436,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     store = opts.store
     run_id = new_run_id()
     from aeval.flows.evaluate import manifest_of
-    from aeval.tasks._engine import use_global_model_limit
+    from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
     if dask_task_runner(args, opts.concurrency) is None:
         return EXIT_USAGE  # a usage error now, not in the flow
@@ -442,6 +444,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if (refused := dask_workers_refused(args.dask, [args.marketplace], store,
                                         "auto")) is not None:
         return refused
+    stop_on_signals()  # SIGTERM / SIGINT: cases cancelled, recorded, nothing left
     prefect_ready()
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)

@@ -46,6 +46,7 @@ from prefect.states import Completed, Failed, State
 from aeval.artifacts import AssertionsFile, CaseResult
 from aeval.errors import TransientError
 from aeval.isolation.redact import declared_values
+from aeval.isolation.shell import Stopped, stopping
 from aeval.run.plan import CasePlan, ExecutionRecord
 from aeval.run.store import read_model
 
@@ -130,6 +131,8 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
             except Exception as exc:  # recorded as the attempt's failure, graded below
                 execution = _logged(exc)
             probe = probing.result() if probing is not None else None
+        if stopping():  # a signal killed its commands: cancelled, never graded
+            raise Stopped(plan.key)
         return grade_and_publish(plan, assertions, execution, probe)
     except RetryCase:
         raise
