@@ -10,7 +10,11 @@ suggester) goes through `complete()`, which:
 - gives up at once on a permanent failure (missing or invalid key, unknown model, context
   window exceeded, bad request): one attempt, one line saying which;
 - bounds the model calls in flight across threads (`AEVAL_MODEL_CONCURRENCY`);
-- normalizes usage so that `input_tokens` EXCLUDES cached tokens.
+- normalizes usage so that `input_tokens` EXCLUDES cached tokens;
+- finds a model endpoint (``api_base``) that cannot be reached at all (`endpoint_problem`:
+  refused, no such host, TLS failed) once: a connection error of a call is checked with one
+  request, and from then on every call to that endpoint fails at once, as a permanent error
+  (no retry storm of every case against a closed port).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import os
 import random
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -63,6 +68,56 @@ def model_slot() -> Iterator[None]:
 
 
 M = TypeVar("M", bound=BaseModel)
+
+PROBE_TIMEOUT_S = 10.0
+_unreachable: dict[str, str] = {}
+"""The endpoints found unreachable in this process (``api_base`` -> the line saying why)."""
+
+
+def _connection_failed(error: ModelTransientError) -> bool:
+    """No HTTP answer (litellm reports a refused connection as a 500 "Connection error")."""
+    return error.status_code is None or "connection error" in str(error).lower()
+
+
+def endpoint_problem(api_base: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """One GET of ``api_base``: None when anything answers over HTTP (any status, 404 and
+    401 included: the endpoint is reachable) or the request only timed out (a busy server is
+    not a missing one); else one line naming the endpoint and why (connection refused, no
+    such host, TLS failed, not a URL), remembered for the rest of the process."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    if api_base in _unreachable:
+        return _unreachable[api_base]
+    try:
+        req = urllib.request.Request(api_base, method="GET", headers={"User-Agent": "aeval"})
+        with urllib.request.urlopen(req, timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None  # an HTTP answer: reachable
+    except ValueError as exc:
+        why = f"not a URL ({exc})"
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, TimeoutError):
+            return None
+        if isinstance(reason, ConnectionRefusedError):
+            why = "connection refused"
+        elif isinstance(reason, socket.gaierror):
+            why = f"no such host ({reason})"
+        elif isinstance(reason, ssl.SSLError):
+            why = f"TLS failed ({reason})"
+        else:
+            why = str(reason)
+    except TimeoutError:
+        return None
+    except OSError as exc:
+        why = str(exc) or type(exc).__name__
+    line = _one_line(f"the model endpoint {api_base} is unreachable: {why} (--api-base or "
+                     "AEVAL_API_BASE)")
+    _unreachable[api_base] = line
+    return line
 
 
 def _status(exc: BaseException) -> int | None:
@@ -236,6 +291,8 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
         kwargs["api_base"] = api_base
     if api_key:
         kwargs["api_key"] = api_key
+    if api_base and api_base in _unreachable:  # found once: no request, no retry
+        raise ModelPermanentError(_unreachable[api_base])
     n = 0
     while True:
         with model_slot():
@@ -246,6 +303,8 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
                 error, cause = classify(exc, model), exc
         if not isinstance(error, ModelTransientError):
             raise error from cause
+        if api_base and _connection_failed(error) and (gone := endpoint_problem(api_base)):
+            raise ModelPermanentError(gone) from cause  # not a blip: nothing listens there
         delay = budget.take(n)
         if delay is None:
             raise ModelTransientError(

@@ -23,6 +23,9 @@ that found a defect, and a pipeline can choose to let it pass with a warning (Gi
 OK = 0
 INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT, as a shell reports it): any command, never in the gate."""
+TERMINATED = 143
+"""SIGTERM (128 + 15: a CI runner's cancel or timeout): `run` and `sweep` stop their cases
+and record them as cancelled (`aeval run --resume` runs them); never in the gate."""
 
 
 class ExitCode(NamedTuple):

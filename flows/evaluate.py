@@ -33,6 +33,7 @@ from aeval.tasks._engine import (
     chain_window,
     failure,
     runtime_limits,
+    watch_run,
     windowed,
 )
 from aeval.tasks.case.chain import case_task, chain_result
@@ -157,6 +158,8 @@ def evaluate(request: EvalRequest) -> State:
     roots), or exactly ``request.skill_roots``. Ends Failed when the gate is not 0."""
     harden_process()  # served and worker runs hold keys too, not only the CLI
     run = prepare_run(request)
+    watch_run(run.layout.manifest, lambda: [p.key for p in run.todo
+                                            if not (p.case_dir / "grading.json").is_file()])
     limits = runtime_limits(request.runtimes) if run.todo else {}
 
     case = case_task(request.retries, request.retry_delay_s)

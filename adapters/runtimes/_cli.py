@@ -33,7 +33,7 @@ from aeval.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from aeval.isolation.shell import Guard
+from aeval.isolation.shell import Guard, gone_group, live_group
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -279,6 +279,7 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, text=True, encoding="utf-8",
                             errors="replace", bufsize=1, pass_fds=pass_fds)
+    live_group(proc.pid)  # killed with the run's other commands when it is stopped
     timed_out = threading.Event()
 
     def kill() -> None:
@@ -312,6 +313,7 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
             kill()
             proc.wait()
         drain.join(timeout=5)
+        gone_group(proc.pid)
     return ProcessOutcome(returncode=proc.returncode, timed_out=timed_out.is_set(),
                           stopped=stopped, stderr_tail="".join(tail)[-4000:],
                           wall_s=time.monotonic() - start, exceeded=exceeded)

@@ -208,7 +208,13 @@ class RunManifest(Artifact):
     run_id: str
     created_at: datetime
     finished_at: datetime | None = None
-    status: Literal["running", "finished"] = "running"
+    status: Literal["running", "finished", "cancelled"] = Field(
+        "running", description="cancelled: stopped by a signal (SIGTERM, SIGINT) before every "
+        "case finished; `aeval run --resume` runs the cases in `cancelled`.")
+    cancelled: list[str] = Field(
+        default_factory=list, description="The case runs a signal stopped before they "
+        "finished (no grading.json), as `skill/runtime/case[/epoch-N]` folders.")
+    cancelled_by: str | None = Field(None, description="The signal that stopped the run.")
     aeval_version: str
     prefect_version: str | None = None
     paths: list[str]

@@ -174,6 +174,42 @@ class _Capture:
         return f"{head}\n[... about {cut} bytes cut ...]\n{tail}", True
 
 
+_live: set[int] = set()
+"""The process groups of the commands running now (each started in its own session)."""
+_stopping = False
+
+
+def live_group(pgid: int) -> None:
+    """Note a command's process group (its own session) until `gone_group`; killed at once
+    when the run is stopping (`stop_commands`)."""
+    _live.add(pgid)
+    if _stopping:
+        _kill_group(pgid)
+
+
+def gone_group(pgid: int) -> None:
+    _live.discard(pgid)
+
+
+def stop_commands() -> None:
+    """The run is stopping (a signal): kill every command's process group now, and every
+    one that starts from here on (a sandbox's PID namespace takes its descendants)."""
+    global _stopping
+    _stopping = True
+    for pgid in list(_live):
+        _kill_group(pgid)
+
+
+def stopping() -> bool:
+    """Whether `stop_commands` was called: what a command returned since may be a kill."""
+    return _stopping
+
+
+class Stopped(BaseException):  # as KeyboardInterrupt: no `except Exception` keeps it
+    """The run is stopping: a case's result is not to be recorded (its commands were killed
+    by aeval, not by the skill); `aeval run --resume` runs it again."""
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -205,6 +241,16 @@ def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, pass_fds=pass_fds)
+    live_group(proc.pid)
+    try:
+        return _run_started(proc, start, deadline, cap, margin, redactor, label, argv, guard)
+    finally:
+        gone_group(proc.pid)
+
+
+def _run_started(proc: subprocess.Popen, start: float, deadline: float, cap: int, margin: int,
+                 redactor: Redactor, label: str | None, argv: list[str],
+                 guard: Guard | None) -> CommandResult:
     stop_guard = guard(proc.pid, lambda: _kill_group(proc.pid)) if guard is not None else None
     out, err = _Capture(cap, margin), _Capture(cap, margin)
     caps = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}

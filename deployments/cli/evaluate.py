@@ -194,7 +194,7 @@ def resume_run(args: argparse.Namespace) -> int:
         print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.tasks._engine import use_global_model_limit
+    from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
     if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
@@ -204,7 +204,11 @@ def resume_run(args: argparse.Namespace) -> int:
     refused = dask_workers_refused(args.dask, old.skill_roots, RunLayout(run_dir).store, sandbox)
     if refused is not None:
         return refused
+    if problem := endpoint_unreachable(old.api_base, bool(old.model or old.grader_model)):
+        print(f"aeval run: {problem}", file=sys.stderr)
+        return ENVIRONMENT
     print(f"resuming run {old.run_id} ({len(old.skill_roots)} skill(s))")
+    stop_on_signals()  # SIGTERM / SIGINT: cases cancelled, recorded, nothing left
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
@@ -242,6 +246,18 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
         return f"--min-tested {opts.min_tested}: must be 0 or more"
     return config_problem(opts.runtimes, opts.model, opts.grader_model, opts.api_base,
                           os.environ)
+
+
+def endpoint_unreachable(api_base: str | None, models: bool) -> str | None:
+    """One reachability probe of the model endpoint a run is pointed at (``--api-base``),
+    before anything starts: refused, no such host or TLS failed is one line and exit 3 in
+    seconds, instead of every case retrying its model calls against it. None when the run
+    calls no model, names no endpoint, or anything answered."""
+    if not api_base or not models:
+        return None
+    from aeval.adapters.llm import endpoint_problem
+
+    return endpoint_problem(api_base)
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -312,6 +328,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem := run_option_problem(args, opts):
         print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
+        print(f"aeval run: {problem}", file=sys.stderr)
+        return ENVIRONMENT
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
@@ -357,7 +376,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
 
     from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.tasks._engine import use_global_model_limit
+    from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
     if (runner := dask_task_runner(args, opts.concurrency)) is None:
         return EXIT_USAGE
@@ -365,6 +384,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return refused
     # litellm takes seconds to import, pandas one: overlap the server start and the cases
     prefetch_model_client(bool(model or opts.named_grader))
+    stop_on_signals()  # SIGTERM / SIGINT: cases cancelled, recorded, nothing left
     prefect_ready()  # before any flow: with a scrubbed environment
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)
@@ -424,6 +444,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if problem := run_option_problem(args, opts):
         print(f"aeval sweep: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
+        print(f"aeval sweep: {problem}", file=sys.stderr)
+        return ENVIRONMENT
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
@@ -437,7 +460,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     store = opts.store
     run_id = new_run_id()
     from aeval.flows.evaluate import manifest_of
-    from aeval.tasks._engine import use_global_model_limit
+    from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
     if dask_task_runner(args, opts.concurrency) is None:
         return EXIT_USAGE  # a usage error now, not in the flow
@@ -445,6 +468,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if (refused := dask_workers_refused(args.dask, [args.marketplace], store,
                                         "auto")) is not None:
         return refused
+    stop_on_signals()  # SIGTERM / SIGINT: cases cancelled, recorded, nothing left
     prefect_ready()
     if args.dask:  # model calls bounded across the worker processes, not per process
         use_global_model_limit(settings.model_concurrency)

@@ -9,6 +9,8 @@ compose) and out of the domain (which imports no Prefect). Private to aeval.
     retries     Prefect's retries of a case: only after a transient failure, with backoff
     schedule    a run's case chains submitted a window at a time, each skill x runtime
                 concluded as soon as its last chain is done
+    stop        SIGTERM / SIGINT of the command line: the cases' commands killed, the run
+                recorded as cancelled (resumable), the process gone at once
     servers/    finding or starting aeval's Prefect server: the embedded one of an
                 invocation, the local one reused across invocations (no Prefect imported)
 
@@ -28,6 +30,7 @@ _HOMES = {
     "api_failure": "failures", "runtime_limits": "limits", "throttle": "limits",
     "chain_window": "schedule", "windowed": "schedule", "Conclusions": "schedule",
     "outcome": "schedule", "failure": "schedule",
+    "stop_on_signals": "stop", "watch_run": "stop",
     "RetryCase": "retries", "retry_on_transient": "retries", "retry_options": "retries",
 }
 

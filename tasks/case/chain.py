@@ -47,6 +47,7 @@ from prefect.states import Completed, Failed, State
 
 from aeval.artifacts import AssertionsFile, CaseResult
 from aeval.isolation.redact import declared_values
+from aeval.isolation.shell import Stopped, stopping
 from aeval.run.plan import AttemptOutcome, CasePlan
 from aeval.run.store import read_model
 
@@ -134,6 +135,8 @@ def chain(plan: CasePlan, retries: int = 2) -> CaseResult:
                     raise RetryCase(why[:300]) from exc
                 _logged(exc)  # the attempt's failure, graded below
             probe = probing.result() if probing is not None else None
+        if stopping():  # a signal killed its commands: cancelled, never graded
+            raise Stopped(plan.key)
         return grade_and_publish(plan, assertions, outcome, probe)
     except RetryCase:
         raise
