@@ -12,8 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from aeval.adapters.git import changed_skills
+from aeval.adapters.git import changed_skills, left_out
 from aeval.deployments.cli.main import main
+
+from aeval.run.fingerprint import folder_digest
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]
 
@@ -159,3 +161,17 @@ def test_untracked_caches_and_ignored_files_stay_out_of_the_copy(repo, tmp_path,
         "?? skills/notes/scripts/__pycache__/" + f"lib.{python3_cache_tag()}.pyc"
     code, _, printed = run([str(notes)], tmp_path / "s", capsys)
     assert code == 0, printed
+
+
+def test_the_reuse_fingerprint_covers_the_shipped_pyc_and_not_untracked_junk(repo):
+    """On main the sweep's fingerprint skipped ``__pycache__``: a nightly after a commit that
+    only rebuilt the pyc reused the old verdict ("unchanged: reused")."""
+    skill = repo / "skills" / "sum-report"
+    before = folder_digest(skill, left_out=left_out(skill))
+    (skill / "scripts" / "run.log").write_text("local\n")  # ignored by the repository
+    (skill / "node_modules" / "left-pad").mkdir(parents=True)  # installed, untracked
+    (skill / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1\n")
+    assert folder_digest(skill, left_out=left_out(skill)) == before
+    pyc = ship_pyc(skill, WRONG_LIB)
+    sh(repo, "commit", "-qm", "rebuild the compiled lib", "--", str(pyc))
+    assert folder_digest(skill, left_out=left_out(skill)) != before
