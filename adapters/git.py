@@ -17,7 +17,8 @@ class GitError(RuntimeError):
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          errors="surrogateescape")  # a path need not be UTF-8
     if proc.returncode != 0:
         raise GitError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
@@ -233,7 +234,8 @@ def _git_quiet(repo: Path, *args: str, timeout: float = 600) -> subprocess.Compl
     """git that never prompts for credentials (a CI or served process has no terminal)."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+                          errors="surrogateescape", env=env, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
 
 
 def _commit_of(repo: Path, ref: str) -> str | None:

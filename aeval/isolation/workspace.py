@@ -411,7 +411,10 @@ def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
         dst = ws.skill_dir.parent / Path(src).name
         if dst == ws.skill_dir or dst.exists():
             continue
-        _copied(copy_entry(Path(src), ".", dst, ws.root, skip_names=IGNORED_NAMES), Path(src), "")
+        # outside the run's skills, nothing is known to be tracked: the copy and the
+        # fingerprint (`aeval.run.fingerprint.folder_digest`) leave out the same names
+        _copied(copy_entry(Path(src), ".", dst, ws.root, **skill_copy_rule(None)), Path(src),
+                "")
         ws.excluded.append(dst)
         copies.append(dst)
     return copies
