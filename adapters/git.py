@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aeval.isolation.copying import UNTRACKED_JUNK, text_path
 from aeval.skill.skill_md import SKILL_FILE, skipped_folder
 
 
@@ -16,10 +17,55 @@ class GitError(RuntimeError):
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          errors="surrogateescape")  # a path need not be UTF-8
     if proc.returncode != 0:
         raise GitError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
+
+
+def git_bytes(repo: Path, *args: str) -> bytes:
+    """git's output as bytes: file names are bytes, and a name that is not UTF-8 is still a
+    name (`os.fsdecode` gives it as Python's paths carry it)."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    if proc.returncode != 0:
+        err = (proc.stderr or proc.stdout).decode(errors="replace").strip()
+        raise GitError(f"git {' '.join(args)}: {err}")
+    return proc.stdout
+
+
+def _names(out: bytes) -> list[str]:
+    """The paths of a ``-z`` listing, as `os.fsdecode` gives them."""
+    return [os.fsdecode(n) for n in out.split(b"\0") if n]
+
+
+def left_out(skill_dir: Path) -> list[str] | None:
+    """What a copy of ``skill_dir`` leaves out (`aeval.skill.skill_md.Skill.left_out`): the
+    untracked entries git's own ignore rules exclude (``.gitignore`` files, the repository's
+    ``info/exclude``, the user's excludes file), and untracked `UNTRACKED_JUNK` (a local
+    ``__pycache__``, an installed ``node_modules``). A tracked file is never left out, under an
+    ignored or a junk folder too. None outside a git work tree (or without git)."""
+    d = Path(skill_dir)
+    try:
+        if git(d, "rev-parse", "--is-inside-work-tree").strip() != "true":
+            return None
+        ignored = _names(git_bytes(d, "ls-files", "-z", "--others", "--ignored",
+                                   "--exclude-standard", "--directory"))
+        others = _names(git_bytes(d, "ls-files", "-z", "--others", "--exclude-standard"))
+        tracked = _names(git_bytes(d, "ls-files", "-z"))
+    except (GitError, OSError):
+        return None
+    holds_tracked = {"/".join(t.split("/")[:i]) for t in tracked
+                     for i in range(1, t.count("/") + 1)}
+    out = set(ignored)
+    for rel in others:
+        parts = rel.split("/")
+        junk = next((i for i, part in enumerate(parts) if part in UNTRACKED_JUNK), None)
+        if junk is None:
+            continue
+        folder = "/".join(parts[:junk + 1])
+        out.add(rel if folder in holds_tracked or junk == len(parts) - 1 else folder + "/")
+    return sorted(text_path(p) for p in out)
 
 
 def git_toplevel(path: Path) -> Path:
@@ -101,19 +147,21 @@ class ChangeSet:
 
 
 def _skill_root(repo: Path, rel: str) -> Path | None:
-    """Nearest folder at or above ``rel`` (in the working tree) that holds SKILL.md; None
-    inside a folder discovery skips (a dependency, a virtual environment, aeval's store)."""
-    p = repo / rel
-    if any(skipped_folder(repo.joinpath(*Path(rel).parts[:i + 1]))
-           for i in range(len(Path(rel).parts) - 1)):
-        return None
-    for d in [p if p.is_dir() else p.parent, *p.parents]:
-        if not d.is_relative_to(repo):
-            break
-        if (d / SKILL_FILE).is_file():
-            return d
-        if d == repo:
-            break
+    """The skill ``rel`` (a path git names) belongs to in the working tree, as discovery finds
+    it: the topmost folder on its way down from the repository root that holds SKILL.md, so a
+    file deep in a skill (under its ``__pycache__``, its vendored ``site-packages``) is that
+    skill's. None when the way passes a folder discovery skips before any skill (a dependency,
+    a virtual environment, aeval's store), or a folder name that is not UTF-8."""
+    parts = rel.split("/")
+    for i in range(len(parts)):
+        d = repo.joinpath(*parts[:i])
+        if i and (skipped_folder(d) is not None or text_path(parts[i - 1]) != parts[i - 1]):
+            return None
+        try:
+            if (d / SKILL_FILE).is_file():
+                return d
+        except OSError:
+            return None
     return None
 
 
@@ -144,8 +192,9 @@ def changed_skills(repo: Path, base: str, head: str = "HEAD") -> ChangeSet:
     # merge base, and every file at head is added.
     from_empty = b == empty_tree(repo)
     span = [b, h] if from_empty else [f"{b}...{h}"]
-    out = git(repo, "diff", "--name-status", "-M", "-z", *span)
-    fields = out.split("\0")
+    # bytes: a file name need not be UTF-8
+    fields = [os.fsdecode(f) for f in
+              git_bytes(repo, "diff", "--name-status", "-M", "-z", *span).split(b"\0")]
     changes = ChangeSet(base=b, head=h, from_empty_tree=from_empty)
     roots: set[Path] = set()
     i = 0
@@ -164,10 +213,10 @@ def changed_skills(repo: Path, base: str, head: str = "HEAD") -> ChangeSet:
                 continue
             gone = _was_skill(repo, b, rel)
             if gone is not None:
-                if gone not in changes.deleted:
-                    changes.deleted.append(gone)
-            elif rel not in changes.ignored:
-                changes.ignored.append(rel)
+                if text_path(gone) not in changes.deleted:
+                    changes.deleted.append(text_path(gone))
+            elif text_path(rel) not in changes.ignored:
+                changes.ignored.append(text_path(rel))
     changes.deleted = sorted(d for d in changes.deleted if not (repo / d / SKILL_FILE).is_file())
     changes.skills = sorted(roots)
     return changes
@@ -185,7 +234,8 @@ def _git_quiet(repo: Path, *args: str, timeout: float = 600) -> subprocess.Compl
     """git that never prompts for credentials (a CI or served process has no terminal)."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+                          errors="surrogateescape", env=env, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
 
 
 def _commit_of(repo: Path, ref: str) -> str | None:

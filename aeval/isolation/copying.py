@@ -24,6 +24,11 @@ the bounds of
   every walk of a copy. A copy past them is refused: the walks could not see all of it, so
   Δ could not vouch for it.
 
+What is left out of the skill copy (``left_out``, ``skip_names``): in a git work tree, only
+the untracked entries git's own ignore rules exclude and untracked `UNTRACKED_JUNK`; every
+tracked file is copied (a shipped ``__pycache__/*.pyc`` runs as shipped). Outside git,
+entries named in `UNTRACKED_JUNK`.
+
 The same code checks (no destination: examine, before anything runs, where a problem makes
 the skill `invalid`) and copies (install), so the two cannot disagree.
 """
@@ -43,6 +48,9 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_PROBLEMS = 20  # problem lines of one copy; the rest counted
+UNTRACKED_JUNK = frozenset({"__pycache__", ".git", ".DS_Store", "node_modules"})
+"""Caches and installs a working tree holds but a skill does not ship, while git does not
+track them: left out of the skill copy (tracked, they are copied like any file)."""
 _KINDS = ((stat.S_ISSOCK, "a socket"), (stat.S_ISFIFO, "a FIFO"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
@@ -50,6 +58,27 @@ _KINDS = ((stat.S_ISSOCK, "a socket"), (stat.S_ISFIFO, "a FIFO"),
 def kind_of(mode: int) -> str:
     """``a socket``, ``a FIFO``... for an entry that is neither file, folder nor link."""
     return next((name for test, name in _KINDS if test(mode)), "not a file or folder")
+
+
+def text_path(rel: str) -> str:
+    """``rel`` as `copy_entry`'s ``left_out`` holds it (a folder with a trailing ``/``): a name
+    that is not UTF-8 has its odd bytes written ``\\xff``, so the set is plain JSON text."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def is_left_out(rel: str, left_out: frozenset[str]) -> bool:
+    """Whether the entry ``rel`` (relative to the skill folder), or a folder above it, is in
+    ``left_out``."""
+    if not left_out:
+        return False
+    key = text_path(rel)
+    parts = key.split("/")
+    return key in left_out or any("/".join(parts[:i]) + "/" in left_out
+                                  for i in range(1, len(parts) + 1))
 
 
 def resolve_inside(root_fd: int, rel: str) -> tuple[str | None, str, bool]:
@@ -111,6 +140,7 @@ class _Run:
     root_fd: int  # the skill folder
     limit: int
     skip_names: frozenset[str]
+    left_out: frozenset[str] = frozenset()
     problems: list[tuple[str, str]] = field(default_factory=list)
     more: int = 0
     entries: int = 0
@@ -210,7 +240,8 @@ def _open_level(run: _Run, child: int, st: os.stat_result, dst: int | None, dst_
         os.close(child)
         raise
     return _Level(child, out, st, folder, shown, depth,
-                  [n for n in names if n not in run.skip_names])
+                  [n for n in names if n not in run.skip_names and not is_left_out(
+                      f"{folder}/{n}" if folder else n, run.left_out)])
 
 
 def _close_level(level: _Level, finished: bool) -> None:
@@ -279,6 +310,14 @@ def _entry(run: _Run, level: _Level, name: str, where: str) -> _Level | None:
     return None
 
 
+def skill_copy_rule(left_out: list[str] | None) -> dict:
+    """`copy_entry`'s arguments for a skill copy: ``left_out`` as `Skill.left_out` holds it
+    (None: not in a git work tree, so nothing is known to be tracked)."""
+    if left_out is None:
+        return {"skip_names": UNTRACKED_JUNK}
+    return {"skip_names": frozenset({".git"}), "left_out": frozenset(left_out)}
+
+
 def _dest_folder(dest: Path, trusted: Path) -> int:
     """A descriptor of ``dest``'s parent, made beneath ``trusted`` without following a link."""
     fd = os.open(trusted, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -297,13 +336,16 @@ def _dest_folder(dest: Path, trusted: Path) -> int:
 
 def copy_entry(skill: Path, rel: str, dest: Path | None = None, trusted: Path | None = None,
                *, skip_names: frozenset[str] = frozenset(), depth: int = 0,
-               limit: int = MAX_ENTRIES) -> list[tuple[str, str]]:
+               limit: int = MAX_ENTRIES, left_out: frozenset[str] = frozenset()
+               ) -> list[tuple[str, str]]:
     """Copy the entry ``rel`` of the skill folder ``skill`` ("." for the whole folder) to
     ``dest``, made beneath ``trusted`` (the attempt root); without ``dest``, only check.
     Returns the problems (path relative to the skill folder, what); with any, the
     copy is incomplete and must not be used. ``depth``: folders above ``dest`` in the folder
-    its walks start from; ``skip_names``: entries not copied at all."""
-    run = _Run(os.open(skill, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), limit, skip_names)
+    its walks start from; ``skip_names``: entries not copied at all, by name; ``left_out``:
+    entries not copied, by path (`is_left_out`)."""
+    run = _Run(os.open(skill, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), limit, skip_names,
+               left_out)
     shown = rel.strip("/") or "."
     try:
         to, why, missing = resolve_inside(run.root_fd, rel)

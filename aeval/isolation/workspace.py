@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.errors import ContractError, Problem
-from aeval.isolation.copying import copy_entry
+from aeval.isolation.copying import copy_entry, skill_copy_rule
 from aeval.isolation.redact import Redactor
 from aeval.isolation.tree import (
     MAX_ENTRIES,
@@ -365,12 +365,13 @@ class Workspace:
 
 def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
                       skills_subdir: str | None, case_files: list[str],
-                      config_dirs: tuple[str, ...] = (), install_skill: bool = True
-                      ) -> Workspace:
+                      config_dirs: tuple[str, ...] = (), install_skill: bool = True,
+                      left_out: list[str] | None = None) -> Workspace:
     """A fresh workspace: case files copied to the root, the skill copied where the runtime
     discovers skills (``.agents/skills`` when the runtime has no place of its own). Without
     ``install_skill``, the skill is not copied at all: its place is the empty `NO_SKILL_DIR`
-    (case files still come from the skill folder: they are the case's, not the skill's)."""
+    (case files still come from the skill folder: they are the case's, not the skill's).
+    ``left_out``: what the skill copy leaves out (`aeval.skill.skill_md.Skill.left_out`)."""
     attempt_root = Path(attempt_root)
     if attempt_root.exists():
         shutil.rmtree(attempt_root)
@@ -384,7 +385,7 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
                            depth=len(dest.relative_to(ws).parts)), skill_dir, f"files ({rel})")
     if install_skill:
         copy = ws / (skills_subdir or ".agents/skills") / skill_name
-        _copied(copy_entry(skill_dir, ".", copy, attempt_root, skip_names=IGNORED_NAMES),
+        _copied(copy_entry(skill_dir, ".", copy, attempt_root, **skill_copy_rule(left_out)),
                 skill_dir, "")
     else:
         copy = ws / NO_SKILL_DIR
@@ -410,7 +411,10 @@ def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
         dst = ws.skill_dir.parent / Path(src).name
         if dst == ws.skill_dir or dst.exists():
             continue
-        _copied(copy_entry(Path(src), ".", dst, ws.root, skip_names=IGNORED_NAMES), Path(src), "")
+        # outside the run's skills, nothing is known to be tracked: the copy and the
+        # fingerprint (`aeval.run.fingerprint.folder_digest`) leave out the same names
+        _copied(copy_entry(Path(src), ".", dst, ws.root, **skill_copy_rule(None)), Path(src),
+                "")
         ws.excluded.append(dst)
         copies.append(dst)
     return copies

@@ -4,7 +4,8 @@ fingerprint matches the one its last verdict was given for, and reuses that verd
 The fingerprint covers what aeval hands the run:
 
 - every entry of the skill folder as the workspace copy gets it (path, type, mode, content
-  or symlink target; the copy leaves out `SKILL_COPY_IGNORED`), and every entry of the
+  or symlink target; the copy leaves out only what `aeval.skill.skill_md.Skill.left_out`
+  says: every file git tracks counts, a shipped ``__pycache__`` too), and every entry of the
   case's files as *they* are copied: whole, nothing left out (`CASE_FILES_IGNORED`), so a
   file under ``__pycache__`` or ``.git`` in a case folder, which the workspace gets, counts;
 - the case as the contract states it (prompt, steps, setup, preflight, assertions, limits,
@@ -30,23 +31,29 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aeval.isolation.workspace import IGNORED_NAMES, manifest, sha256_file
+from aeval.isolation.copying import UNTRACKED_JUNK, is_left_out
+from aeval.isolation.workspace import manifest, sha256_file
 
 REUSABLE = frozenset({"pass", "fail"})
 """Verdicts worth reusing: those about the skill. An environment error, an internal error or
 an untested case is run again."""
-SKILL_COPY_IGNORED = IGNORED_NAMES
-"""What the workspace's skill copy leaves out (`aeval.isolation.workspace.prepare_workspace`)."""
+SKILL_COPY_IGNORED = UNTRACKED_JUNK
+"""What the workspace's skill copy leaves out outside a git work tree
+(`aeval.isolation.copying.skill_copy_rule`)."""
 CASE_FILES_IGNORED: frozenset[str] = frozenset()
 """What the workspace's copy of a case's files leaves out: nothing."""
 
 
-def folder_digest(root: Path, ignored: Iterable[str] = SKILL_COPY_IGNORED) -> str:
+def folder_digest(root: Path, ignored: Iterable[str] = SKILL_COPY_IGNORED,
+                  left_out: list[str] | None = None) -> str:
     """One hash of a folder as a workspace copy sees it: every entry but those with a path
-    part in ``ignored``."""
-    skip = frozenset(ignored)
+    part in ``ignored``, or, given ``left_out`` (`aeval.skill.skill_md.Skill.left_out`: the
+    folder is in a git work tree), every entry but those in it and ``.git``."""
+    skip = frozenset(ignored) if left_out is None else frozenset({".git"})
+    out = frozenset(left_out or ())
     entries = {rel: v for rel, v in manifest(root).items()
-               if not any(part in skip for part in rel.split("/"))}
+               if not any(part in skip for part in rel.split("/"))
+               and not is_left_out(rel, out)}
     return hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
 
 

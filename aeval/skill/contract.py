@@ -17,9 +17,8 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aeval.errors import ContractError, Problem, yaml_error_text
-from aeval.isolation.copying import copy_entry
+from aeval.isolation.copying import copy_entry, skill_copy_rule
 from aeval.isolation.hardening import RESERVED_CREDENTIALS
-from aeval.isolation.workspace import IGNORED_NAMES
 from aeval.skill.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
 from aeval.skill.skill_md import Skill
 from aeval.strict import StrictModel
@@ -453,7 +452,7 @@ def copy_problems(skill: Skill, config_path: Path | None = None,
     the skill folder (a link out of it, a socket, too deep, too many entries) and in each case's
     `files` (also a path that does not exist, or resolves through a link out)."""
     problems = [Problem(str(skill.path), "", f"{rel!r} {why}")
-                for rel, why in copy_entry(skill.path, ".", skip_names=IGNORED_NAMES)]
+                for rel, why in copy_entry(skill.path, ".", **skill_copy_rule(skill.left_out))]
     for i, case in enumerate(config.evals if config is not None else []):
         for j, f in enumerate(case.files):
             problems += [Problem(str(config_path), f"evals[{i}].files[{j}]",

@@ -50,6 +50,13 @@ class Skill(BaseModel):
     warnings: list[str] = Field(
         default_factory=list, description="Agent Skills lint warnings, `path:field: problem`."
     )
+    left_out: list[str] | None = Field(
+        None, description="What the skill's copy (and its fingerprint) leaves out, relative to "
+                          "the skill root, a folder with a trailing '/': the untracked entries "
+                          "git's ignore rules exclude, and untracked caches and installs "
+                          "(`aeval.isolation.copying.UNTRACKED_JUNK`). Every tracked file "
+                          "counts. None: not in a git work tree (the copy leaves out entries "
+                          "named in UNTRACKED_JUNK).")
 
     @property
     def skill_md(self) -> Path:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from aeval.artifacts.coverage import ResourceUse, SkillCoverage
 from aeval.events import Event, ToolCallEvent
+from aeval.isolation.copying import text_path
 from aeval.skill.shellparse import as_skill_var
 from aeval.skill.skill_md import SKIPPED_FOLDERS
 
@@ -303,7 +304,8 @@ def skill_files(root: Path) -> list[str]:
         for n in filenames:
             p = Path(dirpath) / n
             if p.is_file() and n != ".DS_Store":
-                out.append(p.relative_to(root).as_posix())
+                # a name that is not UTF-8 as artifacts show it (JSON holds no lone surrogate)
+                out.append(text_path(p.relative_to(root).as_posix()))
     return sorted(out)
 
 

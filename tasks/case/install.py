@@ -49,7 +49,8 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
             log_path: Path, sandbox: Sandbox | None = None) -> Workspace:
     """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
-                           plan.case.files, config_dirs, plan.run.install_skill)
+                           plan.case.files, config_dirs, plan.run.install_skill,
+                           plan.skill.skill.left_out)
     # the Python user site, made while nothing of the attempt has run: its startup hooks
     # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)

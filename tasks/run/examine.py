@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from aeval.adapters.git import left_out
+
 from aeval.errors import ContractError
 from aeval.run.plan import Examined
 from aeval.skill.contract import (
@@ -26,6 +28,8 @@ def _examine(root: Path, marketplace: Path | None) -> Examined:
         skill = load_skill(root)
     except ContractError as exc:
         return Examined(root=root, problems=[str(p) for p in exc.problems])
+    # what ships: every tracked file; only what git's ignore rules (or untracked caches) leave
+    skill = skill.model_copy(update={"left_out": left_out(root)})
     try:
         loaded = load_contract(skill, marketplace or find_marketplace(root))
     except ContractError as exc:

@@ -76,7 +76,7 @@ def fingerprint_plans(plans: list[CasePlan]) -> list[CasePlan]:
     for p in plans:
         root = Path(p.skill.path)
         if root not in digests:
-            digests[root] = folder_digest(root)
+            digests[root] = folder_digest(root, left_out=p.skill.skill.left_out)
         fp = case_fingerprint(
             skill_digest=digests[root], skill_dir=root, case=p.case, tier=str(p.skill.tier),
             runtime=p.runtime, runtime_version=_runtime_version(p.runtime, versions),
