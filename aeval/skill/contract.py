@@ -8,7 +8,6 @@ smoke case derived from SKILL.md. The tier used is recorded in every case's meta
 from __future__ import annotations
 
 import json
-import re
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -19,6 +18,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from aeval.errors import ContractError, Problem, yaml_error_text
 from aeval.isolation.copying import copy_entry, skill_copy_rule
 from aeval.isolation.hardening import RESERVED_CREDENTIALS
+from aeval.skill import patterns
 from aeval.skill.safe_data import MAX_BYTES, UnsafeData, check_values, load_json, load_yaml
 from aeval.skill.skill_md import Skill
 from aeval.strict import StrictModel
@@ -73,7 +73,7 @@ class FileExists(_Check):
 
 
 class FileContains(_Check):
-    """A workspace file's text matches a regular expression (Python `re.search`, MULTILINE)."""
+    """A workspace file's text matches a regular expression (RE2 syntax: linear time; MULTILINE)."""
 
     type: Literal["file_contains"]
     path: str = Field(description="Path relative to the workspace root.")
@@ -245,11 +245,9 @@ class EvalCase(_Strict):
         for a in value:
             for attr in ("pattern", "stdout", "input"):
                 rx = getattr(a, attr, None)
-                if isinstance(rx, str):
-                    try:
-                        re.compile(rx)
-                    except re.error as exc:
-                        raise ValueError(f"{attr} {rx!r} is not a valid regex: {exc}") from exc
+                why = patterns.problem(rx) if isinstance(rx, str) else None
+                if why:
+                    raise ValueError(f"{attr} {rx!r} is not a valid regex: {why}")
         return value
 
 

@@ -32,6 +32,7 @@ from aeval.isolation.sandbox import Sandbox
 from aeval.isolation.shell import run_command
 from aeval.isolation.tree import open_file, open_folder, resolve_in_root
 from aeval.skill import contract as c
+from aeval.skill import patterns
 
 EVIDENCE_CAP = 600
 READ_CAP = 64_000_000  # bytes a file check reads of one file (a sparse 4 TiB file: no more)
@@ -205,6 +206,28 @@ def _query(doc: Any, query: str) -> Any:
     return doc
 
 
+def _json_path(check: c.JsonPath, data: bytes) -> CheckOutcome:
+    """A ``json_path`` check on a document a case wrote: whatever the document holds (an
+    integer of 5,000 digits, invalid UTF-8) is this check's failure, with the reason."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except ValueError as exc:  # syntax, encoding, an integer over Python's digit limit
+        why = str(exc).split("; use sys.set_int_max_str_digits")[0]
+        return CheckOutcome(False, f"{check.path} is not valid JSON: {_short(why, 200)}")
+    try:
+        value = _query(doc, check.query)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return CheckOutcome(False, f"{check.query} not found in {check.path}")
+    shown = json.dumps(value)[:200]
+    if check.equals is not None and value != check.equals:
+        return CheckOutcome(False, f"{check.query} = {shown}, expected "
+                                   f"{json.dumps(check.equals)}")
+    if check.pattern and not patterns.search(check.pattern, str(value)):
+        return CheckOutcome(False, f"{check.query} = {shown} does not match "
+                                   f"/{check.pattern}/")
+    return CheckOutcome(True, f"{check.path}: {check.query} = {shown}")
+
+
 def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
     ws = ctx.workspace
     match check:
@@ -219,10 +242,10 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
             if got is None:
                 return CheckOutcome(False, f"{check.path} does not exist in the workspace")
             text = got[0].decode("utf-8", errors="replace")
-            m = re.search(check.pattern, text, re.MULTILINE)
+            m = patterns.search(check.pattern, text)
             if m:
-                line = text.count("\n", 0, m.start()) + 1
-                return CheckOutcome(True, f"{check.path}:{line}: {_short(m.group(0), 200)}")
+                line = text.count("\n", 0, m.start) + 1
+                return CheckOutcome(True, f"{check.path}:{line}: {_short(m.text, 200)}")
             first = f", first {READ_CAP} bytes read" if got[1] else ""
             return CheckOutcome(False, f"/{check.pattern}/ not found in {check.path} "
                                        f"({len(text)} chars{first}): {_short(text, 200)!r}")
@@ -234,7 +257,7 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
             if r.exit_code != check.exit_code:
                 return CheckOutcome(False, f"exit {r.exit_code}, expected {check.exit_code}: "
                                            f"{_short(r.combined())}")
-            if check.stdout and not re.search(check.stdout, r.stdout, re.MULTILINE):
+            if check.stdout and not patterns.search(check.stdout, r.stdout):
                 return CheckOutcome(False, f"stdout does not match /{check.stdout}/: "
                                            f"{_short(r.stdout)!r}")
             return CheckOutcome(True, f"exit {r.exit_code}: {_short(r.stdout, 200)!r}")
@@ -245,21 +268,9 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
             if got[1]:
                 return CheckOutcome(False, f"{check.path} is over {READ_CAP} bytes: not read")
             try:
-                doc = json.loads(got[0].decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                return CheckOutcome(False, f"{check.path} is not valid JSON: {exc}")
-            try:
-                value = _query(doc, check.query)
-            except (KeyError, IndexError, TypeError):
-                return CheckOutcome(False, f"{check.query} not found in {check.path}")
-            shown = json.dumps(value)[:200]
-            if check.equals is not None and value != check.equals:
-                return CheckOutcome(False, f"{check.query} = {shown}, expected "
-                                           f"{json.dumps(check.equals)}")
-            if check.pattern and not re.search(check.pattern, str(value)):
-                return CheckOutcome(False, f"{check.query} = {shown} does not match "
-                                           f"/{check.pattern}/")
-            return CheckOutcome(True, f"{check.path}: {check.query} = {shown}")
+                return _json_path(check, got[0])
+            except RecursionError:  # the parser's own guard, or a comparison's
+                return CheckOutcome(False, f"{check.path} is nested too deeply to be read")
         case c.TranscriptContains():
             needle = check.text
 
@@ -269,18 +280,18 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
 
             return _transcript(ctx.events, check.source, repr(needle), find)
         case c.TranscriptRegex():
-            rx = re.compile(check.pattern, re.MULTILINE)
+            pattern = check.pattern
 
             def match(text: str) -> tuple[int, int] | None:
-                m = rx.search(text)
-                return m.span() if m else None
+                m = patterns.search(pattern, text)
+                return (m.start, m.end) if m else None
 
             return _transcript(ctx.events, check.source, f"/{check.pattern}/", match)
         case c.ToolUsed():
             calls = [e for e in ctx.events if isinstance(e, ToolCallEvent) and e.tool == check.tool]
             if check.input:
                 calls = [e for e in calls
-                         if re.search(check.input, json.dumps(e.input, ensure_ascii=False))]
+                         if patterns.search(check.input, json.dumps(e.input, ensure_ascii=False))]
             ok = len(calls) >= check.min_count
             seqs = ", ".join(str(e.seq) for e in calls[:10])
             where = f" (events {seqs})" if seqs else ""

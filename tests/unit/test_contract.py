@@ -78,6 +78,14 @@ def test_yaml_is_accepted(tmp_path):
      "evals[0].required_credentials[0]: String should match pattern"),
     ({**CASE, "assertions": [{"type": "file_contains", "path": "a", "pattern": "("}]},
      "evals[0].assertions: pattern '(' is not a valid regex"),
+    # what only a backtracking engine can match is refused: it could hang on a case's output
+    ({**CASE, "assertions": [{"type": "file_contains", "path": "a", "pattern": r"(\w+) \1"}]},
+     r"evals[0].assertions: pattern '(\\w+) \\1' is not a valid regex: invalid escape "
+     r"sequence: \1 (RE2 syntax, linear time: no backreferences or lookaround"),
+    ({**CASE, "assertions": [{"type": "command", "run": "true", "stdout": "^(?!error)"}]},
+     "evals[0].assertions: stdout '^(?!error)' is not a valid regex: invalid perl operator"),
+    ({**CASE, "assertions": [{"type": "tool_used", "tool": "bash", "input": "(?<=run )x"}]},
+     "evals[0].assertions: input '(?<=run )x' is not a valid regex"),
     ({"id": "c1", "prompt": "p"}, "evals[0].expected_outcome: Field required"),
     ({**CASE, "required_credentials": ["AEVAL_GITLAB_TOKEN"]},
      "evals[0].required_credentials: AEVAL_GITLAB_TOKEN is reserved for aeval and CI"),
