@@ -16,8 +16,8 @@ The native stream (Codex CLI 0.17x), one JSON object per line:
 Mapping: command_execution -> ``bash`` tool_call + tool_result (exit code); file_change ->
 ``write_file`` (only additions) or ``edit_file`` with ``paths_written`` relative to the
 workspace (Codex's own record of what the patch changed, once applied: what Δ attribution
-ties a skill edit to); agent_message -> assistant message; item errors -> system message; ``error`` and
-``turn.failed`` -> an error event and `CodexParser.failure`.
+ties a skill edit to); agent_message -> assistant message; item errors -> system message;
+``error`` and ``turn.failed`` -> an error event and `CodexParser.failure`.
 
 What that stream leaves out, Codex's own session record (the rollout,
 ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``) holds, and the adapter interleaves its

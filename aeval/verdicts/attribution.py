@@ -11,13 +11,14 @@ wrote is found by time below; the builtin bash's ``paths_written`` is only what 
 it ran, time evidence as the watch's).
 
 For a change no record names, the same rule for every runtime: it is tied to the tool call
-during which the watch saw it happen. A call's window runs from its tool_call event to its tool_result (the times
-the tool really started and ended: the adapters put them there, also for a runtime that
-reports a call only once it has finished); the watch stamps each change it sees with the
-same clock (`seen_at`). Naming the file is no evidence: an agent that reads SKILL.md in
-event 3 and edits it with ``sed -i`` in event 9 edited it in event 9. Only when the watch
-saw nothing (no inotify here) does the attribution fall back to the command during which
-the file changed, then to the first call that names it (``named``: a guess, said so).
+during which the watch saw it happen. A call's window runs from its tool_call event to its
+tool_result (the times the tool really started and ended: the adapters put them there, also
+for a runtime that reports a call only once it has finished); the watch stamps each change
+it sees with the same clock (`seen_at`). Naming the file is no evidence: an agent that reads
+SKILL.md in event 3 and edits it with ``sed -i`` in event 9 edited it in event 9. Only when
+the watch saw nothing (no inotify here) does the attribution fall back to the command
+during which the file changed, then to the first call that names it (``named``: a guess,
+said so).
 """
 
 from __future__ import annotations
