@@ -80,8 +80,14 @@ class ToolResultEvent(_Event):
     duration_s: float | None = Field(None, ge=0)
     truncated: bool = Field(False, description="True when output was cut to the cap.")
     paths_written: list[str] = Field(
-        default_factory=list, description="Workspace-relative paths the tool wrote, when known."
-    )
+        default_factory=list,
+        description="Workspace-relative paths this call changed, by the runtime's own record "
+                    "of it: Codex's file_change `changes[].path`, the file Claude Code's "
+                    "Write/Edit/MultiEdit/NotebookEdit and OpenCode's write/edit/patch name, "
+                    "builtin write_file/edit_file; only for a call that succeeded. For the "
+                    "builtin bash tool: the skill entries that changed while it ran. Empty: "
+                    "no record (a shell command of a third-party runtime). What ties a skill "
+                    "edit to its call before any timing does.")
     refused: Refusal | None = Field(
         None, description="Set when the runtime did not run the call at all: `unknown_tool` "
                           "(no tool of that name), `invalid_arguments` (rejected before it "

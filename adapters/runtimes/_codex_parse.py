@@ -15,8 +15,9 @@ The native stream (Codex CLI 0.17x), one JSON object per line:
 
 Mapping: command_execution -> ``bash`` tool_call + tool_result (exit code); file_change ->
 ``write_file`` (only additions) or ``edit_file`` with ``paths_written`` relative to the
-workspace; agent_message -> assistant message; item errors -> system message; ``error`` and
-``turn.failed`` -> an error event and `CodexParser.failure`.
+workspace (Codex's own record of what the patch changed, once applied: what Δ attribution
+ties a skill edit to); agent_message -> assistant message; item errors -> system message;
+``error`` and ``turn.failed`` -> an error event and `CodexParser.failure`.
 
 What that stream leaves out, Codex's own session record (the rollout,
 ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``) holds, and the adapter interleaves its
@@ -312,8 +313,9 @@ class CodexParser:
                           exit_code=code if isinstance(code, int) else None,
                           output=output, truncated=truncated)
         elif item.get("type") == "file_change":
-            paths = [c["path"] for c in args["changes"]]
-            result.update(ok=status == "completed", paths_written=paths,
+            ok = status == "completed"  # a patch that failed to apply changed nothing
+            paths = [c["path"] for c in args["changes"]] if ok else []
+            result.update(ok=ok, paths_written=paths,
                           output="\n".join(f"{c['kind']} {c['path']}" for c in args["changes"]))
         else:
             text = item.get("result") or item.get("error") or ""

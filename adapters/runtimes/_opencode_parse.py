@@ -14,6 +14,8 @@ The native stream (OpenCode 1.18), one JSON object per line, each with ``type``,
 
 Tool names are normalized: bash -> bash, read -> read_file, write -> write_file, edit /
 multiedit / patch / apply_patch -> edit_file, list / glob -> list_dir; others keep their name.
+A write or edit that succeeded records the file it names (``filePath``, or each file of a
+patch's text) in ``paths_written``: OpenCode's own record of what the call changed.
 A call OpenCode could not make (its ``invalid`` tool: an unknown tool, bad arguments) is the
 tool the model named, failed and ``refused``; so is one its permission rules rejected. With
 ``start_epoch`` (when the run started, Unix seconds) a tool call's events carry the times the
@@ -49,6 +51,8 @@ INVALID_TOOL = "invalid"
 """OpenCode's stand-in for a call it could not make (an unknown tool, or arguments that failed
 the tool's schema): it "completes" with the complaint as output, the model's own arguments
 replaced by ``{tool, error}``."""
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$",
+                         re.M)
 _UNKNOWN_TOOL = re.compile(r"unavailable tool|no such tool|unknown tool", re.I)
 _REFUSED_PERMISSION = re.compile(r"rejected permission|rule which prevents you from using|"
                                  r"permission (?:was )?denied by|auto-rejected", re.I)
@@ -138,6 +142,14 @@ class OpenCodeParser:
             return relative_path(raw, self.workspace)
         return PurePosixPath(raw).as_posix()
 
+    def _patched(self, patch: Any) -> list[str]:
+        """The files a ``patch`` / ``apply_patch`` call's patch text names (its ``*** Add
+        File:``, ``*** Update File:``, ``*** Delete File:``, ``*** Move to:`` lines)."""
+        if not isinstance(patch, str):
+            return []
+        paths = (self._path(m.group(1).strip()) for m in _PATCH_FILE.finditer(patch))
+        return list(dict.fromkeys(p for p in paths if p))
+
     def _t(self, ms: Any) -> dict[str, float]:
         """``t`` (seconds since the run started) of an OpenCode timestamp, when the parser
         knows when the run started: a finished tool call arrives only after it ran, so its
@@ -174,7 +186,8 @@ class OpenCodeParser:
         if isinstance(times.get("start"), int | float) and isinstance(times.get("end"),
                                                                        int | float):
             duration = max(0.0, (times["end"] - times["start"]) / 1000)
-        written = [path] if ok and path is not None and tool in WRITING_TOOLS else []
+        named = [path] if path is not None else self._patched(args.get("patchText"))
+        written = named if ok and tool in WRITING_TOOLS else []
         return [
             {"kind": "tool_call", "call_id": call_id, "tool": tool, "input": args,
              **self._t(times.get("start"))},

@@ -72,13 +72,19 @@ class ChangeMade(StrictModel):
     tool: str | None = None
     detail: str = Field("", description="What changed, readable ('content', 'mode 0644 -> "
                                         "0755', 'modified and restored: written ...').")
-    attribution: Literal["direct", "during_call", "after_call", "named", "unknown"] = Field(
-        "unknown", description="How `event_seq` is known. direct: the watch saw the change "
+    attribution: Literal["recorded", "direct", "during_call", "after_call", "named",
+                         "unknown"] = Field(
+        "unknown", description="How `event_seq` is known. recorded: the runtime's own record "
+                               "of this call says it changed the file (Codex's file_change, "
+                               "Claude Code's and OpenCode's write/edit tools, builtin "
+                               "write_file/edit_file), the first such call; for a change no "
+                               "record names, by time: direct: the watch saw the change "
                                "during a write/edit tool call; during_call: during another "
                                "call (a shell command); after_call: between calls, after this "
                                "one (a process it left running); named: the watch saw nothing "
-                               "(no inotify), so the call that reported writing the file or "
-                               "else the first that names it (a guess); unknown: no call."
+                               "(no inotify), so the command during which the file changed "
+                               "or else the first call that names it (a guess); unknown: no "
+                               "call."
     )
 
 

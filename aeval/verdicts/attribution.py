@@ -1,19 +1,30 @@
 """Δ attribution: which tool call made each change to the skill copy. Pure: changes and
 events in, `ChangeMade` entries out.
 
-The same rule for every runtime: a change is tied to the tool call during which the watch
-saw it happen. A call's window runs from its tool_call event to its tool_result (the times
-the tool really started and ended: the adapters put them there, also for a runtime that
-reports a call only once it has finished); the watch stamps each change it sees with the
-same clock (`seen_at`). Naming the file is no evidence: an agent that reads SKILL.md in
-event 3 and edits it with ``sed -i`` in event 9 edited it in event 9. Only when the watch
-saw nothing (no inotify here) does the attribution fall back to the call that reported
-writing the file, then to the first call that names it (``named``: a guess, said so).
+First the runtime's own records: a change to a path that a tool result says its call
+changed (``paths_written``: Codex's ``file_change`` item, Claude Code's Write / Edit /
+MultiEdit, OpenCode's write / edit / patch, the builtin write_file / edit_file) is tied to the
+first call whose record names it (``recorded``), whenever the runtime reported it: Codex
+reports an ``apply_patch`` only after applying it, so by time alone its edit falls to the call
+before (a failing command) on a busy machine. A shell command has no such record (what it
+wrote is found by time below; the builtin bash's ``paths_written`` is only what changed while
+it ran, time evidence as the watch's).
+
+For a change no record names, the same rule for every runtime: it is tied to the tool call
+during which the watch saw it happen. A call's window runs from its tool_call event to its
+tool_result (the times the tool really started and ended: the adapters put them there, also
+for a runtime that reports a call only once it has finished); the watch stamps each change
+it sees with the same clock (`seen_at`). Naming the file is no evidence: an agent that reads
+SKILL.md in event 3 and edits it with ``sed -i`` in event 9 edited it in event 9. Only when
+the watch saw nothing (no inotify here) does the attribution fall back to the command
+during which the file changed, then to the first call that names it (``named``: a guess,
+said so).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import dataclass
 
 from aeval.artifacts import ChangeMade
@@ -21,6 +32,9 @@ from aeval.events import Event, ToolCallEvent, ToolResultEvent, calls_by_id
 from aeval.isolation.workspace import FileChange
 
 WRITE_TOOLS = {"write_file", "edit_file", "write", "edit", "file_change", "apply_patch"}
+SHELL_TOOLS = {"bash"}
+"""Normalized tools whose ``paths_written`` is what changed while they ran, not a record of
+what they were asked to change."""
 EARLY_S = 0.05
 """A change stamped this much before its call's event still belongs to it (two clocks read
 a few milliseconds apart)."""
@@ -107,16 +121,40 @@ def _during(ch: FileChange, ws_path: str, spans: list[Window]) -> tuple[ToolCall
     return None
 
 
+def _clean(path: str) -> str:
+    return posixpath.normpath(path).removeprefix("./")
+
+
+def records(events: list[Event]) -> list[tuple[ToolCallEvent, set[str]]]:
+    """Each call the runtime's own record says changed files, with those paths
+    (workspace-relative), in the order the records arrived."""
+    calls = calls_by_id(events)
+    return [(calls[e.call_id], {_clean(p) for p in e.paths_written}) for e in events
+            if isinstance(e, ToolResultEvent) and e.paths_written and e.refused is None
+            and e.tool not in SHELL_TOOLS and e.call_id in calls]
+
+
+def _recorded(ws_path: str, recs: list[tuple[ToolCallEvent, set[str]]]
+              ) -> ToolCallEvent | None:
+    """The first call whose record names ``ws_path`` (or, for a folder, a path inside it)."""
+    inside = _clean(ws_path) + "/"
+    return next((c for c, paths in recs
+                 if any(p == inside[:-1] or p.startswith(inside) for p in paths)), None)
+
+
 def attribute_changes(changes: list[FileChange], events: list[Event],
                       skill_rel: str) -> list[ChangeMade]:
     """Tie each skill edit to the tool call that made it (Δ attribution, see the module)."""
     calls = calls_by_id(events)
     spans = windows(events)
+    recs = records(events)
     out = []
     for i, ch in enumerate(changes, 1):
         ws_path = f"{skill_rel}/{ch.path}"
-        found = _during(ch, ws_path, spans) if ch.at_s is not None else None
-        if found is None and ch.at_s is None:  # the watch saw nothing: what the calls said
+        rec = _recorded(ws_path, recs)
+        found = ((rec, "recorded") if rec is not None
+                 else _during(ch, ws_path, spans) if ch.at_s is not None else None)
+        if found is None and ch.at_s is None:  # the watch saw nothing: a builtin command
             wrote = next((e for e in events if isinstance(e, ToolResultEvent)
                           and ws_path in e.paths_written and e.call_id in calls), None)
             if wrote is not None:

@@ -90,7 +90,7 @@ def test_variant1_skill_edit_is_in_delta_and_fails_first_attempt(skill_copy, tmp
     assert sc["was_needed"] is True
     (change,) = sc["changes_made"]
     assert change["path"] == "SKILL.md" and change["change"] == "modified"
-    assert change["tool"] == "edit_file" and change["attribution"] == "direct"
+    assert change["tool"] == "edit_file" and change["attribution"] == "recorded"
     assert "-| `segment_train` |" in change["diff"] and "+| `train` |" in change["diff"]
     (err,) = sc["first_attempt_errors"]
     assert "KeyError: 'segment_train'" in err["excerpt"] and err["exit_code"] == 1

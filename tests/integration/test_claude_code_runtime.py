@@ -107,7 +107,7 @@ def test_skill_edit_is_in_delta_and_the_run_is_recorded(skill_copy, tmp_path, ke
     sc = g["self_correction"]
     (change,) = sc["changes_made"]
     assert change["path"] == "SKILL.md" and change["change"] == "modified"
-    assert change["tool"] == "edit_file" and change["attribution"] == "direct"
+    assert change["tool"] == "edit_file" and change["attribution"] == "recorded"
     assert "+| `train` |" in change["diff"]
     (err,) = sc["first_attempt_errors"]
     assert err["tool"] == "bash" and err["exit_code"] == 1 and "KeyError" in err["excerpt"]

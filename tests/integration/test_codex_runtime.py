@@ -103,7 +103,7 @@ def test_paper_case_codex_edits_the_skill_and_fails_first_attempt(skill_copy, tm
     sc = g["self_correction"]
     (change,) = sc["changes_made"]
     assert change["path"] == "SKILL.md" and change["change"] == "modified"
-    assert change["tool"] == "edit_file" and change["attribution"] == "direct"
+    assert change["tool"] == "edit_file" and change["attribution"] == "recorded"
     assert f"-{ROW}" in change["diff"] and "+| `train` |" in change["diff"]
     (err,) = sc["first_attempt_errors"]
     assert "KeyError: 'segment_train'" in err["excerpt"] and err["exit_code"] == 1

@@ -122,7 +122,7 @@ def test_the_readme_compares_the_four_runtimes_offline_and_every_row_means_the_s
         g = load(train / "grading.json")
         verdicts.append((g["status"], [(e["id"], e["passed"]) for e in g["expectations"]]))
         (change,) = g["self_correction"]["changes_made"]
-        assert (change["path"], change["attribution"]) == ("SKILL.md", "direct"), row
+        assert (change["path"], change["attribution"]) == ("SKILL.md", "recorded"), row
         edit = events_of(train)[change["event_seq"]]
         assert edit["kind"] == "tool_call" and edit["tool"] == "edit_file", (row, edit)
         assert "SKILL.md" in json.dumps(edit["input"])

@@ -143,3 +143,15 @@ def test_session_records_carry_the_times_they_happened_when_the_start_is_known()
     refused = [e for e in events if e.get("refused")]
     assert refused and all(e["t"] >= 2 for e in refused)
     assert [{k: v for k, v in e.items() if k != "t"} for e in events] == run.events[:len(events)]
+
+
+def test_a_file_change_that_failed_to_apply_records_no_path():
+    """Only a patch Codex applied is its record of a change: a failed one changed nothing."""
+    change = {"id": "item_9", "type": "file_change",
+              "changes": [{"path": f"{WS}/{SKILL_MD}", "kind": "update"}]}
+    parser = CodexParser(workspace=WS)
+    (_, failed) = parser.feed({"type": "item.completed", "item": {**change, "status": "failed"}})
+    assert failed["ok"] is False and failed["paths_written"] == []
+    (_, done) = CodexParser(workspace=WS).feed(
+        {"type": "item.completed", "item": {**change, "status": "completed"}})
+    assert done["ok"] is True and done["paths_written"] == [SKILL_MD]

@@ -138,3 +138,24 @@ def test_with_the_run_start_a_finished_tool_call_carries_the_times_it_really_ran
     assert "t" not in OpenCodeParser(workspace="/w").feed({"type": "tool_use", "part": {
         "tool": "bash", "callID": "c1", "state": {"status": "completed", "input": {},
                                                   "time": {"start": 1, "end": 2}}}})[0]
+
+
+def test_a_patch_records_every_file_its_text_names_and_a_failed_one_none():
+    """OpenCode's apply_patch (offered to GPT models) has no filePath: the files it changed
+    are the ones its patch text names, what ties a skill edit to it."""
+    patch = (f"*** Begin Patch\n*** Update File: {WS}/{SKILL_MD}\n@@\n-a\n+b\n"
+             "*** Add File: .opencode/skills/segmentation/refs/new.md\n+x\n"
+             "*** Delete File: notes.md\n*** End Patch")
+
+    def patched(status: str) -> dict:
+        state = {"status": status, "input": {"patchText": patch}, "metadata": {},
+                 **({"output": "Success."} if status == "completed" else {"error": "no"})}
+        (_, result) = OpenCodeParser(workspace=WS).feed(
+            {"type": "tool_use", "part": {"tool": "apply_patch", "callID": "p1",
+                                          "state": state}})
+        return result
+
+    done = patched("completed")
+    assert done["tool"] == "edit_file" and done["paths_written"] == [
+        SKILL_MD, ".opencode/skills/segmentation/refs/new.md", "notes.md"]
+    assert patched("error")["paths_written"] == []
