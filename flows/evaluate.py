@@ -159,7 +159,7 @@ def evaluate(request: EvalRequest) -> State:
     harden_process()  # served and worker runs hold keys too, not only the CLI
     run = prepare_run(request)
     watch_run(run.layout.manifest, lambda: [p.key for p in run.todo
-                                            if not (p.case_dir / "grading.json").is_file()])
+                                            if not p.files.grading.is_file()])
     limits = runtime_limits(request.runtimes) if run.todo else {}
 
     case = case_task(request.retries, request.retry_delay_s)
