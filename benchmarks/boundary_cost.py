@@ -22,7 +22,6 @@ sys.path.insert(0, str(ROOT))
 
 from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox  # noqa: E402
 from aeval.adapters.sandbox.watch import SkillWatch  # noqa: E402
-
 from aeval.isolation.sandbox import SandboxPolicy  # noqa: E402
 from aeval.isolation.shell import base_env, run_command  # noqa: E402
 from aeval.isolation.tree import tree  # noqa: E402

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 from aeval.adapters.sandbox.bwrap import make_sandbox
-
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env, run_command
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate, manifest_of
-from aeval.tasks._engine import task_runner
-from aeval.tasks.studies.compare import write_compare
 from prefect import flow
 
 from aeval.artifacts import CompareReport
+from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.run.requests import EvalRequest
 from aeval.run.store import RunStore, new_run_id
+from aeval.tasks._engine import task_runner
+from aeval.tasks.studies.compare import write_compare
 
 
 @flow(name="aeval-compare", flow_run_name="compare {compare_id}", validate_parameters=False)

@@ -28,20 +28,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 
-from aeval.tasks._engine import (
-    Conclusions,
-    chain_window,
-    failure,
-    runtime_limits,
-    watch_run,
-    windowed,
-)
-from aeval.tasks.case.chain import case_task, chain_result
-from aeval.tasks.deliver.post import post_run
-from aeval.tasks.run.prepare import PreparedRun, prepare_run
-from aeval.tasks.run.publish import publish_run
-from aeval.tasks.skill.conclude import conclude_skill
-from aeval.tasks.skill.introduced import mark_introduced_errors
 from prefect import flow, unmapped
 from prefect.futures import PrefectFuture
 from prefect.states import Completed, Failed, State
@@ -56,6 +42,20 @@ from aeval.run.plan import CasePlan
 from aeval.run.requests import EvalRequest, ModelChoice
 from aeval.run.store import write_model
 from aeval.settings import Settings
+from aeval.tasks._engine import (
+    Conclusions,
+    chain_window,
+    failure,
+    runtime_limits,
+    watch_run,
+    windowed,
+)
+from aeval.tasks.case.chain import case_task, chain_result
+from aeval.tasks.deliver.post import post_run
+from aeval.tasks.run.prepare import PreparedRun, prepare_run
+from aeval.tasks.run.publish import publish_run
+from aeval.tasks.skill.conclude import conclude_skill
+from aeval.tasks.skill.introduced import mark_introduced_errors
 
 
 def run_name() -> str:

@@ -17,20 +17,20 @@ import logging
 import tempfile
 from pathlib import Path
 
-from aeval.adapters.git import changed_skills
-from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
-from aeval.tasks._engine import task_runner
-from aeval.tasks.run.checkout import checkout_repo, short
-from aeval.tasks.run.ci_reports import publish_ci_reports
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 
+from aeval.adapters.git import changed_skills
 from aeval.errors import GateFailed
+from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
 from aeval.isolation.hardening import harden_process
 from aeval.run.layout import RunLayout
 from aeval.run.requests import EvalRequest, MrRequest
 from aeval.run.store import new_run_id
+from aeval.tasks._engine import task_runner
+from aeval.tasks.run.checkout import checkout_repo, short
+from aeval.tasks.run.ci_reports import publish_ci_reports
 
 
 class GateFailureLine(logging.Filter):

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate, manifest_of
-from aeval.tasks.run.progress import progress
-from aeval.tasks.studies.compare import write_regrade
 from prefect import flow
 
 from aeval.artifacts import RegradeReport, RunManifest
+from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.run.read import read_run
 from aeval.run.requests import EvalRequest
 from aeval.run.store import RunStore, new_run_id
+from aeval.tasks.run.progress import progress
+from aeval.tasks.studies.compare import write_regrade
 
 
 def recordings_of(source: Path, src: RunManifest, runtime: str) -> dict[str, str]:

@@ -12,17 +12,17 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
-from aeval.tasks._engine import task_runner
-from aeval.tasks.run.checkout import checkout_repo
-from aeval.tasks.skill.baseline import refresh_baselines_task
 from prefect import flow
 from prefect.states import Failed, State
 
+from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
 from aeval.isolation.hardening import harden_process
 from aeval.run.layout import RunLayout
 from aeval.run.requests import EvalRequest, SweepRequest
 from aeval.run.store import new_run_id
+from aeval.tasks._engine import task_runner
+from aeval.tasks.run.checkout import checkout_repo
+from aeval.tasks.skill.baseline import refresh_baselines_task
 
 
 def is_git_url(where: str) -> bool:

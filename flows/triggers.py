@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-from aeval.tasks.studies.triggers import prepare_triggers_run, trigger_trial, write_triggers
 from prefect import flow
 
 from aeval.artifacts import TriggersReport
 from aeval.isolation.hardening import harden_process
 from aeval.stats.triggers import TriggersRequest
+from aeval.tasks.studies.triggers import prepare_triggers_run, trigger_trial, write_triggers
 
 
 @flow(name="aeval-triggers", flow_run_name="triggers {request.run_id}")

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.flows.evaluate import evaluate, manifest_of
-from aeval.tasks._engine import task_runner
-from aeval.tasks.studies.uplift import arm_request, arm_run_id, with_arm_assertions, write_uplift
 from prefect import flow
 
 from aeval.artifacts import UpliftReport
+from aeval.flows.evaluate import evaluate, manifest_of
 from aeval.run.requests import UpliftRequest
 from aeval.run.store import RunStore
+from aeval.tasks._engine import task_runner
+from aeval.tasks.studies.uplift import arm_request, arm_run_id, with_arm_assertions, write_uplift
 
 
 def run_name() -> str:

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
 from pydantic import Field
 
+from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
 from aeval.isolation.redact import Redactor
 from aeval.isolation.text import escape_controls
 from aeval.strict import StrictModel

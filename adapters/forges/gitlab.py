@@ -27,9 +27,9 @@ from typing import Any, Literal
 
 import gitlab
 import requests
-from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
 from pydantic import Field
 
+from aeval.adapters.forges.diff import FileDiff, ForgeConfigError, ForgeError
 from aeval.isolation.redact import Redactor
 from aeval.isolation.text import escape_controls
 from aeval.strict import StrictModel

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aeval.adapters.sandbox.watch import quiet_uses
-
 from aeval.events import Refusal
 from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import cap_text, run_command

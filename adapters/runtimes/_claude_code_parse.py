@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters.llm import classify
-
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
 from aeval.isolation.shell import cap_text

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters.runtimes.keyproxy import Grant, bridged
-
 from aeval.events import (
     EndEvent,
     ErrorEvent,

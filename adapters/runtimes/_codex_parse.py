@@ -48,7 +48,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from aeval.adapters.llm import TRANSIENT_STATUS
-
 from aeval.events import Usage
 from aeval.isolation.shell import cap_text
 

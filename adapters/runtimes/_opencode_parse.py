@@ -37,7 +37,6 @@ from aeval.adapters.runtimes._codex_parse import (
     read_records,
     relative_path,
 )
-
 from aeval.events import Usage
 from aeval.isolation.shell import cap_text
 

@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 
 from aeval.adapters.llm import case_retry_budget, complete, is_anthropic
 from aeval.adapters.runtimes._agent_tools import TOOL_SPECS, Toolbox
-
 from aeval.errors import (
     ContractError,
     EnvironmentFailure,

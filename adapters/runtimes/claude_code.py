@@ -76,7 +76,6 @@ from aeval.adapters.runtimes._claude_code_parse import (
 )
 from aeval.adapters.runtimes._cli import guard_launched, in_sandbox
 from aeval.adapters.runtimes.keyproxy import Grant, grant
-
 from aeval.errors import RuntimeUnavailable
 from aeval.events import (
     EndEvent,

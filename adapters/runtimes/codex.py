@@ -56,7 +56,6 @@ from aeval.adapters.runtimes._cli import (
 )
 from aeval.adapters.runtimes._codex_parse import CodexParser, classify_error_text, wants_rollout
 from aeval.adapters.runtimes.keyproxy import grant
-
 from aeval.errors import (
     ModelPermanentError,
     ModelTransientError,

@@ -52,7 +52,6 @@ from aeval.adapters.runtimes._cli import (
 )
 from aeval.adapters.runtimes._opencode_parse import OpenCodeParser
 from aeval.adapters.runtimes.keyproxy import AuthStyle, grant
-
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.isolation.tree import ensure_folder, write_private
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult

@@ -56,7 +56,6 @@ from aeval.adapters.sandbox._view import (
     shown_prefixes,
     system_view,
 )
-
 from aeval.errors import EnvironmentFailure
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import (

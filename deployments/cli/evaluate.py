@@ -22,7 +22,6 @@ from aeval.deployments.cli.console import (
     start_prefect,
 )
 from aeval.deployments.cli.options import Options, resolve
-
 from aeval.exit_codes import ENVIRONMENT, OK
 
 if TYPE_CHECKING:  # imported when a run starts, not by `aeval --help`
@@ -452,7 +451,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     start_prefect()  # the embedded Prefect server boots while the flows are imported
 
     from aeval.flows.sweep import sweep
-
     from aeval.run.requests import SweepRequest
     from aeval.run.store import RunStore, new_run_id
 
@@ -547,9 +545,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
     from aeval.flows.compare import compare
-    from aeval.tasks.studies.compare import render_compare
-
     from aeval.run.store import new_run_id
+    from aeval.tasks.studies.compare import render_compare
 
     store = opts.store
     compare_id = new_run_id()

@@ -10,7 +10,6 @@ from pathlib import Path
 from aeval.deployments.cli._common import EPILOG, EXIT_FAIL, EXIT_USAGE, add_verbose
 from aeval.deployments.cli.console import make_console, print_summary
 from aeval.deployments.cli.options import resolve
-
 from aeval.exit_codes import OK
 
 
@@ -30,9 +29,8 @@ def add_validate_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from aeval.tasks.run.examine import examine
-
     from aeval.skill.skill_md import discover
+    from aeval.tasks.run.examine import examine
 
     roots = []
     for p in args.paths:
@@ -106,7 +104,6 @@ def runtime_rows() -> list[dict[str, str]]:
     from concurrent.futures import ThreadPoolExecutor
 
     from aeval.adapters import RUNTIMES, runtime_class
-
     from aeval.errors import AevalError
 
     def probe(name: str) -> dict[str, str]:

@@ -24,7 +24,6 @@ from pathlib import Path
 from aeval.deployments.cli._common import EXIT_USAGE
 from aeval.deployments.cli.console import inert
 from aeval.deployments.cli.options import resolve
-
 from aeval.exit_codes import ENVIRONMENT, OK
 
 EXIT_MODEL = ENVIRONMENT  # the model API failed, or its answer stayed invalid: retry

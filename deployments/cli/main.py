@@ -27,10 +27,9 @@ from aeval.deployments.cli import (
 )
 from aeval.deployments.cli._common import EPILOG, EXIT_INTERNAL, EXIT_USAGE
 from aeval.deployments.cli.console import QuietPipe, inert, prefect_env
-from aeval.tasks._engine.servers.home import EmbeddedServerError
-
 from aeval.exit_codes import ENVIRONMENT, INTERRUPTED
 from aeval.isolation.hardening import harden_process, limit_malloc_arenas
+from aeval.tasks._engine.servers.home import EmbeddedServerError
 
 COMMANDS = (
     info.add_validate_parser,

@@ -80,11 +80,10 @@ def cmd_post(args: argparse.Namespace) -> int:
     """Run ``aeval post``; the exit code."""
     from aeval.adapters.forges.diff import ForgeError
     from aeval.deployments.cli.options import resolve
-    from aeval.tasks.deliver.forge import forge_named, post_to_forge
-    from aeval.tasks.deliver.read_run import load_run
-
     from aeval.run.read import read_run
     from aeval.run.store import RunStore
+    from aeval.tasks.deliver.forge import forge_named, post_to_forge
+    from aeval.tasks.deliver.read_run import load_run
 
     store = RunStore(resolve(args).store)
     try:

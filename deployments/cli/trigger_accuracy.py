@@ -25,7 +25,6 @@ from aeval.deployments.cli.console import (
 )
 from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 from aeval.deployments.cli.options import resolve
-
 from aeval.exit_codes import ENVIRONMENT, OK
 
 TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
@@ -116,12 +115,12 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
-    from aeval.flows.triggers import triggers
-    from aeval.tasks._engine import task_runner
-    from aeval.tasks.studies.triggers import INTERNAL
     from pydantic import ValidationError
 
+    from aeval.flows.triggers import triggers
     from aeval.stats.triggers import TriggersRequest
+    from aeval.tasks._engine import task_runner
+    from aeval.tasks.studies.triggers import INTERNAL
 
     store = opts.store
     run_id = new_run_id()

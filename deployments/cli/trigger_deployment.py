@@ -20,7 +20,6 @@ from pathlib import Path
 
 from aeval.deployments.cli._common import EXIT_USAGE, add_verbose, flag_problem
 from aeval.deployments.cli.options import resolve
-
 from aeval.exit_codes import ENVIRONMENT as EXIT_ENVIRONMENT
 from aeval.exit_codes import OK
 
@@ -94,12 +93,13 @@ def exit_code_of(state) -> int:
 
 def write_reports(client, flow_run_id, out: Path) -> list[Path]:
     """The ``ci-reports`` artifact of the flow run, as files under ``<out>/runs/<run-id>/``."""
-    from aeval.tasks.run.ci_reports import CI_REPORTS_KEY, parse_ci_reports
     from prefect.client.schemas.filters import (
         ArtifactFilter,
         ArtifactFilterFlowRunId,
         ArtifactFilterKey,
     )
+
+    from aeval.tasks.run.ci_reports import CI_REPORTS_KEY, parse_ci_reports
 
     arts = client.read_artifacts(artifact_filter=ArtifactFilter(
         flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),

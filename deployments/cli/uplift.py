@@ -143,12 +143,12 @@ def cmd_uplift(args: argparse.Namespace) -> int:
 
 def print_uplift(report, store: Path) -> None:
     """The uplift table, the flagged skills, where the files are, the exit line."""
-    from aeval.tasks.studies.uplift import TABLE_COLUMNS, table_rows
     from rich.markup import escape
     from rich.table import Table
 
     from aeval.run.layout import RunLayout
     from aeval.run.store import RunStore
+    from aeval.tasks.studies.uplift import TABLE_COLUMNS, table_rows
 
     console = make_console()
     table = Table(title=f"aeval uplift {report.uplift_id} ({report.epochs} epoch(s) per arm)",

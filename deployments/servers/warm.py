@@ -64,9 +64,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from aeval.tasks._engine.servers.home import idle_seconds, mode, state_dir
-
 from aeval.exit_codes import ENVIRONMENT
+from aeval.tasks._engine.servers.home import idle_seconds, mode, state_dir
 
 WARM_VAR = "AEVAL_WARM"
 """``0``: no warm process (every invocation imports for itself)."""
@@ -466,7 +465,6 @@ def serve(folder: Path, idle_s: float) -> int:
     os.ftruncate(lock, 0)
     os.write(lock, str(os.getpid()).encode())  # who holds it (benchmarks/ read it)
     from aeval.deployments.cli.console import prefect_env
-
     from aeval.isolation.hardening import harden_process, limit_malloc_arenas
 
     limit_malloc_arenas()

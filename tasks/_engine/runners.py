@@ -45,12 +45,12 @@ import os
 import sys
 from typing import Any
 
-from aeval.tasks._engine.servers import embedded
 from prefect.context import SettingsContext
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from aeval.isolation.hardening import scrubbed_environ
+from aeval.tasks._engine.servers import embedded
 
 __all__ = ["scrubbed_environ", "start_embedded_server", "task_runner"]
 
@@ -403,8 +403,9 @@ def use_global_model_limit(limit: int, name: str = MODEL_LIMIT) -> str:
     workers need ``AEVAL_MODEL_LIMIT`` set themselves. Not for threads in one process: a
     slot is a server round trip, and a holder that dies keeps it until its lease ends.
     Returns the limit's name."""
-    from aeval.adapters.llm import MODEL_LIMIT_VAR
     from prefect.client.orchestration import get_client
+
+    from aeval.adapters.llm import MODEL_LIMIT_VAR
 
     with get_client(sync_client=True) as client:
         client.upsert_global_concurrency_limit_by_name(name, limit)
@@ -425,9 +426,8 @@ def worker_problems(version: str, paths: list[str], store: str, token_name: str,
     import shutil
     from pathlib import Path
 
-    from aeval.adapters.sandbox.bwrap import bwrap_problem
-
     import aeval
+    from aeval.adapters.sandbox.bwrap import bwrap_problem
 
     problems = []
     if aeval.__version__ != version:

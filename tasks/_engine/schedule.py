@@ -45,8 +45,9 @@ def window_size(chains: int, pool_workers: int | None,
 
 def chain_window(chains: int) -> int:
     """`window_size` for the running flow's task runner."""
-    from aeval.tasks._engine.runners import runner_slots
     from prefect.context import FlowRunContext
+
+    from aeval.tasks._engine.runners import runner_slots
 
     ctx = FlowRunContext.get()
     runner = ctx.task_runner if ctx else None

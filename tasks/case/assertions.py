@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from aeval.adapters import runs_steps_verbatim, runtime_class
-from aeval.adapters.llm import ask_json
 from pydantic import BaseModel, Field
 
+from aeval.adapters import runs_steps_verbatim, runtime_class
+from aeval.adapters.llm import ask_json
 from aeval.artifacts import AssertionsFile, AssertionSpec
 from aeval.errors import EnvironmentFailure
 from aeval.prompts import load_prompt

@@ -30,9 +30,6 @@ from pathlib import Path
 
 from aeval.adapters import get_runtime
 from aeval.adapters.sandbox.watch import CHANGES, SkillWatch, Touch
-from aeval.tasks.case.install import case_redactor, install, resolve_credentials, tool_env
-from aeval.tasks.case.sandboxing import attempt_sandbox
-
 from aeval.artifacts import AttemptRecord
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
 from aeval.events import ToolResultEvent, read_events, render_transcript
@@ -60,6 +57,8 @@ from aeval.run.read import read_attempts
 from aeval.run.store import atomic_write_bytes, atomic_write_text, write_model
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.skill.shell_blocks import doc_blocks
+from aeval.tasks.case.install import case_redactor, install, resolve_credentials, tool_env
+from aeval.tasks.case.sandboxing import attempt_sandbox
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
 

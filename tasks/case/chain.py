@@ -29,6 +29,16 @@ import contextlib
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
+from prefect.states import Completed, Failed, State
+
+from aeval.artifacts import AssertionsFile, CaseResult
+from aeval.isolation.redact import declared_values
+from aeval.isolation.shell import Stopped, stopping
+from aeval.run.plan import AttemptOutcome, CasePlan
+from aeval.run.store import read_model
 from aeval.tasks._engine.failures import api_failure
 from aeval.tasks._engine.limits import throttle
 from aeval.tasks._engine.retries import RetryCase, retry_on_transient, retry_options, run_count
@@ -40,16 +50,6 @@ from aeval.tasks.case.install import case_redactor
 from aeval.tasks.case.probe import run_probe
 from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
 from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-from prefect.futures import PrefectFuture
-from prefect.states import Completed, Failed, State
-
-from aeval.artifacts import AssertionsFile, CaseResult
-from aeval.isolation.redact import declared_values
-from aeval.isolation.shell import Stopped, stopping
-from aeval.run.plan import AttemptOutcome, CasePlan
-from aeval.run.store import read_model
 
 INTERNAL = "internal error"
 

@@ -15,20 +15,6 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from aeval.tasks.case.assertions import runs_doc_test
-from aeval.tasks.case.grader import (
-    TRANSCRIPT_CAP,
-    call_grader,
-    grader_input,
-    head_tail,
-    neutralize,
-    render_outputs,
-    skill_lines,
-    withhold,
-)
-from aeval.tasks.case.install import case_redactor, resolve_credentials
-from aeval.tasks.case.sandboxing import check_sandbox
-from aeval.tasks.run.prefect_artifacts import artifact_key, case_markdown
 from prefect.artifacts import create_markdown_artifact
 
 from aeval.artifacts import (
@@ -60,6 +46,20 @@ from aeval.isolation.redact import Redactor
 from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.read import read_attempts
 from aeval.run.store import write_model
+from aeval.tasks.case.assertions import runs_doc_test
+from aeval.tasks.case.grader import (
+    TRANSCRIPT_CAP,
+    call_grader,
+    grader_input,
+    head_tail,
+    neutralize,
+    render_outputs,
+    skill_lines,
+    withhold,
+)
+from aeval.tasks.case.install import case_redactor, resolve_credentials
+from aeval.tasks.case.sandboxing import check_sandbox
+from aeval.tasks.run.prefect_artifacts import artifact_key, case_markdown
 from aeval.verdicts.attribution import attribute_changes
 from aeval.verdicts.checks import CheckContext, CheckOutcome, run_check
 from aeval.verdicts.doctest import DocTestReport

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 from aeval.adapters.llm import JsonAnswer, ask_json
-
 from aeval.artifacts import AssertionSpec, GraderAnswer
 from aeval.isolation.workspace import text_files
 from aeval.prompts import load_prompt

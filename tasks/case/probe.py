@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 import shutil
 
-from aeval.tasks.case.attempt import Attempt
-
 from aeval.artifacts import ProbeResult
 from aeval.errors import EnvironmentFailure
 from aeval.events import ToolCallEvent, ToolResultEvent, calls_by_id, read_events
 from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan
+from aeval.tasks.case.attempt import Attempt
 
 # A step that failed because the host lacks a tool or module says nothing about the skill.
 _MISSING_TOOL = re.compile(r"command not found|No such file or directory: '?[a-z]|"

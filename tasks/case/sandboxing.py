@@ -13,7 +13,6 @@ import weakref
 from pathlib import Path
 
 from aeval.adapters.sandbox.bwrap import make_sandbox, sandbox_status
-
 from aeval.isolation.sandbox import Sandbox, SandboxPolicy, SandboxStatus
 from aeval.isolation.shell import base_env
 from aeval.run.plan import CasePlan, ExecutionRecord

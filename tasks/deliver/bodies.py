@@ -10,7 +10,13 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field, TypeAdapter
+
 from aeval.adapters.forges.gitlab import disarm_quick_actions
+from aeval.artifacts import FixSuggestion, RunManifest
+from aeval.isolation.text import code_span, escape_controls
+from aeval.run.store import atomic_write_text
+from aeval.strict import StrictModel
 from aeval.tasks.deliver.read_run import (
     _ICON,
     _LEVEL_MEANING,
@@ -25,12 +31,6 @@ from aeval.tasks.deliver.read_run import (
     skill_marker,
     suggestion_marker,
 )
-from pydantic import Field, TypeAdapter
-
-from aeval.artifacts import FixSuggestion, RunManifest
-from aeval.isolation.text import code_span, escape_controls
-from aeval.run.store import atomic_write_text
-from aeval.strict import StrictModel
 from aeval.verdicts.verdict import passed_after_correction, terminal_rate
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from aeval.adapters.forges.diff import ForgeConfigError
 from aeval.tasks.deliver.read_run import REPORT_URL_ENV, RunBundle, load_run
-from pydantic import BaseModel, ConfigDict, Field
 
 ForgeName = Literal["gitlab", "github"]
 FORGES: dict[str, str] = {"gitlab": "aeval.tasks.deliver.gitlab:GitLabForge",

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from aeval.adapters.forges.diff import FileDiff
 from aeval.adapters.forges.github import (
     Annotation,
@@ -38,6 +40,9 @@ from aeval.adapters.forges.github import (
     RemoteComment,
     ReviewComment,
 )
+from aeval.artifacts import RunManifest
+from aeval.isolation.text import code_span, escape_controls, one_line
+from aeval.strict import StrictModel
 from aeval.tasks.deliver.bodies import _cell, github_suggestion_body, outdated_body
 from aeval.tasks.deliver.forge import Delivered, Forge, PostTarget
 from aeval.tasks.deliver.plan import (
@@ -58,11 +63,6 @@ from aeval.tasks.deliver.read_run import (
     diff_lines,
     suggestion_marker,
 )
-from pydantic import Field
-
-from aeval.artifacts import RunManifest
-from aeval.isolation.text import code_span, escape_controls, one_line
-from aeval.strict import StrictModel
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 REVIEW_MARKER = "<!-- aeval:review -->"

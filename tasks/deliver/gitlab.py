@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import Field
+
 from aeval.adapters.forges.diff import FileDiff
 from aeval.adapters.forges.gitlab import (
     DiffRefs,
@@ -34,6 +36,7 @@ from aeval.adapters.forges.gitlab import (
     RemoteDiscussion,
     RemoteNote,
 )
+from aeval.strict import StrictModel
 from aeval.tasks.deliver.bodies import (
     ActionKind,
     CodeQualityIssue,
@@ -71,9 +74,6 @@ from aeval.tasks.deliver.read_run import (
     skill_repo_dir,
     suggestion_marker,
 )
-from pydantic import Field
-
-from aeval.strict import StrictModel
 
 
 class DeliveryAction(StrictModel):

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
+from pydantic import Field
+
 from aeval.adapters.forges.diff import FileDiff
 from aeval.adapters.forges.gitlab import DiffRefs, InlinePosition
 from aeval.adapters.git import find_toplevel
-from pydantic import Field
-
 from aeval.artifacts import (
     FixSuggestion,
     Grading,

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.adapters.git import clone_at, without_credentials
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
+
+from aeval.adapters.git import clone_at, without_credentials
 
 
 class Checkout(BaseModel):

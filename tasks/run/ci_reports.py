@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aeval.tasks.deliver.bodies import write_code_quality_report
-from aeval.tasks.deliver.read_run import CODE_QUALITY_FILE, load_run
-from aeval.tasks.run.prefect_artifacts import artifact_key
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from aeval.run.layout import JUNIT
+from aeval.tasks.deliver.bodies import write_code_quality_report
+from aeval.tasks.deliver.read_run import CODE_QUALITY_FILE, load_run
+from aeval.tasks.run.prefect_artifacts import artifact_key
 
 CI_REPORTS_KEY = "ci-reports"
 REPORT_FILES = (JUNIT, CODE_QUALITY_FILE)

@@ -7,7 +7,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from aeval.adapters.git import left_out
-
 from aeval.errors import ContractError
 from aeval.run.plan import Examined
 from aeval.skill.contract import (

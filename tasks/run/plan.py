@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters import runs_steps_verbatim
-
 from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan, Examined, RunSettings, SkillPlan
 

@@ -9,16 +9,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import prefect
-from aeval.adapters.sandbox.bwrap import sandbox_status
-from aeval.tasks.run.examine import duplicate_name_warnings, examine
-from aeval.tasks.run.plan import plan_cases, run_credentials
-from aeval.tasks.run.progress import progress, redact_logs
-from aeval.tasks.run.reuse import fingerprint_plans, reuse_unchanged
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval import __version__
+from aeval.adapters.sandbox.bwrap import sandbox_status
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.isolation.redact import declared_values
 from aeval.isolation.sandbox import SandboxUnavailable
@@ -27,6 +23,10 @@ from aeval.run.plan import CasePlan, Examined, RunSettings
 from aeval.run.requests import EvalRequest
 from aeval.run.store import new_run_id, read_model, write_model
 from aeval.skill.skill_md import scan_skill_roots
+from aeval.tasks.run.examine import duplicate_name_warnings, examine
+from aeval.tasks.run.plan import plan_cases, run_credentials
+from aeval.tasks.run.progress import progress, redact_logs
+from aeval.tasks.run.reuse import fingerprint_plans, reuse_unchanged
 
 
 class SkillGroup(BaseModel):

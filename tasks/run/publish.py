@@ -6,17 +6,6 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aeval.tasks.run.prefect_artifacts import (
-    artifact_key,
-    emit_run_finished,
-    inert_rows,
-    publish_run_artifacts,
-    report_base_url,
-)
-from aeval.tasks.run.prepare import PreparedRun
-from aeval.tasks.run.progress import progress
-from aeval.tasks.run.report import render_report
-from aeval.tasks.run.reuse import record_verdicts
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -32,6 +21,17 @@ from aeval.run.store import (
     redacted_model,
     write_model,
 )
+from aeval.tasks.run.prefect_artifacts import (
+    artifact_key,
+    emit_run_finished,
+    inert_rows,
+    publish_run_artifacts,
+    report_base_url,
+)
+from aeval.tasks.run.prepare import PreparedRun
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_report
+from aeval.tasks.run.reuse import record_verdicts
 from aeval.verdicts.verdict import gate, skill_status, terminal_rate
 
 

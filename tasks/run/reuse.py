@@ -14,9 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aeval.adapters import get_runtime
-
 from aeval import __version__
+from aeval.adapters import get_runtime
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
 from aeval.prompts import load_prompt
 from aeval.run.fingerprint import REUSABLE, case_fingerprint, folder_digest, text_digest

@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aeval.adapters.llm import ask_json
 from pydantic import BaseModel, Field
 
+from aeval.adapters.llm import ask_json
 from aeval.artifacts import (
     AnalysisNote,
     AnalysisNotes,

@@ -6,11 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.tasks.run.prefect_artifacts import artifact_key, coverage_rows
-from aeval.tasks.run.prepare import SkillGroup
-from aeval.tasks.skill.aggregate import aggregate
-from aeval.tasks.skill.baseline import regression_for
-from aeval.tasks.skill.suggest import suggest
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -21,6 +16,11 @@ from aeval.run.layout import RunLayout
 from aeval.run.read import read_if_there
 from aeval.run.requests import EvalRequest
 from aeval.run.store import redacted_model
+from aeval.tasks.run.prefect_artifacts import artifact_key, coverage_rows
+from aeval.tasks.run.prepare import SkillGroup
+from aeval.tasks.skill.aggregate import aggregate
+from aeval.tasks.skill.baseline import regression_for
+from aeval.tasks.skill.suggest import suggest
 
 
 def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aeval.adapters.llm import ask_json
-
 from aeval.prompts import load_prompt
 from aeval.skill.contract import EvalConfig
 from aeval.skill.contract_draft import check_draft, draft_input

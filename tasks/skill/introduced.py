@@ -16,21 +16,21 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from aeval.adapters import get_runtime
-from aeval.adapters.git import GitError, export_tree, find_toplevel, merge_base
-from aeval.tasks.case.install import install, resolve_credentials
-from aeval.tasks.case.sandboxing import attempt_sandbox
-from aeval.tasks.run.examine import examine
-from aeval.tasks.run.progress import progress
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from aeval.adapters import get_runtime
+from aeval.adapters.git import GitError, export_tree, find_toplevel, merge_base
 from aeval.artifacts import AttemptRecord, CaseResult
 from aeval.errors import EnvironmentFailure
 from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan
 from aeval.run.store import read_model
 from aeval.skill.contract import EvalCase, find_marketplace
+from aeval.tasks.case.install import install, resolve_credentials
+from aeval.tasks.case.sandboxing import attempt_sandbox
+from aeval.tasks.run.examine import examine
+from aeval.tasks.run.progress import progress
 from aeval.verdicts.introduced import PHASES, introduced_reason
 
 BASE_LOG = "base-preflight.log"

@@ -17,7 +17,6 @@ import json
 from pathlib import Path
 
 from aeval.adapters.llm import ask_json
-
 from aeval.artifacts import (
     AssertionsFile,
     CaseResult,

@@ -16,11 +16,6 @@ from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
-from aeval.tasks.case.attempt import run_attempt
-from aeval.tasks.run.examine import examine
-from aeval.tasks.run.prefect_artifacts import artifact_key, trigger_rows
-from aeval.tasks.run.progress import progress
-from aeval.tasks.run.report import render_triggers_report
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -41,6 +36,11 @@ from aeval.stats.triggers import (
     score_trials,
     skill_loads,
 )
+from aeval.tasks.case.attempt import run_attempt
+from aeval.tasks.run.examine import examine
+from aeval.tasks.run.prefect_artifacts import artifact_key, trigger_rows
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_triggers_report
 
 BUNDLED = Path(str(files("aeval.eval_skill") / "distractors"))
 INTERNAL = "internal error"  # a trial's error that is aeval's own bug, not the environment's

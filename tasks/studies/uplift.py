@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeval.tasks.run.prefect_artifacts import artifact_key
-from aeval.tasks.run.progress import progress
-from aeval.tasks.run.report import render_report
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -25,6 +22,9 @@ from aeval.run.read import read_if_there, read_run
 from aeval.run.requests import EvalRequest, UpliftRequest
 from aeval.run.store import RunStore, atomic_write_text, write_model
 from aeval.stats.uplift import skill_uplifts, uplift_gate
+from aeval.tasks.run.prefect_artifacts import artifact_key
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_report
 
 COUNTED = ("pass", "fail")
 TABLE_COLUMNS = ("skill", "runtime", "case", "pairs", "pass with", "pass without", "uplift",

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.deployments.cli.main import main
-
 from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 

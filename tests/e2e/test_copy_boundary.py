@@ -12,6 +12,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.deployments.cli.main import main
 

@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.deployments.cli.main import main
-
 from aeval.isolation.workspace import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

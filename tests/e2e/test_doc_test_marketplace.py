@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from tests.integration.test_doc_tests import DEFECTS, SKILLS, build
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

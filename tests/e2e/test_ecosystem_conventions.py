@@ -24,6 +24,7 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+
 from aeval.deployments.cli.main import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

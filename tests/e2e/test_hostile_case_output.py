@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

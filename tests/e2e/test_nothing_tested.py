@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from aeval.deployments.cli.main import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

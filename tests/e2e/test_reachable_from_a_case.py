@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox.bwrap import bwrap_problem
 
+from aeval.adapters.sandbox.bwrap import bwrap_problem
 from tests.reach import (
     AUDIT_CASES,
     CANARY_HOMES,

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from tests.corpus.loader import (
     Plant,
     SkillView,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+from aeval.artifacts import json_schema
 from aeval.deployments.cli.main import main
 from aeval.tasks.deliver.bodies import skill_note_body
 from aeval.tasks.deliver.read_run import load_run
-
-from aeval.artifacts import json_schema
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES
 

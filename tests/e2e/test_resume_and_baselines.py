@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from aeval.deployments.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aeval.deployments.cli.main import main
 
 from aeval.artifacts import json_schema
+from aeval.deployments.cli.main import main
 from aeval.isolation.workspace import manifest
 from aeval.run.layout import schema_for
 

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from tests.unit.test_static_prose import AUDIT, AUDIT_X, SPECTRA, build
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

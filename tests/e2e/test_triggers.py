@@ -9,9 +9,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aeval.deployments.cli.main import main
 
 from aeval.artifacts import json_schema
+from aeval.deployments.cli.main import main
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]

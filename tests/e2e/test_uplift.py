@@ -11,9 +11,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from aeval.deployments.cli.main import main
 from aeval.tasks.run.prefect_artifacts import artifact_key
-
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import ROOT
 

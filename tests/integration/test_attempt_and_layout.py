@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from aeval.run.layout import RunLayout, skill_keys
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import load, segmentation_copy

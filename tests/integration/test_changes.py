@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.git import GitError, changed_skills
 from aeval.deployments.cli.main import main
 
@@ -159,7 +160,6 @@ def test_mr_flow_evaluates_head_whatever_the_repository_has_checked_out(repo, tm
     `Completed('every case passed')`: it evaluated the serving checkout. It clones for the
     run and checks out head itself, and leaves the repository's working tree alone."""
     from aeval.flows.mr import evaluate_mr
-
     from aeval.run.requests import MrRequest
 
     base = sh(repo, "rev-parse", "HEAD")
@@ -186,7 +186,6 @@ def test_mr_flow_evaluates_head_whatever_the_repository_has_checked_out(repo, tm
 @pytest.mark.usefixtures("prefect_harness")
 def test_mr_flow_fails_clearly_when_head_cannot_be_had(repo, tmp_path):
     from aeval.flows.mr import evaluate_mr
-
     from aeval.run.requests import MrRequest
 
     missing = "0123456789abcdef0123456789abcdef01234567"
@@ -202,7 +201,6 @@ def test_mr_flow_fails_clearly_when_head_cannot_be_had(repo, tmp_path):
 @pytest.mark.usefixtures("prefect_harness")
 def test_mr_flow_misconfigured_is_failed_before_anything_runs(repo, tmp_path, monkeypatch):
     from aeval.flows.mr import evaluate_mr
-
     from aeval.run.requests import MrRequest
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

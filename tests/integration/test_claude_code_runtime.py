@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import GITLAB_TOKEN, PROMPT, TRAIN_CASE, load, segmentation_copy
@@ -260,7 +260,6 @@ def test_the_host_side_launcher_starts_with_nothing_of_aevals_environment(
     options. aeval's launcher runs outside the sandbox, before it execs bwrap: its
     /proc/<pid>/environ must hold no provider key, no PREFECT_API_URL, nothing of aeval's."""
     from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
-
     from aeval.isolation.redact import Redactor
     from aeval.isolation.shell import base_env
     from aeval.isolation.workspace import prepare_workspace

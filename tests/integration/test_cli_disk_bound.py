@@ -10,9 +10,9 @@ import json
 import time
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.deployments.cli.main import main
-
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
 from tests.integration.test_cli_runtimes_sandboxed import PARAMS
 from tests.segmentation_case import TRAIN_CASE, load, segmentation_copy

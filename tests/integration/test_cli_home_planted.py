@@ -7,10 +7,10 @@ them to the host."""
 from __future__ import annotations
 
 import pytest
+
 from aeval.adapters.runtimes.codex import CodexRuntime
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.deployments.cli.main import main
-
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
 from tests.segmentation_case import MATCH, TRAIN_CASE, segmentation_copy
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
 from aeval.adapters.runtimes.codex import CodexRuntime
 from aeval.adapters.runtimes.opencode import OpenCodeRuntime
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.deployments.cli.main import main
-
 from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import MATCH, TRAIN_CASE, load, segmentation_copy

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.runtimes.codex import CODEX_VERSION, CodexRuntime
 from aeval.deployments.cli.main import main
-
 from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import (

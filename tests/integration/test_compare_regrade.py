@@ -8,9 +8,9 @@ import shutil
 
 import jsonschema
 import pytest
+
 from aeval.deployments.cli.main import main
 from aeval.tasks.studies.compare import COLUMNS
-
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES, ROOT
 from tests.integration.test_builtin_runtime import EDITS_SKILL
@@ -242,7 +242,6 @@ def test_regrade_with_one_grader_that_agrees_everywhere_has_no_kappa(tmp_path, c
 
 def test_compare_across_the_four_agent_runtimes_prints_one_row_each(tmp_path, capsys):
     from aeval.adapters import get_runtime
-
     from aeval.errors import RuntimeUnavailable
 
     for name in ("claude-code", "codex", "opencode"):

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters import get_runtime
 from aeval.deployments.cli.main import main
-
 from aeval.errors import RuntimeUnavailable
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import ROOT

@@ -132,8 +132,9 @@ def test_workers_run_no_profiler_a_thread_start_can_deadlock_on(scheduler):  # n
     `--dask local` run stopped at 1,096 of 1,100 case runs, for good). A `dask worker`
     started with `--preload aeval.flows.runners`, as the README says, and the workers of
     aeval's own LocalCluster run no profiler; the same worker without the preload does."""
-    from aeval.tasks._engine.runners import local_cluster_kwargs
     from distributed import Client, LocalCluster
+
+    from aeval.tasks._engine.runners import local_cluster_kwargs
 
     def _profiling(dask_worker) -> list[str]:  # run on a worker (pickled by value)
         return sorted(name for name, pc in dask_worker.periodic_callbacks.items()

@@ -32,10 +32,11 @@ FLOW_ONLY_DELAY = 17
 def where_am_i(i: int) -> dict:
     """Run on a Dask worker: its process, whether Prefect's engine gave this task run the
     worker's shared client, and a setting as the task run sees it."""
-    from aeval.tasks._engine.runners import SHARED_CLIENT_ATTR
     from distributed import get_worker
     from prefect.client.orchestration import get_client
     from prefect.context import SettingsContext
+
+    from aeval.tasks._engine.runners import SHARED_CLIENT_ATTR
 
     shared = getattr(get_worker(), SHARED_CLIENT_ATTR, None)
     return {"pid": os.getpid(),
@@ -97,8 +98,9 @@ def test_a_local_cluster_runs_each_task_under_the_flows_settings_with_its_shared
 def test_a_dask_worker_process_started_with_the_preload_shares_its_client(scheduler):  # noqa: F811
     """A real `dask worker --preload aeval.flows.runners` (another process, its own
     environment naming the server), as deployments/README tells a user to start one."""
-    from aeval.tasks._engine.runners import task_runner
     from prefect.settings import PREFECT_API_URL
+
+    from aeval.tasks._engine.runners import task_runner
 
     address, start_worker = scheduler
     api = PREFECT_API_URL.value()
@@ -114,6 +116,7 @@ def test_a_dask_run_keeps_a_window_of_chains_submitted_and_short_dask_logs():
     context), and Dask's developer logs of messages stay short while the runner is in use:
     with Dask's defaults a 1,000-case run's process grew by ~220 MB for them."""
     import dask
+
     from aeval.tasks._engine import chain_window
     from aeval.tasks._engine.runners import DASK_LOG_KEY, DASK_LOG_LENGTH, task_runner
 
@@ -136,10 +139,10 @@ def test_a_dask_run_lets_go_of_each_skills_conclusion_once_it_is_done(tmp_path):
     import threading
 
     import distributed
-    from aeval.flows.evaluate import evaluate, manifest_of
-    from aeval.tasks._engine.runners import task_runner
 
+    from aeval.flows.evaluate import evaluate, manifest_of
     from aeval.run.requests import EvalRequest
+    from aeval.tasks._engine.runners import task_runner
     from tests.api_proxy import write_marketplace
 
     skills = 48

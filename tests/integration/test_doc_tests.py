@@ -16,9 +16,8 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-from aeval.adapters.runtimes.literal import LiteralRuntime
-from aeval.tasks.run.examine import examine
 
+from aeval.adapters.runtimes.literal import LiteralRuntime
 from aeval.errors import RuntimeUnavailable
 from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent, read_events
 from aeval.isolation.redact import Redactor
@@ -26,6 +25,7 @@ from aeval.isolation.shell import base_env
 from aeval.isolation.workspace import prepare_workspace
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 from aeval.skill.shell_blocks import doc_blocks
+from aeval.tasks.run.examine import examine
 
 SKILLS: dict[str, dict[str, str]] = {
     # Placeholder block skipped; a host tool the skill tells users to install is missing.

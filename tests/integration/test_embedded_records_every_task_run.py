@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from aeval.tasks.case.chain import STATE_NAMES
 
+from aeval.tasks.case.chain import STATE_NAMES
 from tests.api_proxy import write_marketplace
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+
 from aeval.tasks._engine.runners import scrubbed_environ
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from aeval.adapters import llm
 
+from aeval.adapters import llm
 from aeval.errors import ModelPermanentError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from aeval.adapters.git import GitError, changed_skills, empty_tree
 
+from aeval.adapters.git import GitError, changed_skills, empty_tree
 from tests.integration.test_changes import commit, init_repo, sh, skill
 
 pytestmark = pytest.mark.integration

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.forges import github as github_adapter
+from aeval.artifacts import FixSuggestion
 from aeval.deployments.cli.post import main as post_main
 from aeval.tasks.deliver.post import post_run
-
-from aeval.artifacts import FixSuggestion
 from tests.conftest import ROOT
 from tests.fakes.fake_github import FakeGitHub, apply_suggestion, patch_from_texts
 from tests.fakes.gitlab_markdown import live_references

@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from aeval.artifacts import FixSuggestion, FixSuggestions
 from aeval.deployments.cli.post import main as post_main
+from aeval.run.store import write_model
 from aeval.tasks.deliver.post import post_run
 from aeval.tasks.deliver.read_run import (
     CODE_QUALITY_FILE,
 )
-
-from aeval.artifacts import FixSuggestion, FixSuggestions
-from aeval.run.store import write_model
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import FakeGitLab, diff_from_texts
 from tests.unit.test_deliver import CODE_QUALITY_SCHEMA, check_junit

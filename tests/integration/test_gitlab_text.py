@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
-from aeval.deployments.cli.post import main as post_main
 
 from aeval.artifacts import FixSuggestion, Grading, RunManifest
+from aeval.deployments.cli.main import main
+from aeval.deployments.cli.post import main as post_main
 from aeval.run.store import read_model, write_model
 from tests.conftest import EXAMPLES
 from tests.fakes import FakeGitLab

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES
 from tests.integration.test_builtin_runtime import (

@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from aeval.skill.contract import parse_config
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import EXAMPLES

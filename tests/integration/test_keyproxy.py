@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from aeval.adapters.runtimes.keyproxy import Grant, bridged, grant, key_proxy
 
+from aeval.adapters.runtimes.keyproxy import Grant, bridged, grant, key_proxy
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
 
 pytestmark = pytest.mark.integration

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from aeval.adapters.llm import RetryBudget, ask_json, complete
 from pydantic import BaseModel
 
+from aeval.adapters.llm import RetryBudget, ask_json, complete
 from aeval.errors import ModelPermanentError, ModelTransientError
 from aeval.testing import Script, ScriptedModelServer, Turn
 

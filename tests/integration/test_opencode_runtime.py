@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.runtimes.opencode import OPENCODE_VERSION, OpenCodeRuntime
 from aeval.deployments.cli.main import main
-
 from aeval.isolation.workspace import manifest
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import GITLAB_TOKEN, MATCH, REAL_HOME, load, segmentation_copy, tree

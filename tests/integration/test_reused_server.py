@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.tasks._engine.servers.reused import (
     SERVE_MODULE,
@@ -28,7 +29,6 @@ from aeval.tasks._engine.servers.reused import (
     is_server_process,
     read_record,
 )
-
 from tests.integration.test_services_unreachable import assert_refused, health_skill
 from tests.procs import alive
 

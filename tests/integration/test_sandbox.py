@@ -19,8 +19,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox.bwrap import BwrapSandbox, bwrap_problem, make_sandbox, wrapper_script
 
+from aeval.adapters.sandbox.bwrap import BwrapSandbox, bwrap_problem, make_sandbox, wrapper_script
 from aeval.isolation.sandbox import Sandbox, SandboxPolicy
 from aeval.isolation.shell import base_env, run_argv, run_command
 from aeval.isolation.workspace import manifest, prepare_workspace

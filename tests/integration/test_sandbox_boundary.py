@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox.bwrap import BwrapSandbox, bwrap_problem, make_sandbox
 
+from aeval.adapters.sandbox.bwrap import BwrapSandbox, bwrap_problem, make_sandbox
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env, run_command
 from aeval.isolation.workspace import prepare_workspace

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
 
+from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env, run_command
 

@@ -80,7 +80,6 @@ def test_hostile_rationale_and_replacement_cannot_run_quick_actions(gitlab, run_
 
 def test_the_adapter_disarms_any_body_it_posts(gitlab):  # noqa: F811
     from aeval.adapters.forges.gitlab import GitLabMR, GitLabTarget
-
     from tests.integration.test_gitlab import TOKEN
 
     mr = GitLabMR(GitLabTarget(url=gitlab.url, project_id=str(gitlab.project_id),

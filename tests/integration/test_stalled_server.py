@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from aeval.tasks._engine.servers.home import STARTUP_TIMEOUT_VAR
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -8,8 +8,8 @@ import importlib.util
 import json
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 
 pytestmark = [

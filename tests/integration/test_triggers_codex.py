@@ -9,9 +9,9 @@ import json
 import re
 
 import pytest
+
 from aeval.adapters.runtimes.codex import CodexRuntime
 from aeval.deployments.cli.main import main
-
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 
 pytestmark = [

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from aeval.adapters.runtimes.opencode import OpenCodeRuntime
 from aeval.deployments.cli.main import main
-
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 
 pytestmark = [

@@ -22,9 +22,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.sandbox.bwrap import bwrap_problem
 from aeval.tasks._engine.servers.reused import SERVE_MODULE
-
 from tests.integration.test_reused_server import digest_skill
 from tests.procs import alive
 

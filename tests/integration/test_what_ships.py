@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.git import changed_skills, left_out
 from aeval.deployments.cli.main import main
-
 from aeval.run.fingerprint import folder_digest
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("prefect_harness")]

@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
+
 from aeval.adapters.runtimes._agent_tools import Toolbox
 from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
-
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env

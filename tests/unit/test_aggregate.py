@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from aeval.tasks.skill.aggregate import analyze, benchmark, wilson
 
 from aeval.artifacts import (
     CaseResult,
@@ -16,6 +15,7 @@ from aeval.artifacts import (
     Timing,
 )
 from aeval.events import Usage
+from aeval.tasks.skill.aggregate import analyze, benchmark, wilson
 
 
 def test_wilson_interval_known_values():

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from aeval.adapters.runtimes._claude_code_parse import (
     START,
     STOP,
@@ -17,7 +18,6 @@ from aeval.adapters.runtimes._claude_code_parse import (
     parse_records,
     read_raw,
 )
-
 from aeval.errors import ModelPermanentError, ModelTransientError, RuntimeUnavailable
 from aeval.events import EVENT_ADAPTER
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.main import build_parser, main
 
 from aeval.artifacts import SCHEMA_NAMES, CaseResult, SkillResult
+from aeval.deployments.cli.main import build_parser, main
 from aeval.exit_codes import epilog
 from aeval.verdicts.verdict import gate
 from tests.conftest import EXAMPLES

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from aeval.deployments.cli.main import build_parser
 from aeval.deployments.cli.options import resolve
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime
 from aeval.adapters.runtimes.opencode import upstream
-
 from aeval.errors import RuntimeUnavailable
 from aeval.runtime.protocol import ExecutionRequest
 

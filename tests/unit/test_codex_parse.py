@@ -13,7 +13,6 @@ from aeval.adapters.runtimes._codex_parse import (
     unwrap_command,
     usage_from_codex,
 )
-
 from aeval.events import EVENT_ADAPTER
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "codex"

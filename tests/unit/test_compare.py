@@ -3,9 +3,8 @@ says must be what happened (no grader: no fidelity; refused calls: a loud warnin
 
 from __future__ import annotations
 
-from aeval.tasks.studies.compare import compare_gate, refusal_warnings, render_compare
-
 from aeval.artifacts import CompareReport, CompareRow, Gate, RefusedTools
+from aeval.tasks.studies.compare import compare_gate, refusal_warnings, render_compare
 
 
 def row(label: str, code: int, refused: RefusedTools | None = None) -> CompareRow:

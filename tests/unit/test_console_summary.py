@@ -11,10 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from aeval.deployments.cli.console import COMPACT_BELOW, print_summary
-from aeval.tasks.deliver.bodies import skill_note_body
-from aeval.tasks.deliver.read_run import load_run
-from aeval.tasks.run.publish import finish_run
 from rich.console import Console
 
 from aeval.artifacts import (
@@ -27,7 +23,11 @@ from aeval.artifacts import (
     SelfCorrection,
     SkillResult,
 )
+from aeval.deployments.cli.console import COMPACT_BELOW, print_summary
 from aeval.run.store import write_model
+from aeval.tasks.deliver.bodies import skill_note_body
+from aeval.tasks.deliver.read_run import load_run
+from aeval.tasks.run.publish import finish_run
 from aeval.verdicts.verdict import summarize
 
 TRACEBACK = """Traceback (most recent call last):

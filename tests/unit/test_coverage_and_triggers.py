@@ -301,9 +301,8 @@ def test_an_invalid_skill_is_listed_and_the_others_are_planned(tmp_path):
     import json
     import shutil
 
-    from aeval.tasks.studies.triggers import prepare_triggers
-
     from aeval.stats.triggers import TriggersRequest
+    from aeval.tasks.studies.triggers import prepare_triggers
 
     good = _skill(tmp_path / "skills", "csv-stats")
     (good / "eval.config").write_text(json.dumps({

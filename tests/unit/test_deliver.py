@@ -14,7 +14,22 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+
 from aeval.adapters.forges.gitlab import DiffRefs, MRFileDiff, RemoteDiscussion, RemoteNote
+from aeval.artifacts import (
+    CaseResult,
+    ChangeMade,
+    Expectation,
+    FixSuggestion,
+    FixSuggestions,
+    GraderInfo,
+    Grading,
+    GradingSummary,
+    RunManifest,
+    SelfCorrection,
+    SkillResult,
+)
+from aeval.run.store import write_model
 from aeval.tasks.deliver.bodies import (
     code_quality_report,
     fallback_note_body,
@@ -40,21 +55,6 @@ from aeval.tasks.deliver.read_run import (
     skill_marker,
 )
 from aeval.tasks.run.publish import junit_xml
-
-from aeval.artifacts import (
-    CaseResult,
-    ChangeMade,
-    Expectation,
-    FixSuggestion,
-    FixSuggestions,
-    GraderInfo,
-    Grading,
-    GradingSummary,
-    RunManifest,
-    SelfCorrection,
-    SkillResult,
-)
-from aeval.run.store import write_model
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import diff_from_texts
 

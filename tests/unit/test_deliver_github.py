@@ -8,13 +8,13 @@ import json
 import shutil
 
 import pytest
+
 from aeval.adapters.forges.diff import FileDiff
 from aeval.adapters.forges.github import GitHubConfigError, GitHubTarget, RemoteComment
-from aeval.tasks.deliver.github import gate_summary, plan_github
-from aeval.tasks.deliver.read_run import load_run
-
 from aeval.artifacts import RunManifest
 from aeval.run.store import read_model, write_model
+from aeval.tasks.deliver.github import gate_summary, plan_github
+from aeval.tasks.deliver.read_run import load_run
 from tests.conftest import ROOT
 from tests.unit.test_deliver import (
     REPO_PATH,

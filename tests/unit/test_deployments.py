@@ -10,6 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from prefect import Flow
+from prefect.flows import load_flow_from_entrypoint
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.callables import parameter_schema
+
 from aeval.deployments.serve import (
     DEPLOYMENTS,
     NIGHTLY_CRON,
@@ -20,10 +25,6 @@ from aeval.deployments.serve import (
     runner_deployments,
 )
 from aeval.tasks._engine.runners import INSTALL_HINT, local_cluster_kwargs, task_runner
-from prefect import Flow
-from prefect.flows import load_flow_from_entrypoint
-from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.callables import parameter_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
@@ -195,8 +196,9 @@ def test_a_remote_scheduler_needs_a_prefect_server(monkeypatch: pytest.MonkeyPat
 def test_a_plain_tcp_scheduler_needs_the_option_that_names_the_risk():
     """Issue 42: whoever reaches a plain-TCP Dask scheduler runs code on its workers."""
     pytest.importorskip("prefect_dask")
-    from aeval.tasks._engine.runners import INSECURE_OPTION
     from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from aeval.tasks._engine.runners import INSECURE_OPTION
 
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:4200/api"}):
         for address in ("tcp://127.0.0.1:8786", "ws://127.0.0.1:8786"):
@@ -277,7 +279,6 @@ def test_the_ci_template_sends_a_valid_mr_request():
     import subprocess
 
     from aeval.deployments.cli.main import build_parser
-
     from aeval.run.requests import MrRequest
 
     ci = list(yaml.safe_load_all((ROOT / "deployments" / "gitlab" /

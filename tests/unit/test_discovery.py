@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from aeval.tasks.run.examine import duplicate_name_warnings, examine
 from pydantic import ValidationError
 
 from aeval.errors import ContractError
 from aeval.skill.contract import EvalCase, parse_config
 from aeval.skill.skill_md import find_skill_roots, load_skill, scan_skill_roots
+from aeval.tasks.run.examine import duplicate_name_warnings, examine
 
 SKILL = """---
 name: {name}

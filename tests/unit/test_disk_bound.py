@@ -10,7 +10,6 @@ import time
 
 from aeval.adapters.sandbox._disk import DiskBound, allocated, human
 from aeval.adapters.sandbox.bwrap import NoSandbox
-
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env
 

@@ -11,6 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.states import Completed, Failed
+
 from aeval.tasks._engine import (
     Conclusions,
     RetryCase,
@@ -21,8 +24,6 @@ from aeval.tasks._engine import (
     windowed,
 )
 from aeval.tasks._engine.schedule import window_size
-from prefect.settings import PREFECT_API_URL, temporary_settings
-from prefect.states import Completed, Failed
 
 API = "http://127.0.0.1:4200/api"
 

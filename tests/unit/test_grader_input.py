@@ -8,7 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+
 from aeval.adapters.runtimes._claude_code_parse import parse_records, read_raw
+from aeval.events import EVENT_ADAPTER, render_transcript
 from aeval.tasks.case.grader import (
     INJECTION,
     WITHHELD,
@@ -17,8 +19,6 @@ from aeval.tasks.case.grader import (
     skill_lines,
     withhold,
 )
-
-from aeval.events import EVENT_ADAPTER, render_transcript
 from tests.conftest import EXAMPLES
 
 SEGMENTATION = EXAMPLES / "skills" / "segmentation"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aeval.adapters import get_runtime
-
 from aeval.events import ToolCallEvent, ToolResultEvent, read_events
 from aeval.isolation.redact import Redactor
 from aeval.isolation.shell import base_env

@@ -8,8 +8,8 @@ import httpx
 import litellm
 import openai
 import pytest
-from aeval.adapters.llm import classify, extract_json, normalize_usage
 
+from aeval.adapters.llm import classify, extract_json, normalize_usage
 from aeval.errors import ModelPermanentError, ModelTransientError
 
 REQ = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")

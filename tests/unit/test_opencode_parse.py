@@ -11,7 +11,6 @@ from aeval.adapters.runtimes._opencode_parse import (
     parse_opencode,
     read_records,
 )
-
 from aeval.events import EVENT_ADAPTER
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "opencode"

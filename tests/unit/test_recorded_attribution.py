@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from aeval.adapters.runtimes._claude_code_parse import parse_records, read_raw
 from aeval.adapters.runtimes._codex_parse import parse_codex
 from aeval.adapters.runtimes._codex_parse import read_records as codex_records
 from aeval.adapters.runtimes._opencode_parse import parse_opencode
 from aeval.adapters.runtimes._opencode_parse import read_records as opencode_records
-
 from aeval.events import EVENT_ADAPTER, Event, ToolCallEvent
 from aeval.isolation.workspace import FileChange
 from aeval.verdicts.attribution import attribute_changes

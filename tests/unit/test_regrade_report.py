@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aeval.tasks.studies.compare import agreement_report, regraded_dir
-
 from aeval.artifacts import (
     CaseResult,
     Expectation,
@@ -21,6 +19,7 @@ from aeval.artifacts import (
     SkillResult,
 )
 from aeval.run.store import write_model
+from aeval.tasks.studies.compare import agreement_report, regraded_dir
 
 TEXT = {"A1": "outputs/model.json exists", "A2": "The final mIoU is printed"}
 

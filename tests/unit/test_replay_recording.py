@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.adapters.runtimes.replay import ReplayRuntime
-
 from aeval.artifacts import ChangeMade, GraderInfo, Grading, GradingSummary, SelfCorrection
 from aeval.events import EndEvent
 from aeval.isolation.redact import Redactor

@@ -8,14 +8,13 @@ import base64
 import json
 from pathlib import Path
 
-from aeval.tasks.case.install import case_redactor, resolve_credentials
-from aeval.tasks.run.examine import examine
-from aeval.tasks.run.plan import plan_cases
-
 from aeval.artifacts import CaseResult
 from aeval.isolation.redact import Redactor, declared_values
 from aeval.run.plan import RunSettings
 from aeval.run.store import redacted_model
+from aeval.tasks.case.install import case_redactor, resolve_credentials
+from aeval.tasks.run.examine import examine
+from aeval.tasks.run.plan import plan_cases
 
 TOKEN = "dpl_live_7Kq2Vx9Lm4Rt8Wz3"
 

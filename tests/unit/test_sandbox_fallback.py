@@ -4,8 +4,8 @@ refuses with a clear line, `none` is what was asked. Runs everywhere, bwrap or n
 from __future__ import annotations
 
 import pytest
-from aeval.adapters.sandbox.bwrap import NoSandbox, make_sandbox, sandbox_status
 
+from aeval.adapters.sandbox.bwrap import NoSandbox, make_sandbox, sandbox_status
 from aeval.isolation.sandbox import Sandbox, SandboxPolicy, SandboxUnavailable
 from aeval.isolation.shell import base_env, run_command
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
+from aeval.artifacts import FixSuggestion
 from aeval.tasks.deliver.bodies import disarm, outdated_body, suggestion_body, untrusted
 from aeval.tasks.deliver.read_run import LocatedSuggestion
-
-from aeval.artifacts import FixSuggestion
 from tests.fakes.gitlab_markdown import AEVAL_HTML, live_text
 
 HOSTILE = "ok\n/merge\r\n\r/approve\n```\n/close\n```\n~~~\n</details><!-- aeval:fallback -->"

@@ -8,10 +8,10 @@ import json
 import shutil
 
 import pytest
-from aeval.adapters import get_runtime
-from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
 from pydantic import ValidationError
 
+from aeval.adapters import get_runtime
+from aeval.adapters.sandbox.bwrap import bwrap_problem, make_sandbox
 from aeval.events import ToolResultEvent, read_events
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import SandboxPolicy

@@ -10,10 +10,11 @@ import time
 
 import httpx
 import sqlalchemy.exc
-from aeval.deployments.servers.server_app import RetrySoon
 from fastapi import FastAPI
 from prefect.client.base import PrefectHttpxAsyncClient
 from prefect.server.api.server import custom_internal_exception_handler
+
+from aeval.deployments.servers.server_app import RetrySoon
 
 
 def locked_once_app() -> tuple[FastAPI, list[float]]:

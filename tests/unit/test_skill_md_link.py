@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from aeval.deployments.cli.main import main
 
+from aeval.deployments.cli.main import main
 from aeval.errors import ContractError
 from aeval.skill.skill_md import load_skill
 

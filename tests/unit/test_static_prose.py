@@ -16,10 +16,10 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-from aeval.deployments.cli.main import main
-from aeval.tasks.run.examine import examine
 
+from aeval.deployments.cli.main import main
 from aeval.skill.skill_md import load_skill
+from aeval.tasks.run.examine import examine
 from aeval.verdicts.static_check import static_check
 
 

@@ -4,11 +4,11 @@ held."""
 from __future__ import annotations
 
 import pytest
-from aeval.tasks.run.publish import junit_xml
 from markdown_it import MarkdownIt
 
 from aeval.artifacts import CaseResult, RunManifest
 from aeval.isolation.text import code_span, escape_controls, one_line
+from aeval.tasks.run.publish import junit_xml
 from tests.unit.test_deliver import check_junit, make_run
 
 

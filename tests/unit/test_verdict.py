@@ -314,9 +314,8 @@ def test_the_flow_runs_state_is_named_for_a_run_that_tested_too_little(skills, m
                                                                          state):
     from datetime import UTC, datetime
 
-    from aeval.flows.evaluate import gate_state
-
     from aeval.artifacts import RunManifest
+    from aeval.flows.evaluate import gate_state
 
     now = datetime(2026, 12, 6, tzinfo=UTC)
     manifest = RunManifest(run_id="r", created_at=now, aeval_version="0", paths=["/mp"],

@@ -7,6 +7,7 @@ user's own ``--sandbox none`` run goes in-process without a round trip."""
 from __future__ import annotations
 
 import pytest
+
 from aeval.deployments.servers.warm import refusal, sandbox_off
 
 ENV = {"HOME": "/home/dev", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from aeval.adapters.sandbox.watch import CHANGES, INotify, SkillWatch, quiet_uses
 
+from aeval.adapters.sandbox.watch import CHANGES, INotify, SkillWatch, quiet_uses
 from aeval.isolation.workspace import manifest
 
 pytestmark = pytest.mark.skipif(INotify is None, reason="inotify is not available here")

@@ -51,6 +51,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from aeval.isolation.hardening import scrubbed_environ
 from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's names too)
     CLIENT_AUTH_VAR,
     MARK_VAR,
@@ -67,8 +68,6 @@ from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's name
     seed_database,
     template_database,
 )
-
-from aeval.isolation.hardening import scrubbed_environ
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

@@ -40,6 +40,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's names too)
     DEFAULT_IDLE_S,
     IDLE_VAR,
@@ -60,7 +62,6 @@ from aeval.tasks._engine.servers.home import (  # noqa: F401 (this module's name
     state_dir,
     template_database,
 )
-from pydantic import BaseModel, ConfigDict, Field
 
 SERVE_MODULE = "aeval.deployments.servers.prefect_server"
 """What the reused server runs (``python -m``): uvicorn with Prefect's app and a watchdog."""

@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from aeval.adapters.runtimes.claude_code import ClaudeCodeRuntime  # noqa: E402
-
 from aeval.errors import EnvironmentFailure  # noqa: E402
 from aeval.isolation.redact import Redactor  # noqa: E402
 from aeval.isolation.shell import base_env  # noqa: E402
