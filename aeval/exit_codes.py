@@ -1,5 +1,5 @@
 """The exit codes of `aeval run` (and `sweep`, `show`, `trigger`): one table, read by the
-gate (`aeval.verdicts.verdict.gate`), the command line's ``--help`` epilog and the README, whose
+gate (`aeval.verdicts.status.gate`), the command line's ``--help`` epilog and the README, whose
 table a unit test compares with `markdown_table` (so the three cannot drift apart again:
 ``--help`` listed 1, 2, 3, 0, 4 while the README said 1, 2, 4, 3, 0).
 

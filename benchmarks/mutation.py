@@ -55,7 +55,7 @@ EQUIVALENT = Path(__file__).resolve().parent / "mutation_equivalent.toml"
 # module of the verdict core -> the fast tests that pin it
 MODULES: dict[str, tuple[str, list[str]]] = {
     "judge": ("aeval/verdicts/judge.py", ["tests/unit/test_judge.py"]),
-    "verdict": ("aeval/verdicts/verdict.py", ["tests/unit/test_verdict.py",
+    "verdict": ("aeval/verdicts/status.py", ["tests/unit/test_verdict.py",
                                               "tests/unit/test_judge.py"]),
     # the diagnosis is pinned by real blocks run by the literal runtime (seconds, no model)
     "doctest": ("aeval/verdicts/doctest.py", ["tests/unit/test_doctest.py",

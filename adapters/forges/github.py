@@ -1,7 +1,7 @@
 """GitHub: the pull request aeval reports on, through PyGithub (the ``github`` extra).
 
 Only calls live here; what to post is decided by ``tasks/deliver/github.py`` on the shared
-plan of ``tasks/deliver/plan.py``.
+plan of ``tasks/deliver/placement.py``.
 
 - The pull request comes from explicit arguments, else the Actions environment:
   ``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` and the event at ``GITHUB_EVENT_PATH``

@@ -184,7 +184,7 @@ class SkillResult(StrictModel):
 
 
 class Gate(StrictModel):
-    """The run's verdict for CI (`aeval.verdicts.verdict.gate`; the codes: aeval/exit_codes.py)."""
+    """The run's verdict for CI (`aeval.verdicts.status.gate`; the codes: aeval/exit_codes.py)."""
 
     exit_code: Literal[0, 1, 2, 3, 4, 5]
     reason: str

@@ -56,7 +56,7 @@ from aeval.artifacts.case import AssertionSpec
 from aeval.verdicts.checks import CheckOutcome
 from aeval.verdicts.doctest import DocTestSummary, doc_test_verdict
 from aeval.verdicts.static_check import StaticFinding
-from aeval.verdicts.verdict import case_status
+from aeval.verdicts.status import case_status
 
 NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"
 STATIC = "S0"  # what SKILL.md names exists and is usable (the static skill check)

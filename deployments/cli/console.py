@@ -209,8 +209,8 @@ class _Summary:
 
 def _rates(c) -> tuple[str, str]:
     """(first-attempt, terminal) cells of a case: the terminal rate only where a later
-    attempt exists (`aeval.verdicts.verdict.terminal_rate`)."""
-    from aeval.verdicts.verdict import terminal_rate
+    attempt exists (`aeval.verdicts.status.terminal_rate`)."""
+    from aeval.verdicts.status import terminal_rate
 
     if c.status == "untested":  # an untested case has no rate to show
         return "–", "–"

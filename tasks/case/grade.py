@@ -47,7 +47,8 @@ from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.read import read_attempts
 from aeval.run.store import write_model
 from aeval.tasks.case.assertions import runs_doc_test
-from aeval.tasks.case.grader import (
+from aeval.tasks.case.install import case_redactor, resolve_credentials
+from aeval.tasks.case.model_grader import (
     TRANSCRIPT_CAP,
     call_grader,
     grader_input,
@@ -57,7 +58,6 @@ from aeval.tasks.case.grader import (
     skill_lines,
     withhold,
 )
-from aeval.tasks.case.install import case_redactor, resolve_credentials
 from aeval.tasks.case.sandboxing import check_sandbox
 from aeval.tasks.run.prefect_artifacts import artifact_key, case_markdown
 from aeval.verdicts.attribution import attribute_changes
@@ -71,7 +71,7 @@ from aeval.verdicts.documented import (
 )
 from aeval.verdicts.judge import STATIC, judge, judge_structural, over_bound, static_evidence
 from aeval.verdicts.observation import GraderOutcome, Observation
-from aeval.verdicts.verdict import summarize
+from aeval.verdicts.status import summarize
 
 
 def first_attempt_errors(events: list[Event]) -> list[FirstAttemptError]:

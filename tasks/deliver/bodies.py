@@ -31,7 +31,7 @@ from aeval.tasks.deliver.read_run import (
     skill_marker,
     suggestion_marker,
 )
-from aeval.verdicts.verdict import passed_after_correction, terminal_rate
+from aeval.verdicts.status import passed_after_correction, terminal_rate
 
 
 def fenced(text: str, info: str = "text") -> str:

@@ -1,6 +1,6 @@
 """Deliver on GitHub: what aeval says on a pull request, built from a finished run folder.
 
-The same plan as GitLab's (``tasks/deliver/plan.py``), in GitHub's terms:
+The same plan as GitLab's (``tasks/deliver/placement.py``), in GitHub's terms:
 
 - one issue comment per skill folder (the summary), and one fallback comment with patches
   and an agent prompt for the fixes outside the diff, marked and edited in place on rerun;
@@ -45,7 +45,7 @@ from aeval.isolation.text import code_span, escape_controls, one_line
 from aeval.strict import StrictModel
 from aeval.tasks.deliver.bodies import _cell, github_suggestion_body, outdated_body
 from aeval.tasks.deliver.forge import Delivered, Forge, PostTarget
-from aeval.tasks.deliver.plan import (
+from aeval.tasks.deliver.placement import (
     fallback_note,
     note_change,
     place_suggestions,

@@ -50,7 +50,7 @@ from aeval.tasks.deliver.bodies import (
     write_code_quality_report,
 )
 from aeval.tasks.deliver.forge import Delivered, Forge, PostTarget
-from aeval.tasks.deliver.plan import (
+from aeval.tasks.deliver.placement import (
     fallback_note,
     note_change,
     place_suggestions,

@@ -23,8 +23,8 @@ from aeval.run.plan import CasePlan, Examined, RunSettings
 from aeval.run.requests import EvalRequest
 from aeval.run.store import new_run_id, read_model, write_model
 from aeval.skill.skill_md import scan_skill_roots
+from aeval.tasks.run.cases import plan_cases, run_credentials
 from aeval.tasks.run.examine import duplicate_name_warnings, examine
-from aeval.tasks.run.plan import plan_cases, run_credentials
 from aeval.tasks.run.progress import progress, redact_logs
 from aeval.tasks.run.reuse import fingerprint_plans, reuse_unchanged
 

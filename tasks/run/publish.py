@@ -32,7 +32,7 @@ from aeval.tasks.run.prepare import PreparedRun
 from aeval.tasks.run.progress import progress
 from aeval.tasks.run.report import render_report
 from aeval.tasks.run.reuse import record_verdicts
-from aeval.verdicts.verdict import gate, skill_status, terminal_rate
+from aeval.verdicts.status import gate, skill_status, terminal_rate
 
 
 def junit_xml(run_dir: Path, manifest: RunManifest) -> bytes:

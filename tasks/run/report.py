@@ -22,7 +22,7 @@ from aeval.artifacts import (
 )
 from aeval.isolation.text import escape_controls
 from aeval.run.read import RunRecord
-from aeval.verdicts.verdict import terminal_rate
+from aeval.verdicts.status import terminal_rate
 
 
 def _pct(x: float | None) -> str:

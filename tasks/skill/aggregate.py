@@ -28,7 +28,7 @@ from aeval.run.layout import CaseFiles, SkillFiles
 from aeval.run.read import read_grading, read_if_there
 from aeval.run.store import atomic_write_text, write_model
 from aeval.verdicts.coverage import SkillCoverage, skill_coverage, skill_files
-from aeval.verdicts.verdict import skill_status
+from aeval.verdicts.status import skill_status
 
 if TYPE_CHECKING:
     import pandas as pd

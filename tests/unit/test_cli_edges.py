@@ -17,7 +17,7 @@ import pytest
 from aeval.artifacts import SCHEMA_NAMES, CaseResult, SkillResult
 from aeval.deployments.cli.main import build_parser, main
 from aeval.exit_codes import epilog
-from aeval.verdicts.verdict import gate
+from aeval.verdicts.status import gate
 from tests.conftest import EXAMPLES
 
 BIN = Path(sys.executable).parent

@@ -28,7 +28,7 @@ from aeval.run.store import write_model
 from aeval.tasks.deliver.bodies import skill_note_body
 from aeval.tasks.deliver.read_run import load_run
 from aeval.tasks.run.publish import finish_run
-from aeval.verdicts.verdict import summarize
+from aeval.verdicts.status import summarize
 
 TRACEBACK = """Traceback (most recent call last):
   File "/tmp/ws/.agents/skills/regional-totals/scripts/summarize.py", line 7, in <module>

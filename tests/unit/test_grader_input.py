@@ -11,7 +11,7 @@ import pytest
 
 from aeval.adapters.runtimes._claude_code_parse import parse_records, read_raw
 from aeval.events import EVENT_ADAPTER, render_transcript
-from aeval.tasks.case.grader import (
+from aeval.tasks.case.model_grader import (
     INJECTION,
     WITHHELD,
     neutralize,

@@ -8,7 +8,7 @@ import pytest
 from aeval.artifacts import CaseResult, SkillResult
 from aeval.skill.contract import EvalCase
 from aeval.verdicts.introduced import introduced_reason
-from aeval.verdicts.verdict import gate
+from aeval.verdicts.status import gate
 
 BASE = EvalCase(id="train", prompt="Train.", expected_outcome="Trained.",
                 setup=["pip install -r $SKILL_DIR/requirements.txt"],

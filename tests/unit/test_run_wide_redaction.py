@@ -13,8 +13,8 @@ from aeval.isolation.redact import Redactor, declared_values
 from aeval.run.plan import RunSettings
 from aeval.run.store import redacted_model
 from aeval.tasks.case.install import case_redactor, resolve_credentials
+from aeval.tasks.run.cases import plan_cases
 from aeval.tasks.run.examine import examine
-from aeval.tasks.run.plan import plan_cases
 
 TOKEN = "dpl_live_7Kq2Vx9Lm4Rt8Wz3"
 

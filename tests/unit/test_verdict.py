@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aeval.artifacts import CaseResult, Expectation, SkillResult
-from aeval.verdicts.verdict import case_status, counted, gate, skill_status, summarize
+from aeval.verdicts.status import case_status, counted, gate, skill_status, summarize
 
 
 def exp(id, kind, status, terminal=None):
@@ -228,7 +228,7 @@ def rated(runtime: str, first: float | None, terminal: float | None) -> CaseResu
     ("literal", 1.0, 1.0, None),
 ])
 def test_the_terminal_rate_is_shown_only_after_a_later_attempt(runtime, first, terminal, shown):
-    from aeval.verdicts.verdict import has_later_attempt, terminal_rate
+    from aeval.verdicts.status import has_later_attempt, terminal_rate
 
     c = rated(runtime, first, terminal)
     assert terminal_rate(c) == shown
@@ -243,7 +243,7 @@ def test_the_terminal_rate_is_shown_only_after_a_later_attempt(runtime, first, t
     ("literal", False, True, False),    # literal corrects nothing
 ])
 def test_passed_after_correction(runtime, passed, terminal, corrected):
-    from aeval.verdicts.verdict import passed_after_correction
+    from aeval.verdicts.status import passed_after_correction
 
     e = Expectation(id="a", text="a", kind="deterministic",
                     status="passed" if passed else "failed",
