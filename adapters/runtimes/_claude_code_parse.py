@@ -25,7 +25,6 @@ cache reads and writes). Without a ResultMessage (timeout) the de-duplicated sum
 from __future__ import annotations
 
 import dataclasses
-import json
 import posixpath
 import re
 from collections.abc import Iterable
@@ -35,6 +34,7 @@ from typing import Any
 
 from aeval.adapters.llm import classify
 
+from aeval import bounded_json
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
 from aeval.isolation.shell import cap_text
@@ -104,8 +104,8 @@ def read_raw(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            out.append(bounded_json.loads(line))
+        except ValueError:
             if i == len(lines) - 1:
                 break
             raise

@@ -37,7 +37,6 @@ at the times the rollout gives. Each model response counts one request in the tu
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterable
@@ -48,6 +47,7 @@ from typing import Any
 
 from aeval.adapters.llm import TRANSIENT_STATUS
 
+from aeval import bounded_json
 from aeval.events import Usage
 from aeval.isolation.shell import cap_text
 
@@ -333,7 +333,7 @@ def rollout_call(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     args: Any = raw
     if isinstance(raw, str):
         try:
-            args = json.loads(raw)
+            args = bounded_json.loads(raw)
         except ValueError:
             args = raw
     if not isinstance(args, dict):
@@ -382,7 +382,7 @@ def read_records(lines: Iterable[str]) -> list[dict[str, Any]]:
         if not line.startswith("{"):
             continue
         try:
-            record = json.loads(line)
+            record = bounded_json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict):
