@@ -228,7 +228,22 @@ def _json_path(check: c.JsonPath, data: bytes) -> CheckOutcome:
     return CheckOutcome(True, f"{check.path}: {check.query} = {shown}")
 
 
+def _refused_pattern(check: c.DeterministicCheck) -> CheckOutcome | None:
+    """A check whose pattern RE2 refuses fails, saying why. A contract loaded today cannot
+    hold one (it is `invalid`), but assertions.json of an older run can (``--resume``, a
+    regrade): it was written when patterns ran on Python's ``re``."""
+    for attr in ("pattern", "stdout", "input"):
+        rx = getattr(check, attr, None)
+        why = patterns.problem(rx) if isinstance(rx, str) else None
+        if why:
+            return CheckOutcome(False, f"{attr} /{_short(rx, 200)}/ cannot be run: {why}")
+    return None
+
+
 def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
+    refused = _refused_pattern(check)
+    if refused is not None:
+        return refused
     ws = ctx.workspace
     match check:
         case c.FileExists():
