@@ -313,7 +313,9 @@ class JsonAnswer:
     wall_s: float
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+# no ``\s*`` before the body: with the lazy body after it, an opened fence followed by a long
+# run of blanks took quadratic time (the JSON reader skips leading blanks itself)
+_FENCE = re.compile(r"```(?:json)?(.*?)```", re.S)
 
 
 def extract_json(text: str) -> Any:

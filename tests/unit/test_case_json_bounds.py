@@ -7,6 +7,7 @@ of a reader catches: the case was `internal`)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,6 +72,17 @@ def test_a_grader_answer_nested_too_deep_is_an_invalid_answer():
     """The grader's answer is re-asked when it is not valid: a ValueError, never a crash."""
     with pytest.raises(ValueError, match="nested deeper than"):
         extract_json('{"expectations": ' + DEEP + "}")
+
+
+def test_a_grader_answer_with_an_open_fence_and_a_long_blank_run_is_read_at_once():
+    """An answer that opens a fence it never closes, 200,000 blanks before its JSON: the
+    fence pattern took quadratic time (minutes); a hang is this child's timeout."""
+    code = ("from aeval.adapters.llm import extract_json\n"
+            "answer = 'Here it is: ```json' + ' ' * 200_000 + '{\"ok\": true}'\n"
+            "assert extract_json(answer) == {'ok': True}\n"
+            "assert extract_json('```json\\n  {\"a\": 1}\\n```') == {'a': 1}\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 @pytest.mark.parametrize("text, why", [
