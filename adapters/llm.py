@@ -20,7 +20,6 @@ suggester) goes through `complete()`, which:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import re
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from aeval import bounded_json
 from aeval.errors import EnvironmentFailure, ModelPermanentError, ModelTransientError
 from aeval.events import Usage
 from aeval.settings import Settings
@@ -319,10 +319,10 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
     for tc in msg.tool_calls or []:
         raw = tc.function.arguments or "{}"
         try:
-            args = json.loads(raw)
+            args = bounded_json.loads(raw)
             if not isinstance(args, dict):
                 args = {"_": args}
-        except json.JSONDecodeError:
+        except ValueError:
             args = {"_unparsed": raw}
         calls.append(ToolCallRequest(id=tc.id, name=tc.function.name, arguments=args,
                                      raw_arguments=raw))
@@ -372,7 +372,9 @@ class JsonAnswer:
     wall_s: float
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+# no ``\s*`` before the body: with the lazy body after it, an opened fence followed by a long
+# run of blanks took quadratic time (the JSON reader skips leading blanks itself)
+_FENCE = re.compile(r"```(?:json)?(.*?)```", re.S)
 
 
 def extract_json(text: str) -> Any:
@@ -380,12 +382,12 @@ def extract_json(text: str) -> Any:
     text = text.strip()
     for candidate in (text, *(m.group(1) for m in _FENCE.finditer(text))):
         try:
-            return json.loads(candidate)
-        except json.JSONDecodeError:
+            return bounded_json.loads(candidate)
+        except ValueError:
             pass
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
-        return json.loads(text[start:end + 1])
+        return bounded_json.loads(text[start:end + 1])
     raise ValueError("no JSON object in the answer")
 
 

@@ -25,7 +25,6 @@ cache reads and writes). Without a ResultMessage (timeout) the de-duplicated sum
 from __future__ import annotations
 
 import dataclasses
-import json
 import posixpath
 import re
 from collections.abc import Iterable
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aeval import bounded_json
 from aeval.adapters.llm import classify
 from aeval.errors import EnvironmentFailure, ModelTransientError, RuntimeUnavailable
 from aeval.events import Usage
@@ -103,8 +103,8 @@ def read_raw(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            out.append(bounded_json.loads(line))
+        except ValueError:
             if i == len(lines) - 1:
                 break
             raise

@@ -23,6 +23,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+from aeval import bounded_json
 from aeval.adapters.runtimes.keyproxy import Grant, bridged
 from aeval.events import (
     EndEvent,
@@ -226,7 +227,7 @@ class SessionTail:
         out = []
         for raw in complete:
             try:
-                record = json.loads(raw)
+                record = bounded_json.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict) and self.keep(record):
@@ -262,7 +263,7 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
         if stopped or not text.startswith("{"):
             return
         try:
-            record = json.loads(text)
+            record = bounded_json.loads(text)
         except ValueError:
             return
         if isinstance(record, dict) and on_record(record):

@@ -38,7 +38,6 @@ at the times the rollout gives. Each model response counts one request in the tu
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterable
@@ -47,6 +46,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from aeval import bounded_json
 from aeval.adapters.llm import TRANSIENT_STATUS
 from aeval.events import Usage
 from aeval.isolation.shell import cap_text
@@ -334,7 +334,7 @@ def rollout_call(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     args: Any = raw
     if isinstance(raw, str):
         try:
-            args = json.loads(raw)
+            args = bounded_json.loads(raw)
         except ValueError:
             args = raw
     if not isinstance(args, dict):
@@ -383,7 +383,7 @@ def read_records(lines: Iterable[str]) -> list[dict[str, Any]]:
         if not line.startswith("{"):
             continue
         try:
-            record = json.loads(line)
+            record = bounded_json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict):

@@ -34,9 +34,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import gzip
 import ipaddress
-import json
 import os
 import secrets
 import shutil
@@ -50,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from aeval import bounded_json
 
 AuthStyle = Literal["anthropic", "bearer"]
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
@@ -102,17 +102,37 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class _TooLarge(ValueError):
+    """A compressed request body that decompresses to more than `MAX_BODY_BYTES`."""
+
+
+def _decompressed(body: bytes, wbits: int) -> bytes:
+    """``body`` inflated, at most `MAX_BODY_BYTES` of it: a few kilobytes that inflate to
+    gigabytes (a decompression bomb from inside the sandbox) stop at the cap, in aeval's
+    memory, and raise `_TooLarge`."""
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(body, MAX_BODY_BYTES + 1)
+    if len(out) <= MAX_BODY_BYTES and not inflater.unconsumed_tail:
+        out += inflater.flush()  # all input consumed: nothing of size is left to come
+    if len(out) > MAX_BODY_BYTES or inflater.unconsumed_tail:
+        raise _TooLarge(f"over {MAX_BODY_BYTES} bytes once decompressed")
+    return out
+
+
 def _body_model(body: bytes, encoding: str) -> str | None:
-    """The ``model`` of a JSON request body (decompressed for the check), or None."""
+    """The ``model`` of a JSON request body (decompressed for the check), or None.
+    `_TooLarge` when it decompresses past the cap."""
     try:
         if encoding == "gzip":
-            body = gzip.decompress(body)
+            body = _decompressed(body, 16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
-            body = zlib.decompress(body)
+            body = _decompressed(body, zlib.MAX_WBITS)
         elif encoding not in ("", "identity"):
             return None
-        doc = json.loads(body)
-    except (ValueError, OSError, zlib.error):
+        doc = bounded_json.loads(body)
+    except _TooLarge:
+        raise
+    except (ValueError, zlib.error):
         return None
     model = doc.get("model") if isinstance(doc, dict) else None
     return model if isinstance(model, str) else None
@@ -256,7 +276,10 @@ class KeyProxy:
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
             return _json_error(413, "aeval key proxy: request body too large")
-        model = _body_model(body, request.headers.get("content-encoding", "").lower())
+        try:
+            model = _body_model(body, request.headers.get("content-encoding", "").lower())
+        except _TooLarge as exc:
+            return _json_error(413, f"aeval key proxy: request body {exc}")
         if model not in upstream.models:
             return _json_error(403, f"aeval key proxy: model {model!r} is not one this run "
                                     "uses")

@@ -255,13 +255,15 @@ def _sys_argv(tree: ast.Module) -> Interface | None:
     return None
 
 
-_CASE = re.compile(r"^\s*case\s+\"?\$\{?(?P<var>1|[A-Za-z_]\w*)(?::-[^}]*)?\}?\"?\s+in\s*$", re.M)
+# [^\S\n]: the blanks of one line (``\s*`` after ``^`` ran over every following blank line)
+_CASE = re.compile(r"^[^\S\n]*case\s+\"?\$\{?(?P<var>1|[A-Za-z_]\w*)(?::-[^}]*)?\}?\"?\s+in\s*$",
+                   re.M)
 _LABEL = re.compile(r"^\s*\(?\s*(?P<pats>[^()\n]+?)\s*\)")
 
 
 def _shell(source: str) -> Interface | None:
     from1 = {m.group(1) for m in re.finditer(
-        r"^\s*(?:local\s+)?([A-Za-z_]\w*)=\"?\$\{?1(?::-[^}]*)?\}?\"?\s*$", source, re.M)}
+        r"^[^\S\n]*(?:local\s+)?([A-Za-z_]\w*)=\"?\$\{?1(?::-[^}]*)?\}?\"?\s*$", source, re.M)}
     for m in _CASE.finditer(source):
         if m["var"] != "1" and m["var"] not in from1:
             continue

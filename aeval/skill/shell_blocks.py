@@ -33,7 +33,7 @@ _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
 _BAD_PROSE = re.compile(
     r"(?:^|\n)\W{0,6}(?:\*\*|__)?(?:bad|wrong|incorrect|don'?t|do not|avoid|never|"
     r"anti-?pattern|not this|instead of)\b[^\n]{0,60}$|[❌✗✘🚫⛔]", re.I)
-_BAD_COMMENT = re.compile(r"^\s*#\s*(?:[❌✗✘🚫⛔]|(?:bad|wrong|incorrect|don'?t|do not|avoid|"
+_BAD_COMMENT = re.compile(r"^[^\S\n]*#\s*(?:[❌✗✘🚫⛔]|(?:bad|wrong|incorrect|don'?t|do not|avoid|"
                           r"never)\b)", re.I | re.M)
 
 

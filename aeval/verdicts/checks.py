@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aeval import bounded_json
 from aeval.events import (
     REFUSALS,
     EndEvent,
@@ -210,10 +211,9 @@ def _json_path(check: c.JsonPath, data: bytes) -> CheckOutcome:
     """A ``json_path`` check on a document a case wrote: whatever the document holds (an
     integer of 5,000 digits, invalid UTF-8) is this check's failure, with the reason."""
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except ValueError as exc:  # syntax, encoding, an integer over Python's digit limit
-        why = str(exc).split("; use sys.set_int_max_str_digits")[0]
-        return CheckOutcome(False, f"{check.path} is not valid JSON: {_short(why, 200)}")
+        doc = bounded_json.loads(data.decode("utf-8"), max_bytes=READ_CAP)
+    except ValueError as exc:  # syntax, encoding, depth, an integer of too many digits
+        return CheckOutcome(False, f"{check.path} is not valid JSON: {_short(str(exc), 200)}")
     try:
         value = _query(doc, check.query)
     except (KeyError, IndexError, TypeError, ValueError):
@@ -228,7 +228,22 @@ def _json_path(check: c.JsonPath, data: bytes) -> CheckOutcome:
     return CheckOutcome(True, f"{check.path}: {check.query} = {shown}")
 
 
+def _refused_pattern(check: c.DeterministicCheck) -> CheckOutcome | None:
+    """A check whose pattern RE2 refuses fails, saying why. A contract loaded today cannot
+    hold one (it is `invalid`), but assertions.json of an older run can (``--resume``, a
+    regrade): it was written when patterns ran on Python's ``re``."""
+    for attr in ("pattern", "stdout", "input"):
+        rx = getattr(check, attr, None)
+        why = patterns.problem(rx) if isinstance(rx, str) else None
+        if why:
+            return CheckOutcome(False, f"{attr} /{_short(rx, 200)}/ cannot be run: {why}")
+    return None
+
+
 def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
+    refused = _refused_pattern(check)
+    if refused is not None:
+        return refused
     ws = ctx.workspace
     match check:
         case c.FileExists():

@@ -51,7 +51,7 @@ _NODE_NO_MODULE = re.compile(r"Error: Cannot find (?:module|package) '([^'./][^'
 _NO_PROGRAM = re.compile(r"\bspawn(?:Sync)? ([\w.+-]+) ENOENT\b|"
                          r"Errno::ENOENT: No such file or directory - ([\w.+-]+)\b|"
                          r"exec: \"([\w.+-]+)\": executable file not found")
-_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.M)
+_FRAME = re.compile(r'^[^\S\n]*File "([^"]+)", line (\d+)', re.M)
 
 _MAX_OWN_ENTRIES = 10_000  # a skill folder's entries read for its module names
 _MAX_TEXT_FILES = 2_000  # a skill's files read for a mention of a module

@@ -406,7 +406,7 @@ def _word(span: str) -> str:
 _PROMPT = re.compile(r"^\s*\$ (.*)$")
 
 
-_PROMPTED = re.compile(r"^\s*\$ \S", re.M)
+_PROMPTED = re.compile(r"^[^\S\n]*\$ \S", re.M)
 _PLAIN_PATH = re.compile(r"^[\w.$/{}~-]+$")
 _SETUP = re.compile(r"^\s*+(?:cd|pushd|mkdir|cp|mv|touch|ln|export)\s")
 

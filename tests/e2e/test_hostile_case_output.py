@@ -76,11 +76,11 @@ def marketplace(root: Path) -> Path:
     return mp
 
 
-def aeval(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+def aeval(args: list[str], tmp_path: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), COLUMNS="200")
     return subprocess.run([AEVAL, *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=timeout)
 
 
 @needs_bwrap
@@ -103,5 +103,30 @@ def test_a_hostile_output_fails_its_own_case_and_nothing_else(tmp_path):
     assert "/^(a+)+$/ not found in export/ids.txt" in evidence("ids-file")
     assert "stdout does not match /^(a+)+$/" in evidence("ids-stdout")
     assert "not valid JSON" in evidence("totals") and "5000 digits" in evidence("totals")
-    assert "nested too deeply" in evidence("tree")
+    assert "nested deeper than 100 levels" in evidence("tree")
     assert "/^(a+)+$/" in evidence("ids-transcript")
+
+
+@needs_bwrap
+def test_a_skill_script_that_raises_before_a_long_blank_block_ends_in_its_verdict(tmp_path):
+    """The issue's SKILL.md: the documented script raises, and the next block is 300 KB of
+    blank lines (as a generator that pads its output writes it). Under the doc test, aeval's
+    own line-anchored patterns read that block and the failure's output: with ``^\\s*``
+    under MULTILINE each line start ran over every following blank line (minutes for
+    150 KB, four times that for 300 KB: this test's timeout). Now the case ends `fail` on
+    the script's own error."""
+    d = tmp_path / "skills" / "ledger-report"
+    (d / "scripts").mkdir(parents=True)
+    script = d / "scripts" / "report.py"
+    script.write_text("#!/usr/bin/env python3\n\"\"\"Summarise the ledger.\"\"\"\nimport sys\n\n"
+                      "raise ValueError('no ledger rows for ' + ' '.join(sys.argv[1:]))\n")
+    script.chmod(0o755)
+    (d / "SKILL.md").write_text(
+        "---\nname: ledger-report\ndescription: Summarise the ledger into a report.\n---\n"
+        "# Ledger report\n\nSummarise:\n\n```bash\npython3 scripts/report.py summary\n```\n\n"
+        "Then the batch:\n\n```bash\n" + "\n" * 300_000 + "echo batch done\n```\n")
+    r = aeval(["run", str(d), "--out", str(tmp_path / "store"), "--sandbox", "require"],
+              tmp_path, timeout=240)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "ValueError: no ledger rows for summary" in out

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -235,3 +236,27 @@ def test_a_grant_needs_the_runs_models():
     with pytest.raises(ValueError, match="model"), grant("http://127.0.0.1:9/v1", REAL_KEY,
                                                          "bearer", models=[]):
         pass
+
+
+def test_a_body_that_inflates_past_the_cap_is_refused_not_inflated(srv):
+    """A tool inside the sandbox posts a small gzip body (about 100 KB) that inflates to
+    100 MB of padding around an allowed model: aeval's own process would have held all of it
+    (a few kilobytes more make it gigabytes); it stops at the body cap and answers 413."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # a gzip stream
+    head = json.dumps(CHAT)[:-1] + ', "metadata": "'
+    parts = [packer.compress(head.encode())]
+    parts += [packer.compress(b" " * (1 << 20)) for _ in range(100)]
+    parts += [packer.compress(b'"}'), packer.flush()]
+    bomb = b"".join(parts)
+    assert len(bomb) < 200_000
+    with grant(srv.base_url_openai, REAL_KEY, "bearer", models=["scripted"]) as g, bridge(g):
+        auth = {"authorization": f"Bearer {g.token}", "content-encoding": "gzip",
+                "content-type": "application/json"}
+        refused = httpx.post(g.base_url + "/chat/completions", headers=auth, content=bomb,
+                             timeout=60)
+        small = httpx.post(g.base_url + "/chat/completions", headers=auth,
+                           content=gzip.compress(json.dumps(CHAT).encode()), timeout=60)
+    assert refused.status_code == 413
+    assert "decompressed" in refused.json()["error"]["message"]
+    assert small.status_code == 200  # an honest compressed body still goes through
+    assert len(srv.requests) == 1

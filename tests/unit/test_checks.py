@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
+from aeval.artifacts.case import AssertionsFile
 from aeval.events import MessageEvent, ToolCallEvent, ToolResultEvent
 from aeval.isolation.shell import base_env
 from aeval.skill.contract import DeterministicCheck
@@ -156,3 +157,27 @@ def test_a_refused_call_is_named_as_such_by_commands_succeeded(tmp_path):
     ctx = CheckContext(workspace=tmp_path, events=events, env=base_env(tmp_path))
     out = run_check(CHECK.validate_python({"type": "commands_succeeded"}), ctx)
     assert not out.passed and "refused by the runtime (the runtime has no tool" in out.evidence
+
+
+def test_an_older_runs_pattern_re2_refuses_fails_its_check_with_the_reason(ctx):
+    """``--resume`` reads assertions.json as an older run wrote it, when patterns ran on
+    Python's ``re``: a lookahead and a backreference were fine then. Each such check now
+    fails, saying why; none raises out of grading (the case was `internal`)."""
+    older = json.dumps({"schema_version": 1, "skill": "segmentation", "case_id": "train",
+                        "written_at": "2026-11-02T09:14:00Z", "writer": "author-only",
+                        "sha256": "0" * 64,
+                        "assertions": [
+        {"id": "A1", "text": "log has mIoU", "kind": "deterministic", "source": "author",
+         "check": {"type": "file_contains", "path": "outputs/log.txt",
+                   "pattern": "^(?=.*mIoU)"}},
+        {"id": "A2", "text": "no repeated word", "kind": "deterministic", "source": "author",
+         "check": {"type": "transcript_regex", "pattern": r"(\w+) \1"}},
+        {"id": "A3", "text": "miou", "kind": "deterministic", "source": "author",
+         "check": {"type": "json_path", "path": "outputs/m.json", "query": "metrics.miou",
+                   "pattern": r"0\.(?!0)"}}]})
+    doc = AssertionsFile.model_validate_json(older)
+    outcomes = [run_check(a.check, ctx) for a in doc.assertions]
+    assert [o.passed for o in outcomes] == [False, False, False]
+    assert "pattern /^(?=.*mIoU)/ cannot be run" in outcomes[0].evidence
+    assert "pattern /(\\w+) \\1/ cannot be run" in outcomes[1].evidence
+    assert "RE2 syntax" in outcomes[2].evidence
