@@ -14,7 +14,7 @@ READERS = textwrap.dedent('''
     import sys
     from pathlib import Path
     from aeval.skill.script_interface import read_interface
-    from aeval.verdicts.doctest import counter_example
+    from aeval.skill.shell_blocks import counter_example
     from aeval.verdicts.missing import frames_in_skill
     from aeval.verdicts.static_check import _PROMPTED
 
