@@ -15,7 +15,10 @@ waits; the launcher attaches slirp4netns to it with ``--disable-host-loopback`` 
 does not lead to the host's 127.0.0.1); the child then makes every address of the host
 itself unreachable (an ``unreachable`` route per address) and becomes the command, which
 starts bubblewrap in that namespace (bubblewrap is then not asked to unshare it). Root inside
-the sandbox has no CAP_NET_ADMIN, so the routes stay. slirp4netns ends with the launcher
+the sandbox has no CAP_NET_ADMIN, so the routes stay. Without root, the namespace belongs to a
+user namespace of the launcher's own where the user keeps its uid: ``ip`` gets CAP_NET_ADMIN
+as an ambient capability (exec drops it otherwise), cleared before bubblewrap starts, and
+slirp4netns needs /dev/net/tun open to the user (0666, as distributions ship it). slirp4netns ends with the launcher
 (``--exit-fd``), and the launcher's exit status is the command's.
 """
 
@@ -55,6 +58,16 @@ if pid == 0:
             f.write(f"{uid} {uid} 1")
         with open("/proc/self/gid_map", "w") as f:
             f.write(f"{gid} {gid} 1")
+        # `ip` runs as this user in the namespace: exec drops the namespace's capabilities of
+        # a uid other than 0, so CAP_NET_ADMIN is made ambient for it, and cleared before
+        # bubblewrap (which refuses to start with capabilities it was not given setuid)
+        hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        caps = (ctypes.c_uint32 * 6)()
+        libc.capget(hdr, caps)
+        caps[2] |= 1 << 12  # CAP_NET_ADMIN into the inheritable set
+        if libc.capset(hdr, caps) != 0 or libc.prctl(47, 2, 12, 0, 0) != 0:  # AMBIENT_RAISE
+            sys.stderr.write(f"capset: {os.strerror(ctypes.get_errno())}\n")
+            os._exit(125)
     if subprocess.run([ip, "link", "set", "lo", "up"]).returncode != 0:
         os._exit(125)
     os.write(ready_w, b"1")
@@ -69,6 +82,8 @@ if pid == 0:
             sys.stderr.write("aeval: the case's network could not be made: the host's own "
                              "addresses could not be closed\n")
             os._exit(125)
+    if uid != 0:
+        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
     os.execv(argv[0], argv)
 
 os.close(ready_w)
