@@ -18,8 +18,9 @@ starts bubblewrap in that namespace (bubblewrap is then not asked to unshare it)
 the sandbox has no CAP_NET_ADMIN, so the routes stay. Without root, the namespace belongs to a
 user namespace of the launcher's own where the user keeps its uid: ``ip`` gets CAP_NET_ADMIN
 as an ambient capability (exec drops it otherwise), cleared before bubblewrap starts, and
-slirp4netns needs /dev/net/tun open to the user (0666, as distributions ship it). slirp4netns ends with the launcher
-(``--exit-fd``), and the launcher's exit status is the command's.
+slirp4netns needs /dev/net/tun open to the user (0666, as distributions ship it).
+slirp4netns ends with the launcher (``--exit-fd``), and the launcher's exit status is the
+command's.
 """
 
 from __future__ import annotations
