@@ -69,6 +69,11 @@ class PreflightFailed(TransientError):
     """A preflight command of the case failed: a service is unreachable, a device is missing."""
 
 
+class KilledFromOutside(TransientError):
+    """A process of the case was killed by a signal no process of the case or aeval sent (an
+    operator's ``kill -9``, the host's OOM killer): the environment, retried, never reused."""
+
+
 class MissingCredential(EnvironmentFailure):
     """A credential the case declares in `required_credentials` is not set."""
 

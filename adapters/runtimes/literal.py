@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
-from aeval.errors import RuntimeUnavailable
+from aeval.errors import KilledFromOutside, RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.shell_blocks import BlockPlan, DocBlock, plan_blocks
@@ -41,6 +41,13 @@ from aeval.verdicts.documented import skill_files
 NO_STEPS = "no steps: the literal runtime has nothing to run (add `steps` to eval.config, " \
            "or use an agent runtime with --model)"
 EVIDENCE_CAP = 2_000
+
+
+def outside(where: str, r: CommandResult) -> str:
+    """The reason of a case whose command was SIGKILLed from outside (`outside_kill`)."""
+    return (f"{where} was killed by SIGKILL that neither the case nor aeval sent (exit "
+            f"{r.exit_code}; an operator or the host's OOM killer): an environment error, "
+            "retried")
 
 
 class LiteralRuntime:
@@ -97,6 +104,9 @@ class LiteralRuntime:
             if r.exceeded:
                 status, final = "failed", f"step {i} of {len(request.steps)} killed: {r.exceeded}"
                 break
+            if r.killed_from_outside:
+                recorder.end("failed", outside(f"step {i} of {len(request.steps)}", r))
+                raise KilledFromOutside(outside(f"step {i} of {len(request.steps)}", r))
             if not r.ok:
                 status, final = "failed", f"step {i} of {len(request.steps)} exited {r.exit_code}"
                 break
@@ -171,6 +181,9 @@ class LiteralRuntime:
                                              evidence=output[-EVIDENCE_CAP:]))
                 recorder.message("system", f"{where}: killed: {r.exceeded}")
                 break
+            if r.killed_from_outside:
+                recorder.end("failed", outside(where, r))
+                raise KilledFromOutside(outside(where, r))
             if r.timed_out:
                 outcome = BlockOutcome(plan.line, "timeout",
                                        f"did not finish in {r.duration_s:.0f}s")

@@ -112,6 +112,11 @@ class CommandResult:
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out and self.exceeded is None
 
+    @property
+    def killed_from_outside(self) -> bool:
+        """Whether the command ended by a SIGKILL that aeval did not send (see `outside_kill`)."""
+        return outside_kill(self)
+
     def combined(self) -> str:
         """stdout then stderr, as a tool result shows them."""
         out = self.stdout
@@ -122,6 +127,27 @@ class CommandResult:
         if self.exceeded:
             out += f"\n[killed: {self.exceeded}]"
         return out
+
+
+SIGKILL_STATUSES = (-signal.SIGKILL, 128 + signal.SIGKILL)
+
+
+def outside_kill(result: CommandResult) -> bool:
+    """The rule for a kill no process of the case sent: the command (bash, or bubblewrap
+    reporting its child as 128+N) ended by SIGKILL, or by the status bash gives a foreground
+    process SIGKILLed (137), and aeval did not kill it (not its timeout, not a bound, not a
+    run that is stopping). SIGKILL is what an operator's ``kill -9`` and the host's OOM
+    killer send. Not yet told apart: a kill by the attempt's own memory cgroup (its
+    ``oom_kill`` count; it should read "killed at the case's memory limit of N").
+    Other signals (SIGTERM from a skill's own ``timeout``, SIGSEGV from its program) stay
+    the skill's.
+
+    Limitation: a status of 137 does not say who sent the SIGKILL. A skill whose own process
+    runs ``kill -9`` on another of its processes (or ``exit 137``) is read as killed from
+    outside: an environment error, retried, never a false `fail`; aeval does not trace the
+    case's system calls to tell the two apart."""
+    return (result.exit_code in SIGKILL_STATUSES and not result.timed_out
+            and result.exceeded is None and not stopping())
 
 
 def cap_text(text: str, cap: int) -> tuple[str, bool]:
