@@ -4,6 +4,8 @@
     python -m aeval.deployments.serve --marketplace https://host/g/m.git --ref main
     python -m aeval.deployments.serve                                 the MR deployment only
     python -m aeval.deployments.serve --no-schedule ...               the nightly without cron
+    python -m aeval.deployments.serve --marketplace ... --notify slack-webhook/ops
+                                        + the Automation that notifies on a failing nightly
 
 Deployments (``DEPLOYMENTS`` below is the one definition; ``deployments/prefect.yaml``, for
 ``prefect deploy`` and work pools, repeats it under other names and a test keeps the two
@@ -138,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", metavar="REF", help="branch, tag or commit of a git --marketplace")
     p.add_argument("--no-schedule", action="store_true",
                    help=f"serve the nightly sweep without its cron ({NIGHTLY_CRON})")
+    p.add_argument("--notify", default=os.environ.get("AEVAL_NOTIFY_BLOCK"), metavar="TYPE/NAME",
+                   help="a notification block (`prefect block ls`): create or update the "
+                        "Automation that notifies through it when a nightly fails or tests "
+                        "nothing [AEVAL_NOTIFY_BLOCK]")
     p.add_argument("--limit", type=int, metavar="N",
                    help="flow runs at once in this process (default: no limit)")
     return p
@@ -169,6 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     if not marketplace:
         print("serve: aeval-sweep/nightly not served: no --marketplace (or AEVAL_MARKETPLACE)",
               flush=True)
+    if marketplace:
+        from aeval.deployments.automations import NO_BLOCK_HINT, create_from_cli
+
+        if not args.notify:
+            print(f"serve: no Automation for a failing nightly: {NO_BLOCK_HINT}", flush=True)
+        elif (code := create_from_cli(args.notify, "serve")) != OK:
+            return code
     from prefect import serve
 
     serve(*deployments, limit=args.limit)

@@ -299,3 +299,16 @@ def test_the_ci_template_sends_a_valid_mr_request():
     assert (req.base, req.head, req.mr_iid, req.project_id) == ("1234567", "89abcde", 7, "42")
     assert req.repo == "https://gitlab.example.com/g/mp.git" and req.post is False
     assert args.timeout == 3000
+
+
+def test_the_readme_runs_the_nightly_by_hand_with_the_name_serve_gives_it(tmp_path):
+    """deployments/README.md's one command for a manual nightly names the deployment that
+    `serve --marketplace` creates (flow name / deployment name), and the pool's one."""
+    import re
+
+    readme = (ROOT / "deployments" / "README.md").read_text()
+    commands = re.findall(r"^prefect deployment run '([^']+)'", readme, re.M)
+    assert commands, "no `prefect deployment run` command in deployments/README.md"
+    [nightly] = [d for d in runner_deployments(marketplace=str(tmp_path)) if d.name == "nightly"]
+    assert commands[0] == f"{nightly.flow_name}/{nightly.name}"
+    assert f"{nightly.flow_name}/{nightly.name}{POOL_SUFFIX}" in readme
