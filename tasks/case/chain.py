@@ -10,7 +10,7 @@ jitter, ``retry_on_transient``); the next try starts a fresh workspace and attem
 the first, and the case's state history shows AwaitingRetry / Retrying. Assertions, execute
 and grading are plain calls inside it: each task run costs the client and the server its
 state events and rows (a nested `execute` task run was half the task runs the server
-recorded, ~12 % of a 440-case literal run's wall; benchmarks/README.md, issue 29). The
+recorded, and a measurable share of a large literal run's wall: benchmarks/README.md). The
 case's verdict table is the chain's markdown artifact.
 
 Otherwise the chain never raises: whatever happens becomes the case's status (an execution
