@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,6 +67,7 @@ class Delivered(Protocol):
     """What a forge's delivery returns (GitLab's `DeliveryResult`, GitHub's `GitHubResult`)."""
 
     dry_run: bool
+    actions: list[Any]
     rejected: list[str]
     skipped: list[str]
 
@@ -100,9 +101,23 @@ class Forge(ABC):
     def plan_text(self, result: Delivered) -> str:
         """A readable listing of the writes (``--dry-run``)."""
 
-    @abstractmethod
     def done_lines(self, result: Delivered) -> list[str]:
-        """What was written, one line each, and what was refused or skipped."""
+        """What was written, one line each (its kind, where on the diff, its marker), then
+        what the forge refused and what was skipped."""
+        out = []
+        for a in result.actions:
+            where = self.placed(a)
+            out.append(f"{a.kind}{f' at {where}' if where else ''} {a.marker}")
+        out += [self.refused(r) for r in result.rejected]
+        return out + [f"skipped: {s}" for s in result.skipped]
+
+    @abstractmethod
+    def placed(self, action: Any) -> str:
+        """``path:line`` of an inline write on the diff, or "" for a note or comment."""
+
+    @abstractmethod
+    def refused(self, marker: str) -> str:
+        """The line for an inline write the forge refused (moved to the fallback)."""
 
     def before(self, bundle: RunBundle) -> list[str]:
         """Files written before posting (not on a dry run); a line each."""

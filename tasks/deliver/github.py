@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -414,15 +414,11 @@ class GitHubForge(Forge):
         assert isinstance(result, GitHubPlan)
         return github_plan_as_text(result)
 
-    def done_lines(self, result: Delivered) -> list[str]:
-        assert isinstance(result, GitHubResult)
-        out = []
-        for a in result.actions:
-            where = f" at {a.path}:{a.line}" if a.path else ""
-            out.append(f"{a.kind}{where} {a.marker}")
-        out += [f"GitHub refused the review comment {r}: moved to the fallback comment"
-                for r in result.rejected]
-        return out + [f"skipped: {s}" for s in result.skipped]
+    def placed(self, action: Any) -> str:
+        return f"{action.path}:{action.line}" if action.path else ""
+
+    def refused(self, marker: str) -> str:
+        return f"GitHub refused the review comment {marker}: moved to the fallback comment"
 
     def after(self, bundle: RunBundle) -> list[str]:
         path = write_step_summary(bundle)

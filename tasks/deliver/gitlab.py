@@ -23,6 +23,7 @@ time, so it is stable across reruns (and serves as the Code Quality fingerprint 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import Field
 
@@ -294,15 +295,12 @@ class GitLabForge(Forge):
         assert isinstance(result, DeliveryPlan)
         return plan_as_text(result)
 
-    def done_lines(self, result: Delivered) -> list[str]:
-        assert isinstance(result, DeliveryResult)
-        out = []
-        for a in result.actions:
-            where = f" at {a.position.new_path}:{a.position.new_line}" if a.position else ""
-            out.append(f"{a.kind}{where} {a.marker}")
-        out += [f"GitLab refused the inline position of {r}: moved to the fallback note"
-                for r in result.rejected]
-        return out + [f"skipped: {s}" for s in result.skipped]
+    def placed(self, action: Any) -> str:
+        p = action.position
+        return f"{p.new_path}:{p.new_line}" if p else ""
+
+    def refused(self, marker: str) -> str:
+        return f"GitLab refused the inline position of {marker}: moved to the fallback note"
 
     def before(self, bundle: RunBundle) -> list[str]:
         return [f"wrote {write_code_quality_report(bundle)}"]
