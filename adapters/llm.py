@@ -80,40 +80,53 @@ def _connection_failed(error: ModelTransientError) -> bool:
 
 
 def endpoint_problem(api_base: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """One GET of ``api_base``: None when anything answers over HTTP (any status, 404 and
-    401 included: the endpoint is reachable) or the request only timed out (a busy server is
-    not a missing one); else one line naming the endpoint and why (connection refused, no
-    such host, TLS failed, not a URL), remembered for the rest of the process."""
+    """Whether ``api_base`` can be reached at all, without asking it anything: a TCP
+    connection to its host and port (or to the proxy the environment names for it, as the
+    model client would use), and for https the TLS handshake. None when that succeeds, when
+    it only timed out (a busy server is not a missing one), or when only the certificate is
+    in question (the model client decides that, with its own CA bundle); else one line naming
+    the endpoint and why (connection refused, no such host, TLS failed, not a URL),
+    remembered for the rest of the process. No HTTP request is sent: a model API is never
+    asked something only to learn that it is there."""
     import ssl
-    import urllib.error
     import urllib.request
+    from urllib.parse import urlsplit
 
     if api_base in _unreachable:
         return _unreachable[api_base]
+    why: str | None = None
     try:
-        req = urllib.request.Request(api_base, method="GET", headers={"User-Agent": "aeval"})
-        with urllib.request.urlopen(req, timeout=timeout_s):
-            return None
-    except urllib.error.HTTPError:
-        return None  # an HTTP answer: reachable
+        url = urlsplit(api_base)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"{api_base!r} is not an http(s) URL")
+        target = (url.hostname, url.port or (443 if url.scheme == "https" else 80))
+        proxy = urllib.request.getproxies().get(url.scheme)
+        if proxy and not urllib.request.proxy_bypass(url.hostname):
+            p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+            target, tls = (p.hostname or "", p.port or 80), False  # the proxy tunnels TLS
+        else:
+            tls = url.scheme == "https"
+        with socket.create_connection(target, timeout=timeout_s) as sock:
+            if tls:
+                ctx = ssl.create_default_context()
+                with ctx.wrap_socket(sock, server_hostname=url.hostname):
+                    pass
     except ValueError as exc:
         why = f"not a URL ({exc})"
-    except urllib.error.URLError as exc:
-        reason = exc.reason
-        if isinstance(reason, TimeoutError):
-            return None
-        if isinstance(reason, ConnectionRefusedError):
-            why = "connection refused"
-        elif isinstance(reason, socket.gaierror):
-            why = f"no such host ({reason})"
-        elif isinstance(reason, ssl.SSLError):
-            why = f"TLS failed ({reason})"
-        else:
-            why = str(reason)
+    except ssl.SSLCertVerificationError:
+        return None
+    except ssl.SSLError as exc:
+        why = f"TLS failed ({exc})"
     except TimeoutError:
         return None
+    except ConnectionRefusedError:
+        why = "connection refused"
+    except socket.gaierror as exc:
+        why = f"no such host ({exc})"
     except OSError as exc:
         why = str(exc) or type(exc).__name__
+    if why is None:
+        return None
     line = _one_line(f"the model endpoint {api_base} is unreachable: {why} (--api-base or "
                      "AEVAL_API_BASE)")
     _unreachable[api_base] = line

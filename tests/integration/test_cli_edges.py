@@ -141,13 +141,26 @@ def test_a_wide_terminal_gets_the_table(failed_run):
                          r"17% \(1/6\) +│ – +│", ln) for ln in rows)
 
 
-def test_an_unreachable_model_is_one_line_per_case_without_v(tmp_path):
+@pytest.fixture
+def listening() -> str:
+    """An endpoint that is there (it accepts connections) and that no call reaches: the
+    model client stops at the missing key first."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock.close()
+
+
+def test_a_missing_model_key_is_one_line_per_case_without_v(tmp_path, listening):
     """A missing model key used to print ~200 lines of Prefect ERROR lines and tracebacks."""
     env = user_env(AEVAL_MODEL="openai/scripted")
     env.pop("OPENAI_API_KEY", None)
     proc = subprocess.run(
         [AEVAL, "run", str(EXAMPLES / "skills" / "hello-docs"), "--runtime", "builtin",
-         "--api-base", "http://127.0.0.1:9", "--out", str(tmp_path / "s")],
+         "--api-base", listening, "--out", str(tmp_path / "s")],
         capture_output=True, text=True, timeout=600, env=env)
     console = proc.stdout + proc.stderr
     assert proc.returncode == 3, console
@@ -159,12 +172,12 @@ def test_an_unreachable_model_is_one_line_per_case_without_v(tmp_path):
     assert "exit 3: 1 case(s) hit an environment error: hello-docs/smoke" in proc.stdout
 
 
-def test_verbose_shows_prefects_own_error_lines(tmp_path):
+def test_verbose_shows_prefects_own_error_lines(tmp_path, listening):
     """The other side of the switch: with -v, Prefect's logs (and so the reason the test
     above is not vacuous) reach the console."""
     proc = subprocess.run(
         [AEVAL, "run", str(EXAMPLES / "skills" / "hello-docs"), "--runtime", "builtin",
-         "--api-base", "http://127.0.0.1:9", "--out", str(tmp_path / "s"), "-v"],
+         "--api-base", listening, "--out", str(tmp_path / "s"), "-v"],
         capture_output=True, text=True, timeout=600,
         env=user_env(AEVAL_MODEL="openai/scripted", OPENAI_API_KEY=""))
     assert proc.returncode == 3

@@ -43,16 +43,25 @@ def test_a_refused_endpoint_is_one_permanent_error_without_retries(monkeypatch):
     assert second.retries == 0
 
 
-def test_an_endpoint_that_answers_any_status_is_reachable():
+def test_an_endpoint_that_listens_is_reachable_and_is_asked_nothing():
     import http.server
     import threading
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def parse_request(self):  # a request line arrived (a bare connect sends none)
+            asked.append(self.raw_requestline.decode("latin-1").strip())
+            return super().parse_request()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:  # answers 501 to a GET: reachable all the same
+    try:
         assert llm.endpoint_problem(f"http://127.0.0.1:{server.server_port}/v1") is None
     finally:
         server.shutdown()
+    # the check connects and leaves: no HTTP request reaches a model API
+    assert asked == []
     assert "no such host" in llm.endpoint_problem("http://no-such-host.invalid/v1")
 
 
