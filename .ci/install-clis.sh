@@ -16,8 +16,13 @@ CODEX_VERSION="$(pin CODEX_VERSION adapters/runtimes/codex.py)"
 OPENCODE_VERSION="$(pin OPENCODE_VERSION adapters/runtimes/opencode.py)"
 [ -n "$CODEX_VERSION" ] && [ -n "$OPENCODE_VERSION" ] || { echo "pins not found" >&2; exit 1; }
 
-have() {  # have BINARY EXPECTED_VERSION_OUTPUT
-  [ -x "$PREFIX/bin/$1" ] && [ "$("$PREFIX/bin/$1" --version 2>/dev/null | head -1)" = "$2" ]
+have() {  # have BINARY EXPECTED_VERSION_OUTPUT (asked with a throwaway HOME: the CLIs make
+  # state folders even for --version, and the user's own ~/.codex is not the script's to touch)
+  local home; home="$(mktemp -d)"
+  [ -x "$PREFIX/bin/$1" ] && [ "$(HOME="$home" CODEX_HOME="$home" XDG_DATA_HOME="$home" \
+    XDG_CONFIG_HOME="$home" XDG_STATE_HOME="$home" XDG_CACHE_HOME="$home" \
+    "$PREFIX/bin/$1" --version 2>/dev/null | head -1)" = "$2" ]
+  local ok=$?; rm -rf "$home"; return $ok
 }
 
 missing=()

@@ -35,8 +35,9 @@ def load(p: Path) -> dict:
 
 
 def tree(p: Path) -> list[tuple[str, int]]:
-    """(path, mtime) of everything under ``p``: to prove a folder was left untouched."""
-    return sorted((str(f), f.stat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
+    """(path, mtime) of everything under ``p``, links as links (a dangling one left by
+    another program is part of the folder too): to prove a folder was left untouched."""
+    return sorted((str(f), f.lstat().st_mtime_ns) for f in p.rglob("*")) if p.exists() else []
 
 
 def segmentation_copy(root: Path, case: dict | None = None, healthy: bool = False) -> Path:
