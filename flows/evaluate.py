@@ -116,6 +116,27 @@ def misconfigured(request: ModelChoice, problem: str | None = None) -> State | N
     return Failed(name="Misconfigured", message=message, data=GateFailed(message, 2, ""))
 
 
+def settle(flow_run_id: str | None, outcome: State, resumed_in: str | None) -> None:
+    """Set flow run ``flow_run_id`` (a resumed run's original, or its sweep's) to the resumed
+    run's ``outcome`` (type, name and message; forced: a Failed run is final to Prefect's
+    orchestration), saying which flow run finished it. Nothing when it is the flow run
+    running now or unknown (a run.json from before flow run ids were recorded)."""
+    from prefect.client.orchestration import get_client
+
+    if not flow_run_id or flow_run_id == resumed_in:
+        return
+    message = f"resumed in flow run {resumed_in}: {outcome.message or outcome.type.value}"
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(flow_run_id, State(type=outcome.type, name=outcome.name,
+                                                     message=message), force=True)
+
+
+def current_flow_run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    return flow_run.id
+
+
 def manifest_of(state: State) -> RunManifest:
     """The run's manifest from an evaluate flow run's final state, whatever its gate; a flow
     run that crashed or failed otherwise raises its exception."""
@@ -192,4 +213,7 @@ def evaluate(request: EvalRequest) -> State:
         manifest.delivery = post_run(str(run.run_dir), request.forge, request.mr_iid,
                                      request.project_id, request.gitlab_url)
         write_model(run.layout.manifest, manifest)
-    return gate_state(manifest)
+    outcome = gate_state(manifest)
+    if request.resume:  # the flow run the run started in ends as the run did
+        settle(manifest.flow_run_id, outcome, current_flow_run_id())
+    return outcome
