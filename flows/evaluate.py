@@ -52,6 +52,7 @@ from aeval.tasks._engine import (
 )
 from aeval.tasks.case.chain import case_task, chain_result
 from aeval.tasks.deliver.post import post_run
+from aeval.tasks.run.family import current_flow_run_id, settle
 from aeval.tasks.run.prepare import PreparedRun, prepare_run
 from aeval.tasks.run.publish import publish_run
 from aeval.tasks.skill.conclude import conclude_skill
@@ -114,27 +115,6 @@ def misconfigured(request: ModelChoice, problem: str | None = None) -> State | N
         return None
     message = f"aeval gate: exit 2: {problem}"
     return Failed(name="Misconfigured", message=message, data=GateFailed(message, 2, ""))
-
-
-def settle(flow_run_id: str | None, outcome: State, resumed_in: str | None) -> None:
-    """Set flow run ``flow_run_id`` (a resumed run's original, or its sweep's) to the resumed
-    run's ``outcome`` (type, name and message; forced: a Failed run is final to Prefect's
-    orchestration), saying which flow run finished it. Nothing when it is the flow run
-    running now or unknown (a run.json from before flow run ids were recorded)."""
-    from prefect.client.orchestration import get_client
-
-    if not flow_run_id or flow_run_id == resumed_in:
-        return
-    message = f"resumed in flow run {resumed_in}: {outcome.message or outcome.type.value}"
-    with get_client(sync_client=True) as client:
-        client.set_flow_run_state(flow_run_id, State(type=outcome.type, name=outcome.name,
-                                                     message=message), force=True)
-
-
-def current_flow_run_id() -> str | None:
-    from prefect.runtime import flow_run
-
-    return flow_run.id
 
 
 def manifest_of(state: State) -> RunManifest:

@@ -15,20 +15,14 @@ from pathlib import Path
 from prefect import flow
 from prefect.states import Failed, State
 
-from aeval.flows.evaluate import (
-    current_flow_run_id,
-    evaluate,
-    gate_state,
-    manifest_of,
-    misconfigured,
-    settle,
-)
+from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
 from aeval.isolation.hardening import harden_process
 from aeval.run.layout import RunLayout
 from aeval.run.requests import EvalRequest, SweepRequest
 from aeval.run.store import new_run_id
 from aeval.tasks._engine import task_runner
 from aeval.tasks.run.checkout import checkout_repo
+from aeval.tasks.run.family import current_flow_run_id, settle
 from aeval.tasks.run.prefect_artifacts import publish_run_artifacts, report_base_url
 from aeval.tasks.skill.baseline import refresh_baselines_task
 
