@@ -52,6 +52,7 @@ from aeval.tasks._engine import (
 )
 from aeval.tasks.case.chain import case_task, chain_result
 from aeval.tasks.deliver.post import post_run
+from aeval.tasks.run.family import current_flow_run_id, settle
 from aeval.tasks.run.prepare import PreparedRun, prepare_run
 from aeval.tasks.run.publish import publish_run
 from aeval.tasks.skill.conclude import conclude_skill
@@ -192,4 +193,7 @@ def evaluate(request: EvalRequest) -> State:
         manifest.delivery = post_run(str(run.run_dir), request.forge, request.mr_iid,
                                      request.project_id, request.gitlab_url)
         write_model(run.layout.manifest, manifest)
-    return gate_state(manifest)
+    outcome = gate_state(manifest)
+    if request.resume:  # the flow run the run started in ends as the run did
+        settle(manifest.flow_run_id, outcome, current_flow_run_id())
+    return outcome

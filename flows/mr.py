@@ -31,6 +31,7 @@ from aeval.run.store import new_run_id
 from aeval.tasks._engine import task_runner
 from aeval.tasks.run.checkout import checkout_repo, short
 from aeval.tasks.run.ci_reports import publish_ci_reports
+from aeval.tasks.run.prefect_artifacts import publish_run_artifacts, report_base_url
 
 
 class GateFailureLine(logging.Filter):
@@ -107,6 +108,8 @@ def evaluate_mr(request: MrRequest) -> State:
             **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
                                           "store"})), return_state=True))
         # junit.xml and the Code Quality report for the CI job that triggered this run
-        publish_ci_reports(RunLayout.of(request.store, manifest.run_id).run_dir,
-                           manifest.run_id, repo_root=Path(co.root))
+        run_dir = RunLayout.of(request.store, manifest.run_id).run_dir
+        publish_ci_reports(run_dir, manifest.run_id, repo_root=Path(co.root))
+        # the run summary on the MR's own flow run too, not only on its evaluate subflow's
+        publish_run_artifacts(manifest, run_dir, report_base_url(request.report_url))
     return gate_state(manifest)

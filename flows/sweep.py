@@ -22,6 +22,8 @@ from aeval.run.requests import EvalRequest, SweepRequest
 from aeval.run.store import new_run_id
 from aeval.tasks._engine import task_runner
 from aeval.tasks.run.checkout import checkout_repo
+from aeval.tasks.run.family import current_flow_run_id, settle
+from aeval.tasks.run.prefect_artifacts import publish_run_artifacts, report_base_url
 from aeval.tasks.skill.baseline import refresh_baselines_task
 
 
@@ -56,8 +58,15 @@ def sweep(request: SweepRequest) -> State:
             return misconfigured(request, f"marketplace {root}: no such folder")
         manifest = manifest_of(run(EvalRequest(
             paths=[root], run_id=run_id, epochs=request.epochs, report_url=request.report_url,
+            resume=request.resume,
             **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
                                           "store", "skip_unchanged", "min_tested"})),
             return_state=True))
-    refresh_baselines_task(Path(request.store), RunLayout.of(request.store, run_id).run_dir)
-    return gate_state(manifest)
+    run_dir = RunLayout.of(request.store, run_id).run_dir
+    refresh_baselines_task(Path(request.store), run_dir)
+    # the run summary on the sweep's own flow run too, not only on its evaluate subflow's
+    publish_run_artifacts(manifest, run_dir, report_base_url(request.report_url))
+    outcome = gate_state(manifest)
+    if request.resume:  # the sweep's flow run the run started in ends as the run did
+        settle(manifest.parent_flow_run_id, outcome, current_flow_run_id())
+    return outcome

@@ -233,6 +233,12 @@ class RunManifest(Artifact):
                                    description="The skill folders the run planned.")
     sandbox: SandboxStatus | None = Field(
         None, description="The sandbox of the run's commands: bwrap, or none and why.")
+    flow_run_id: str | None = Field(
+        None, description="The Prefect flow run that started the run (a resumed run keeps "
+        "it: `--resume` sets its state to the resumed outcome).")
+    parent_flow_run_id: str | None = Field(
+        None, description="That flow run's parent (the sweep's or merge request's flow run), "
+        "if any; `aeval sweep --resume` sets its state too.")
 
 
 class SuggesterItem(StrictModel):

@@ -206,6 +206,10 @@ class SweepRequest(ModelChoice, TaskRunnerChoice):
                           "did not change (`--no-skip`: run everything).")
     report_url: str | None = Field(None, description="Where the run folders are browsable "
                                                      "(the run id is appended).")
+    resume: bool = Field(False, description="Finish sweep run `run_id`: only its cases "
+                                            "without grading.json run, then the baselines "
+                                            "refresh; its first flow runs (the sweep's and "
+                                            "its evaluate's) end as the resumed sweep does.")
 
     @field_validator("marketplace")
     @classmethod

@@ -25,6 +25,7 @@ from aeval.deployments.cli.options import Options, resolve
 from aeval.exit_codes import ENVIRONMENT, OK
 
 if TYPE_CHECKING:  # imported when a run starts, not by `aeval --help`
+    from aeval.artifacts import RunManifest
     from aeval.run.requests import EvalRequest
 
 
@@ -431,11 +432,41 @@ def add_sweep_parser(sub: argparse._SubParsersAction) -> None:
                     help="run every case, also those unchanged since their last verdict")
     add_min_tested_option(sw)
     sw.add_argument("--out", help="run store folder (default .aeval, or AEVAL_HOME)")
+    sw.add_argument("--resume", metavar="RUN_ID",
+                    help="finish an interrupted sweep: only cases without grading.json run, "
+                         "then the baselines refresh (its marketplace, epochs, runtimes and "
+                         "models as it had them); its flow runs end as it does")
     add_quiet_verbose(sw)
     sw.set_defaults(func=cmd_sweep)
 
 
+def resumed_sweep(args: argparse.Namespace) -> RunManifest | None:
+    """`aeval sweep --resume RUN`: the run's manifest, its marketplace, epochs, runtimes and
+    models set on ``args`` as the sweep had them; None (said why) when there is no such run."""
+    from aeval.run.read import read_run
+    from aeval.run.store import RunStore
+
+    store = resolve(args).store
+    try:
+        run_dir = Path(args.resume) if Path(args.resume).is_dir() else RunStore(
+            store).run_dir(args.resume)
+        old = read_run(run_dir).manifest
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"cannot resume {args.resume}: {exc}", file=sys.stderr)
+        return None
+    if len(old.paths) != 1 or old.base:
+        print(f"cannot resume {old.run_id} as a sweep: it is not a sweep's run (`aeval run "
+              f"--resume {old.run_id}`)", file=sys.stderr)
+        return None
+    args.marketplace, args.epochs, args.runtime = old.paths[0], old.epochs, old.runtimes
+    args.model, args.grader_model, args.api_base = old.model, old.grader_model, old.api_base
+    return old
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
+    resumed = resumed_sweep(args) if args.resume else None
+    if args.resume and resumed is None:
+        return EXIT_USAGE
     if not Path(args.marketplace).is_dir():
         print(f"{args.marketplace}: no such folder", file=sys.stderr)
         return EXIT_USAGE
@@ -456,7 +487,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     settings = opts.settings
     store = opts.store
-    run_id = new_run_id()
+    run_id = resumed.run_id if resumed else new_run_id()
+    if resumed:
+        print(f"resuming sweep {run_id} ({len(resumed.skill_roots)} skill(s))")
     from aeval.flows.evaluate import manifest_of
     from aeval.tasks._engine import stop_on_signals, use_global_model_limit
 
@@ -476,7 +509,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
         skip_unchanged=not args.no_skip, min_tested=opts.min_tested,
         runtimes=opts.runtimes, model=opts.model, grader_model=opts.grader_model,
-        api_base=opts.api_base, store=str(store), run_id=run_id)
+        api_base=opts.api_base, store=str(store), run_id=run_id, resume=bool(resumed))
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:

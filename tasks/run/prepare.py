@@ -112,6 +112,15 @@ def run_settings(request: EvalRequest, run_dir: Path, workspace_root: Path) -> R
         require_exercise=request.require_exercise)
 
 
+def flow_run_ids() -> dict[str, str | None]:
+    """The ids of the flow run this runs in and of its parent (None outside a flow run)."""
+    from prefect.runtime import flow_run
+
+    current = flow_run.id
+    return {"flow_run_id": current,
+            "parent_flow_run_id": flow_run.parent_flow_run_id if current else None}
+
+
 def prepare(request: EvalRequest) -> PreparedRun:
     """Examine, key, plan; write run.json. Raises FileNotFoundError when resuming a run that
     does not exist."""
@@ -134,9 +143,13 @@ def prepare(request: EvalRequest) -> PreparedRun:
         prefect_version=prefect.__version__, paths=[str(p) for p in request.paths],
         base=request.base, head=request.head, runtimes=request.runtimes, model=request.model,
         grader_model=request.grader_model, epochs=request.epochs, api_base=request.api_base,
-        skill_roots=[str(r) for r in roots], sandbox=status)
-    if request.resume:
-        manifest.created_at = read_model(layout.manifest, RunManifest).created_at
+        skill_roots=[str(r) for r in roots], sandbox=status, **flow_run_ids())
+    if request.resume:  # the run's family in Prefect stays the one it started in
+        old = read_model(layout.manifest, RunManifest)
+        manifest.created_at = old.created_at
+        if old.flow_run_id:
+            manifest.flow_run_id = old.flow_run_id
+            manifest.parent_flow_run_id = old.parent_flow_run_id
         for tmp in layout.run_dir.rglob(".*.tmp"):  # an atomic write cut short by a kill
             if "outputs" not in tmp.relative_to(layout.run_dir).parts:  # not the agent's
                 tmp.unlink(missing_ok=True)

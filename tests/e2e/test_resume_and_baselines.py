@@ -206,3 +206,46 @@ def test_sweep_reuses_the_verdict_of_what_did_not_change(tmp_path, capsys):
 
     code, fourth, _ = sweep("--no-skip")
     assert code == 0 and all(c["reused_from"] is None for c in fourth.values())
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_sweep_resume_finishes_the_sweep_and_its_flow_runs_end_as_it_did(tmp_path, capsys):
+    """A sweep whose last case did not finish (its grading.json gone, as a kill leaves it)
+    is `aeval sweep --resume`d: only that case runs, the baselines refresh, and the sweep's
+    first flow run and its evaluate subflow run no longer show Failed in the UI."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    mp = tmp_path / "mp"
+    d = make_skill(mp, "rates-lookup", [case(
+        "lookup", "cp $SKILL_DIR/value.txt out.txt",
+        {"type": "file_contains", "path": "out.txt", "pattern": "^good$"})])
+    (d / "value.txt").write_text("stale\n")
+    store = tmp_path / "store"
+    assert main(["sweep", str(mp), "--epochs", "1", "--out", str(store), "-q"]) == 1
+    rd = only_run(store)
+    first = json.loads((rd / "run.json").read_text())
+    (d / "value.txt").write_text("good\n")  # fixed while the case run was being redone
+    (grading,) = rd.glob("rates-lookup/literal/*/grading.json")
+    grading.unlink()
+    capsys.readouterr()
+
+    assert main(["sweep", "--resume", rd.name, "--out", str(store), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"resuming sweep {rd.name}" in out and "baselines refreshed" in out
+    assert only_run(store) == rd
+    baselines = json.loads((store / "baselines.json").read_text())
+    assert rd.name in json.dumps(baselines)
+    with get_client(sync_client=True) as client:
+        sweep_run = client.read_flow_run(first["parent_flow_run_id"])
+        eval_run = client.read_flow_run(first["flow_run_id"])
+        resumed = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            name=FlowRunFilterName(any_=[f"evaluate {rd.name}"])))
+    assert sweep_run.name == f"sweep {mp}" and eval_run.name == f"evaluate {rd.name}"
+    for run in (sweep_run, eval_run):
+        assert run.state.is_completed(), run.state
+        assert run.state.message.startswith("resumed in flow run ")
+    again = [r for r in resumed if r.id != eval_run.id]
+    assert len(again) == 1 and again[0].state.is_completed()
+    assert str(again[0].id) in eval_run.state.message
+    assert json.loads((rd / "run.json").read_text())["flow_run_id"] == str(eval_run.id)

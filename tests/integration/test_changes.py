@@ -137,7 +137,12 @@ def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
         state.result()
     assert failed.value.exit_code == 1
     from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        FlowRunFilterParentFlowRunId,
+    )
 
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(state.state_details.flow_run_id)
@@ -145,12 +150,20 @@ def test_mr_flow_fails_when_a_changed_skill_fails(repo, tmp_path):
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
         tasks = {t.name: t for t in client.read_task_runs(flow_run_filter=FlowRunFilter(
             id={"any_": [child.id]}))}
+        summaries = {str(a.flow_run_id): a.data for a in client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["run-summary"])))}
     assert run.name == "mr: HEAD~1...HEAD"
+    # the MR's own flow run (what its trigger links to) shows the run summary, with the gate
+    (rd,) = (tmp_path / "s" / "runs").iterdir()
+    assert f"# aeval run {rd.name}" in summaries[str(run.id)]
+    assert "Gate: exit 1" in summaries[str(run.id)]
+    recorded = json.loads((rd / "run.json").read_text())
+    assert (recorded["flow_run_id"], recorded["parent_flow_run_id"]) == (str(child.id),
+                                                                        str(run.id))
     # the verdicts are Prefect states: the failing case's task run and the evaluate run fail
     case = tasks["case gamma/c [literal]"]
     assert case.state.is_failed() and case.state.name == "SkillDefect", case.state
     assert child.state.is_failed() and child.state.message.startswith("aeval gate: exit 1")
-    (rd,) = (tmp_path / "s" / "runs").iterdir()
     assert [s["name"] for s in json.loads((rd / "run.json").read_text())["skills"]] == ["gamma"]
 
 
