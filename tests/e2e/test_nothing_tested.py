@@ -81,7 +81,7 @@ def flow_run_state(name: str):
         return run.state
 
 
-def run_finished_event(run_id: str, timeout: float = 60) -> dict:
+def run_finished_event(run_id: str, timeout: float = 180) -> dict:
     """The `aeval.run.finished` event of ``run_id`` as the server stored it (it persists
     events in the background, in batches)."""
     import httpx
