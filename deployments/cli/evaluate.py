@@ -274,8 +274,10 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--head", default="HEAD", help="head ref for --changed-since (default HEAD;"
                                                   " the working tree must be at it)")
     r.add_argument("--post", action="store_true",
-                   help="post the results on the GitLab MR (AEVAL_GITLAB_TOKEN; MR from CI "
-                        "variables or --mr/--project/--gitlab-url)")
+                   help="post the results on the merge or pull request: GitLab "
+                        "(AEVAL_GITLAB_TOKEN; MR from CI variables or --mr/--project/"
+                        "--gitlab-url), or GitHub inside Actions (AEVAL_GITHUB_TOKEN; the pull "
+                        "request from the event)")
     r.add_argument("--mr", type=int, metavar="IID", help="merge request IID for --post")
     r.add_argument("--project", metavar="ID", help="GitLab project id or path for --post")
     r.add_argument("--gitlab-url", metavar="URL", help="GitLab URL for --post")
