@@ -25,7 +25,7 @@ from typing import Any
 
 _HOMES = {
     "LOCAL": "runners", "task_runner": "runners", "dask_preflight": "runners",
-    "insecure_dask_warning": "runners",
+    "insecure_dask_warning": "runners", "ran_elsewhere": "runners",
     "start_embedded_server": "runners", "use_global_model_limit": "runners",
     "api_failure": "failures", "runtime_limits": "limits", "throttle": "limits",
     "chain_window": "schedule", "windowed": "schedule", "Conclusions": "schedule",

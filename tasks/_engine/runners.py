@@ -128,6 +128,16 @@ def insecure_dask_warning(dask: str) -> str:
             "credentials they carry (use tls://, deployments/README.md)")
 
 
+def ran_elsewhere(future: object) -> bool:
+    """Whether ``future``'s task ran in another process (a Dask worker): what it printed went
+    to that process's console, not to this one's."""
+    try:
+        from prefect_dask.task_runners import PrefectDaskFuture
+    except ImportError:
+        return False
+    return isinstance(future, PrefectDaskFuture)
+
+
 def runner_slots(runner: object) -> int | None:
     """The threads of the Dask workers behind ``runner`` (a DaskTaskRunner: its client, and
     a local cluster, start here if they have not yet), None for any other runner or when the

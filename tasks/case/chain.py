@@ -42,6 +42,7 @@ from aeval.run.store import read_model
 from aeval.tasks._engine.failures import api_failure
 from aeval.tasks._engine.limits import throttle
 from aeval.tasks._engine.retries import RetryCase, retry_on_transient, retry_options, run_count
+from aeval.tasks._engine.runners import ran_elsewhere
 from aeval.tasks._engine.schedule import outcome
 from aeval.tasks.case.assertions import needs_probe, write_assertions_file
 from aeval.tasks.case.attempt import run_attempt
@@ -49,7 +50,7 @@ from aeval.tasks.case.grade import grade_and_publish
 from aeval.tasks.case.install import case_redactor
 from aeval.tasks.case.probe import run_probe
 from aeval.tasks.run.prefect_artifacts import emit_case_event, inert
-from aeval.tasks.run.progress import ensure_inert_logs, progress, redact_logs
+from aeval.tasks.run.progress import CONSOLE, ensure_inert_logs, progress, redact_logs
 
 INTERNAL = "internal error"
 
@@ -82,9 +83,13 @@ def chain_result(plan: CasePlan, chain: PrefectFuture) -> CaseResult:
     """A chain's CaseResult (its task run is Failed for a failing case: the result is the
     state's data); when it has none, because Prefect's API failed the task run around the
     chain or the engine raised, the case's `error` or internal result (``lost_chain``), and
-    the other cases go on."""
+    the other cases go on. A chain that ran in a Dask worker printed its progress line
+    there: it is printed here too, as a thread's would be."""
     result = outcome(chain)
-    return result if isinstance(result, CaseResult) else lost_chain(plan, result)
+    result = result if isinstance(result, CaseResult) else lost_chain(plan, result)
+    if ran_elsewhere(chain):
+        CONSOLE.info("%s: %s", plan.label, result.status.upper())
+    return result
 
 
 def internal_error(plan: CasePlan, exc: BaseException) -> CaseResult:

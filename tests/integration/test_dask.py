@@ -68,7 +68,7 @@ def run(workdir: Path, name: str, *extra: str) -> tuple[int, dict, str]:
     proc = subprocess.run([AEVAL, "run", str(workdir / "marketplace"), "--out", str(out),
                            "--no-grader", "--concurrency", "2", *extra], env=env,
                           capture_output=True, text=True, timeout=240)
-    output = proc.stdout[-4000:] + proc.stderr[-4000:]
+    output = proc.stdout + proc.stderr[-4000:]
     manifests = list((out / "runs").glob("*/run.json"))
     assert len(manifests) == 1, output
     return proc.returncode, json.loads(manifests[0].read_text()), output
@@ -96,6 +96,11 @@ def test_dask_local_gives_the_default_verdicts(workdir: Path, default_run):
     assert code == default_run[0] == 1, output
     error = next(c for s in manifest["skills"] for c in s["cases"] if c["status"] == "error")
     assert "MissingCredential" in error["reason"] and MISSING in error["reason"]
+    # the console shows each case as it ends, as with threads (the chains ran in workers)
+    for s in manifest["skills"]:
+        for c in s["cases"]:
+            line = f"{s['name']}/{c['case_id']} [{c['runtime']}]: {c['status'].upper()}"
+            assert line in output, (line, output)
 
 
 def test_dask_argument_errors_are_usage_errors(workdir: Path):
