@@ -37,10 +37,10 @@ class NotifyBlockError(ValueError):
 
 def nightly_names() -> tuple[str, list[str]]:
     """The nightly's flow name and its deployment names (served and ``prefect deploy``ed)."""
-    from aeval.deployments.serve import DEPLOYMENTS, POOL_SUFFIX
+    from aeval.deployments.naming import NIGHTLY, POOL_SUFFIX
+    from aeval.flows.sweep import sweep
 
-    spec = next(s for s in DEPLOYMENTS if s.name == "nightly")
-    return spec.flow().name, [spec.name, spec.name + POOL_SUFFIX]
+    return sweep.name, [NIGHTLY, NIGHTLY + POOL_SUFFIX]
 
 
 def nightly_trigger():

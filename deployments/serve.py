@@ -33,12 +33,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from aeval.deployments.naming import MR, NIGHTLY, NIGHTLY_ENTRYPOINT, POOL_SUFFIX
 from aeval.exit_codes import OK
 from aeval.exit_codes import USAGE as EXIT_USAGE
 
 NIGHTLY_CRON = "0 2 * * *"
 TAGS = ("aeval",)
-POOL_SUFFIX = "-pool"  # prefect.yaml's names: aeval-mr/mr-pool, aeval-sweep/nightly-pool
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,14 @@ class DeploymentSpec:
 
 DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
-        name="mr",
+        name=MR,
         entrypoint="aeval.flows.mr.evaluate_mr",
         description="Evaluate the skills a merge request changed: a clone of `repo` of this "
                     "run's own, at `head`, diffed against `base`; with post, report on the MR.",
     ),
     DeploymentSpec(
-        name="nightly",
-        entrypoint="aeval.flows.sweep.sweep",
+        name=NIGHTLY,
+        entrypoint=NIGHTLY_ENTRYPOINT,
         description="Evaluate every skill of the marketplace several times; passing cases "
                     "become the last-known-good baselines. Ends Failed when a case fails.",
         parameters={"request": {"epochs": 3, "runtimes": ["literal"]}},
