@@ -52,7 +52,7 @@ SKILLS_ITEM = """- **{name}**: {description}
 
 def installed_skills(request: ExecutionRequest) -> list[tuple[str, str, str]]:
     """(name, description, workspace-relative folder) of every skill beside the skill copy
-    (`aeval triggers` installs distractors there), sorted by folder name; the copy alone
+    (`aeval trigger-accuracy` installs distractors there), sorted by folder name; the copy alone
     when it has no neighbours."""
     found = []
     for d in sorted(request.skill_dir.parent.iterdir()):

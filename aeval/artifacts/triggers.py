@@ -56,7 +56,7 @@ class TriggerScore(StrictModel):
 
 
 class TriggersReport(Artifact):
-    """triggers.json of one `aeval triggers` run."""
+    """triggers.json of one `aeval trigger-accuracy` run."""
 
     run_id: str
     created_at: datetime

@@ -404,7 +404,7 @@ def _copied(problems: list[tuple[str, str]], skill: Path, what: str) -> None:
 
 
 def add_skills(ws: Workspace, skill_dirs: list[Path]) -> list[Path]:
-    """Copy other skills beside the skill copy (distractors, `aeval triggers`), each under
+    """Copy other skills beside the skill copy (distractors, `aeval trigger-accuracy`), each under
     its folder name; they are not outputs. Returns their copies."""
     copies = []
     for src in skill_dirs:

@@ -100,7 +100,7 @@ class SkillPlan(BaseModel):
         default_factory=list, description="The skill's static check findings (S0).")
     distractors: list[Path] = Field(
         default_factory=list, description="Other skill folders installed beside the skill "
-                                          "copy (`aeval triggers`).")
+                                          "copy (`aeval trigger-accuracy`).")
 
     @property
     def name(self) -> str:

@@ -252,7 +252,7 @@ class EvalCase(_Strict):
 
 
 class Triggers(_Strict):
-    """Prompts that should, and should not, make an agent load the skill (`aeval triggers`).
+    """Prompts that should, and should not, make an agent load the skill (`aeval trigger-accuracy`).
 
     The skill is installed among distractor skills; a should-prompt on which the agent loads
     this skill is a hit, a should_not-prompt on which it does is a false trigger. The skill's
@@ -293,8 +293,8 @@ class EvalConfig(_Strict):
 
     evals: list[EvalCase] = Field(min_length=1, description="Independent test cases.")
     triggers: Triggers | None = Field(
-        None, description="Trigger prompts for `aeval triggers` (None: the generic tier's one "
-                          "should-prompt derived from the description).")
+        None, description="Trigger prompts for `aeval trigger-accuracy` (None: the generic "
+                          "tier's one should-prompt derived from the description).")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> EvalConfig:

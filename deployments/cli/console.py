@@ -69,9 +69,25 @@ def start_prefect() -> None:
     global _spawned_at
     from aeval.tasks._engine.servers.embedded import start_early
 
-    if start_early() is not None and _spawned_at is None:
+    server = start_early()
+    if server is not None and _spawned_at is None:
         _spawned_at = time.monotonic()
-        logging.getLogger("aeval.progress").info("starting Prefect (embedded server) …")
+        logging.getLogger("aeval.progress").info(server_line(server))
+
+
+def server_line(server) -> str:
+    """What the run uses and what it leaves: an embedded server (this run's own, stopped at
+    its end), or the local server later runs reuse, started now or found running; that one
+    and the warm process stay until idle, and the line says how to stop them."""
+    record = getattr(server, "record", None)
+    if record is None:
+        return "starting Prefect (embedded server, stopped when this run ends) …"
+    from aeval.tasks._engine.servers.home import idle_seconds
+
+    kept = f"kept {idle_seconds() / 60:g} min idle for later runs; `aeval server stop`"
+    if getattr(server, "spawned", False):
+        return f"starting the local Prefect server ({kept}) …"
+    return f"using the local Prefect server (pid {record.pid}; {kept})"
 
 
 def prefect_ready() -> None:

@@ -333,12 +333,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
         print(f"aeval run: {problem}", file=sys.stderr)
         return ENVIRONMENT
+    from aeval.skill.skill_md import discover
+
+    roots: list[Path] = []
+    if not args.changed_since:  # a folder without a skill is refused before anything starts
+        roots, nothing = discover(args.paths)
+        if nothing:
+            print(nothing, file=sys.stderr)
+            return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported
 
     from aeval.run.store import RunStore, new_run_id
-    from aeval.skill.skill_md import discover
 
     settings = opts.settings
     sandbox = check_sandbox(opts.sandbox)
@@ -369,11 +376,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                  for s in changes.skills]
         print(f"{len(changes.skills)} changed skill(s): {', '.join(shown)}")
         roots = changes.skills
-    else:
-        roots, nothing = discover(args.paths)
-        if nothing:
-            print(nothing, file=sys.stderr)
-            return EXIT_USAGE
     store = opts.store
     run_id = new_run_id()
 
@@ -479,6 +481,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
         print(f"aeval sweep: {problem}", file=sys.stderr)
         return ENVIRONMENT
+    if not resumed:  # a marketplace without a skill is refused before anything starts
+        from aeval.skill.skill_md import discover
+
+        if (nothing := discover([args.marketplace])[1]) is not None:
+            print(nothing, file=sys.stderr)
+            return EXIT_USAGE
     prefect_env(args.verbose)
     progress_logging(args.quiet)
     start_prefect()  # the embedded Prefect server boots while the flows are imported

@@ -1,6 +1,7 @@
 """The `aeval` command line: the parser and `main`. Each command's options are defined
 beside the command, in ``evaluate.py`` (run, sweep, compare, regrade), ``info.py``
-(validate, schema, runtimes, show), ``init.py`` (init), ``trigger_accuracy.py`` (triggers),
+(validate, schema, runtimes, show), ``init.py`` (init), ``trigger_accuracy.py``
+(trigger-accuracy), ``server.py`` (server),
 ``trigger_deployment.py`` (trigger), ``uplift.py`` (uplift) and ``post.py`` (post); this
 module only registers them. What they print is in ``console.py``; the options they run with
 are resolved once, in ``options.py``.
@@ -21,6 +22,7 @@ from aeval.deployments.cli import (
     info,
     init,
     post,
+    server,
     trigger_accuracy,
     trigger_deployment,
     uplift,
@@ -43,6 +45,7 @@ COMMANDS = (
     trigger_deployment.add_parser,  # the MR deployment from CI, with its gate
     trigger_accuracy.add_parser,
     info.add_show_parser,
+    server.add_parser,  # the local Prefect server and warm process runs leave
 )
 """After `run`, the commands in the order ``aeval --help`` lists them; `init` comes last
 (it parses its first run with `run`'s parser). Each module owns its commands' options."""

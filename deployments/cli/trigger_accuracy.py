@@ -1,4 +1,4 @@
-"""`aeval triggers`: trigger accuracy of skill descriptions among distractor skills.
+"""`aeval trigger-accuracy`: trigger accuracy of skill descriptions among distractor skills.
 
 Exit codes: 0 every trial ran; 2 a usage error or an invalid skill; 3 a trial ended in an
 environment error (retry); 4 internal (aeval itself failed, on a trial or in `main`).
@@ -27,7 +27,7 @@ from aeval.deployments.cli.evaluate import check_sandbox, prefetch_model_client
 from aeval.deployments.cli.options import resolve
 from aeval.exit_codes import ENVIRONMENT, OK
 
-TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
+TRIGGERS_EXITS = """exit codes of `aeval trigger-accuracy` (first match wins):
   2  a usage error, or a skill whose SKILL.md / eval.config cannot be loaded
   4  internal error (aeval failed on a trial, or itself)
   3  a trial ended in an environment error (model API, timeout) after retries
@@ -38,7 +38,8 @@ TRIGGERS_EXITS = """exit codes of `aeval triggers` (first match wins):
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `triggers` subcommand."""
     t = sub.add_parser(
-        "triggers", help="trigger accuracy: does the agent load the skill among distractors?",
+        "trigger-accuracy", aliases=["triggers"],  # its name before 0.2: kept for scripts
+        help="does the agent load the skill among distractors? (precision, recall)",
         description="For each skill and each trigger prompt (eval.config `triggers`, or one "
         "should-prompt from the description), a fresh workspace with the skill installed among "
         "distractor skills; the runtime runs the prompt and aeval records, from the events, "
@@ -85,13 +86,13 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     opts = resolve(args, default_runtimes=["builtin"])
     model, runtimes = opts.model, opts.runtimes
     if not model or any(rt in NO_MODEL_RUNTIMES for rt in runtimes):
-        print("aeval triggers needs an agent runtime (builtin, claude-code, codex, opencode) "
-              "and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
+        print("aeval trigger-accuracy needs an agent runtime (builtin, claude-code, codex, "
+              "opencode) and a model: pass --model or set AEVAL_MODEL", file=sys.stderr)
         return EXIT_USAGE
     from aeval.adapters import RUNTIMES
 
     if unknown := [r for r in runtimes if r not in RUNTIMES]:
-        print(f"aeval triggers: --runtime {unknown[0]}: unknown runtime; known: builtin, "
+        print(f"aeval trigger-accuracy: --runtime {unknown[0]}: unknown runtime; known: builtin, "
               "claude-code, codex, opencode", file=sys.stderr)
         return EXIT_USAGE
     import os
@@ -99,14 +100,14 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     from aeval.runtime.model_keys import config_problem
 
     if problem := config_problem(runtimes, model, None, opts.api_base, os.environ):
-        print(f"aeval triggers: {problem}", file=sys.stderr)
+        print(f"aeval trigger-accuracy: {problem}", file=sys.stderr)
         return EXIT_USAGE
     roots = [r for p in args.paths for r in find_skill_roots(Path(p))]
     if not roots:
         print(f"no SKILL.md found under {', '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
     if args.distractors and not find_skill_roots(Path(args.distractors)):
-        print(f"aeval triggers: --distractors {args.distractors}: no SKILL.md found there "
+        print(f"aeval trigger-accuracy: --distractors {args.distractors}: no SKILL.md found there "
               "(leave it out to use the marketplace's other skills)", file=sys.stderr)
         return EXIT_USAGE
     # the embedded Prefect server boots now, before Prefect is imported: started later, it
@@ -132,7 +133,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
             retries=opts.settings.retries, retry_delay_s=opts.settings.retry_delay_s,
             keep_workspaces=args.keep_workspaces)  # the flag only, not AEVAL_KEEP_WORKSPACES
     except ValidationError as exc:
-        print(f"aeval triggers: {flag_problem(exc)}", file=sys.stderr)
+        print(f"aeval trigger-accuracy: {flag_problem(exc)}", file=sys.stderr)
         return EXIT_USAGE
     prefetch_model_client()
     prefect_ready()

@@ -65,14 +65,12 @@ import time
 from pathlib import Path
 
 from aeval.exit_codes import ENVIRONMENT
-from aeval.tasks._engine.servers.home import idle_seconds, mode, state_dir
+from aeval.tasks._engine.servers.home import WARM_LOCK, idle_seconds, mode, state_dir
 
 WARM_VAR = "AEVAL_WARM"
 """``0``: no warm process (every invocation imports for itself)."""
 SOCKET = "warm.sock"
-LOCK = "warm.lock"
-"""Held (flock) by the warm process for its whole life, from its first import on: the lock
-an invocation tries before it starts another one. It holds the warm process's pid."""
+LOCK = WARM_LOCK
 LOG = "warm.log"
 TOKEN = "warm.token"
 """A random token per warm process (0600, in the 0700 state folder every sandbox has hidden):

@@ -247,8 +247,8 @@ def write_triggers(prepared: PreparedTriggers, trials: list[TriggerTrial]) -> Tr
     write_model(prepared.run_dir / "triggers.json", report)
     atomic_write_text(RunLayout(prepared.run_dir).report, render_triggers_report(report))
     create_table_artifact(trigger_rows(report), key=artifact_key("triggers", report.run_id),
-                          description=f"aeval triggers {report.run_id}: precision and recall "
-                                      "per skill x runtime")
+                          description=f"aeval trigger-accuracy {report.run_id}: precision and "
+                                      "recall per skill x runtime")
     if not prepared.request.keep_workspaces:
         shutil.rmtree(prepared.workspace_root, ignore_errors=True)
     return report

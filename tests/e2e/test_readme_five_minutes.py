@@ -83,7 +83,7 @@ def test_the_five_minute_path_runs_as_written(tmp_path):
     # 1: installs, runs the example, exits 1 on purpose: two skills broken, three pass
     assert install.returncode == 1, install.stdout[-3000:] + install.stderr[-3000:]
     assert (repo / ".venv" / "bin" / "aeval").is_file()
-    assert "starting Prefect (embedded server) …" in out
+    assert "starting Prefect (embedded server, stopped when this run ends) …" in out
     assert re.search(r"^exit 1: 4 case\(s\) failed: invoice-totals/skill-md, "
                      r"invoice-totals/totals, segmentation/inference, segmentation/train$",
                      out, re.M)

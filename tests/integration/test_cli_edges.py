@@ -194,7 +194,8 @@ def test_start_up_says_prefect_is_starting_before_anything_else(tmp_path):
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert re.fullmatch(r"\d\d:\d\d:\d\d starting Prefect \(embedded server\) …", lines[0])
+    assert re.fullmatch(r"\d\d:\d\d:\d\d starting Prefect \(embedded server, stopped when "
+                        r"this run ends\) …", lines[0])
     ready = next(i for i, ln in enumerate(lines) if re.search(r" Prefect ready \(\d+\.\d s\)$",
                                                                ln))
     planned = next(i for i, ln in enumerate(lines) if "1 skill(s), 1 case run(s)" in ln)

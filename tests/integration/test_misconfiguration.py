@@ -34,7 +34,8 @@ KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AEVAL_MODEL", "AEVAL_GRADER_MODE
       "openai/gpt-4o"], "aeval compare: --model openai/gpt-4o: OPENAI_API_KEY is not set"),
     (["uplift", "MP", "--model", "openai/gpt-4o"], "aeval uplift: --model openai/gpt-4o: "
                                                    "OPENAI_API_KEY is not set"),
-    (["triggers", "MP", "--model", "openai/gpt-4o"], "aeval triggers: --model openai/gpt-4o"),
+    (["trigger-accuracy", "MP", "--model", "openai/gpt-4o"],
+     "aeval trigger-accuracy: --model openai/gpt-4o"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_misconfiguration_exits_2_in_one_line_under_5_seconds(args, expected, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in KEYS}

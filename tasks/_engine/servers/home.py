@@ -17,6 +17,12 @@ MODE_VAR = "AEVAL_SERVER"
 IDLE_VAR = "AEVAL_SERVER_IDLE_S"
 DEFAULT_IDLE_S = 600.0
 
+WARM_LOCK = "warm.lock"
+"""Held (flock) by the warm process (`aeval.deployments.servers.warm`) for its whole life, from
+its first import on: the lock an invocation tries before it starts another one. It holds the
+warm process's pid (`aeval server status` reads it)."""
+WARM_MODULE = "aeval.deployments.servers.warm"
+
 def mode(environ: dict[str, str] | None = None) -> str:
     """``reuse`` or ``embedded``: AEVAL_SERVER when set, else embedded under CI (a job's
     container ends with it: nothing to reuse) and reuse elsewhere."""
