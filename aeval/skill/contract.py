@@ -3,6 +3,11 @@
 JSON (YAML accepted) next to SKILL.md. Three tiers when a skill has none:
 per-skill ``eval.config`` -> per-name ``<marketplace>/.aeval/evals/<name>.config`` -> a generic
 smoke case derived from SKILL.md. The tier used is recorded in every case's metadata.
+
+A skill without an eval.config that has Anthropic skill-creator's ``evals/evals.json`` (the
+format most skill authors already have) is read from it, per-skill tier, as the cases it
+declares (`from_skill_creator`): ``prompt``, ``expected_output`` as the expected outcome,
+``files``, ``expectations`` as natural-language assertions.
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ from aeval.skill.skill_md import Skill
 from aeval.strict import StrictModel
 
 CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.config.yml")
+SKILL_CREATOR_EVALS = "evals/evals.json"
+"""Anthropic skill-creator's eval file, relative to the skill (read when there is no
+eval.config)."""
+SKILL_CREATOR_FIELDS = {"id": "id", "prompt": "prompt", "expected_output": "expected_outcome",
+                        "files": "files", "expectations": "assertions"}
+"""skill-creator's field -> eval.config's."""
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
@@ -370,7 +381,8 @@ def problems_from_validation(where: str, exc: ValidationError) -> list[Problem]:
 
 
 def parse_config(path: Path) -> EvalConfig:
-    """Read and validate a contract file (JSON, or YAML). Raises ContractError."""
+    """Read and validate a contract file (JSON, or YAML; skill-creator's evals.json by its
+    path, `from_skill_creator`). Raises ContractError."""
     where = str(path)
     try:
         size = path.stat().st_size
@@ -401,10 +413,44 @@ def parse_config(path: Path) -> EvalConfig:
                                                     f"{json_exc.msg}")]) from None
     if not isinstance(data, dict):
         raise ContractError([Problem(where, "", "must be an object with an `evals` list")])
+    if path.as_posix().endswith(SKILL_CREATOR_EVALS):
+        return from_skill_creator(data, where)
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as exc:
         raise ContractError(problems_from_validation(where, exc)) from None
+
+
+def from_skill_creator(data: dict[str, Any], where: str) -> EvalConfig:
+    """The cases of a skill-creator ``evals/evals.json`` (``{"skill_name", "evals": [{"id",
+    "prompt", "expected_output", "files", "expectations"}]}``). Its other fields (and the
+    ``skill_name``) are not aeval's and are left alone; a problem names the file's own
+    fields (``evals[1].expected_output``). Raises ContractError."""
+    evals = data.get("evals")
+    if not isinstance(evals, list):
+        raise ContractError([Problem(where, "evals", "must be a list of cases")])
+    cases: list[Any] = []
+    for case in evals:
+        if not isinstance(case, dict):
+            cases.append(case)  # the model says what is wrong with it
+            continue
+        mapped = {ours: case[theirs] for theirs, ours in SKILL_CREATOR_FIELDS.items()
+                  if theirs in case}
+        if isinstance(mapped.get("id"), int) and not isinstance(mapped["id"], bool):
+            mapped["id"] = str(mapped["id"])  # skill-creator numbers its cases
+        cases.append(mapped)
+    try:
+        return EvalConfig.model_validate({"evals": cases})
+    except ValidationError as exc:
+        theirs = {ours: their for their, ours in SKILL_CREATOR_FIELDS.items()}
+        problems = []
+        for p in problems_from_validation(where, exc):
+            head, dot, rest = p.field.partition("].")
+            name, _, tail = rest.partition(".")
+            field = f"{head}{dot}{theirs.get(name, name)}{'.' + tail if tail else ''}" \
+                if dot else p.field
+            problems.append(Problem(p.path, field, p.message))
+        raise ContractError(problems) from None
 
 
 def generic_config(skill: Skill) -> EvalConfig:
@@ -435,6 +481,8 @@ def find_contract(skill: Skill, marketplace: Path | None) -> tuple[Tier, Path | 
         p = skill.path / name
         if p.is_file():
             return Tier.per_skill, p
+    if (p := skill.path / SKILL_CREATOR_EVALS).is_file():
+        return Tier.per_skill, p
     if marketplace is not None:
         evals = Path(marketplace) / ".aeval" / "evals"
         for suffix in (".config", ".config.json", ".config.yaml", ".config.yml"):
