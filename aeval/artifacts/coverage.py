@@ -39,7 +39,9 @@ class SkillCoverage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     runs: int = Field(description="Case runs with a resource record (the graded attempt's).")
-    files: list[str] = Field(description="Every file of the skill (caches left out).")
+    files: list[str] = Field(description="The skill's own runnable and reference files: every "
+                                         "file but SKILL.md, the contract, licence and ignore "
+                                         "files, the cases' input files and caches.")
     read: dict[str, int] = Field(default_factory=dict,
                                  description="File -> runs that read it (not executed).")
     executed: dict[str, int] = Field(default_factory=dict,

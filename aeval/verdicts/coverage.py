@@ -309,6 +309,24 @@ def skill_files(root: Path) -> list[str]:
     return sorted(out)
 
 
+NOT_RESOURCES = frozenset({"SKILL.md", "eval.config", "eval.config.json", "eval.config.yaml",
+                           "eval.config.yml", "evals/evals.json", "LICENSE", "LICENSE.txt",
+                           "LICENSE.md", "NOTICE", ".gitignore", ".aevalignore"})
+"""Files of a skill that are not its resources: the instructions themselves (the runtime
+loads SKILL.md for the agent; no case "uses" it), the contract, licence and ignore files."""
+
+
+def resource_files(files: Iterable[str], inputs: Iterable[str] = ()) -> list[str]:
+    """What coverage is counted over: the skill's own runnable and reference files, that is
+    ``files`` (`skill_files`) without `NOT_RESOURCES` and without the cases' inputs
+    (``inputs``: their `files` entries, a file or a folder each: fixtures are copied into
+    the workspace, never used from the skill copy). A file left out is never "untouched"."""
+    prefixes = tuple(i.strip("/") + "/" for i in inputs if i.strip("/"))
+    exact = {i.strip("/") for i in inputs}
+    return [f for f in files
+            if f not in NOT_RESOURCES and f not in exact and not f.startswith(prefixes)]
+
+
 def skill_coverage(files: list[str], uses: list[ResourceUse]) -> SkillCoverage:
     """Per-file counts over the runs, and the files none of them touched."""
     counts: dict[str, dict[str, int]] = {"read": {}, "executed": {}, "written": {}}

@@ -171,6 +171,20 @@ def terminal_rate(case: CaseResult) -> float | None:
     return case.terminal_pass_rate if has_later_attempt(case) else None
 
 
+def rate_cells(case: CaseResult) -> tuple[str, str]:
+    """(first-attempt, terminal) as every view shows them (the console, report.html,
+    summary.md): ``–`` for an untested case, which has no rate (its assertions were never
+    run, so "100% (0/0)" or "33%" would read as a result), ``82% (9/11)`` otherwise; the
+    terminal rate only where a later attempt exists (`terminal_rate`)."""
+    if case.status == "untested":
+        return "–", "–"
+    t = terminal_rate(case)
+    first = case.first_attempt_pass_rate
+    graded = case.passed + case.failed
+    return (f"{first:.0%} ({case.passed}/{graded})" if graded else "–",
+            "–" if t is None else f"{t:.0%}")
+
+
 def passed_after_correction(e: Expectation, runtime: str) -> bool:
     """An assertion that failed on the first attempt and passed only after the executor
     corrected something (never under `literal`, which corrects nothing)."""

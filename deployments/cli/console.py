@@ -224,15 +224,10 @@ class _Summary:
 
 
 def _rates(c) -> tuple[str, str]:
-    """(first-attempt, terminal) cells of a case: the terminal rate only where a later
-    attempt exists (`aeval.verdicts.status.terminal_rate`)."""
-    from aeval.verdicts.status import terminal_rate
+    """(first-attempt, terminal) cells of a case (`aeval.verdicts.status.rate_cells`)."""
+    from aeval.verdicts.status import rate_cells
 
-    if c.status == "untested":  # an untested case has no rate to show
-        return "–", "–"
-    t = terminal_rate(c)
-    return (f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed})",
-            "–" if t is None else _pct(t))
+    return rate_cells(c)
 
 
 def _foldable(c) -> bool:

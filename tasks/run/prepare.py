@@ -42,6 +42,9 @@ class SkillGroup(BaseModel):
     run_credentials: list[str] = Field(
         default_factory=list, description="Names of the run's credentials (redacted from the "
                                           "conclusions too; values never stored).")
+    inputs: list[str] = Field(
+        default_factory=list, description="The cases' `files` entries (fixtures copied into "
+                                          "the workspace): not the skill's resources.")
 
 
 class PreparedRun(BaseModel):
@@ -81,9 +84,11 @@ class PreparedRun(BaseModel):
                 continue
             for rt in self.request.runtimes:
                 if (ex.key, rt) in keys:
+                    inputs = sorted({f for c in ex.cases for f in c.files})
                     out.append(SkillGroup(skill_key=ex.key, name=ex.name, root=ex.root,
                                           runtime=rt, case_keys=keys[(ex.key, rt)],
-                                          run_credentials=self.run_credentials))
+                                          run_credentials=self.run_credentials,
+                                          inputs=inputs))
         return out
 
 

@@ -22,7 +22,7 @@ from aeval.artifacts import (
 )
 from aeval.isolation.text import escape_controls
 from aeval.run.read import RunRecord
-from aeval.verdicts.status import terminal_rate
+from aeval.verdicts.status import rate_cells
 
 
 def _pct(x: float | None) -> str:
@@ -50,7 +50,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("aeval.tasks", "templates"),
                       autoescape=select_autoescape(), finalize=_finalize,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(pct=_pct, signed=_signed, num=_num, terminal=terminal_rate)
+    env.filters.update(pct=_pct, signed=_signed, num=_num, rates=rate_cells)
     return env
 
 
@@ -67,7 +67,7 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
                 if c.status != "pass":
                     name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
                     details.append({"skill": s.name, "case": name, "runtime": c.runtime,
-                                    "grading": g})
+                                    "grading": g, "reason": c.reason})
         for rt in manifest.runtimes:
             fx = run.suggestions(s, rt)
             if fx is not None and fx.suggestions:

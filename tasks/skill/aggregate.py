@@ -27,8 +27,13 @@ from aeval.prompts import load_prompt
 from aeval.run.layout import CaseFiles, SkillFiles
 from aeval.run.read import read_grading, read_if_there
 from aeval.run.store import atomic_write_text, write_model
-from aeval.verdicts.coverage import SkillCoverage, skill_coverage, skill_files
-from aeval.verdicts.status import skill_status
+from aeval.verdicts.coverage import (
+    SkillCoverage,
+    resource_files,
+    skill_coverage,
+    skill_files,
+)
+from aeval.verdicts.status import rate_cells, skill_status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,14 +178,10 @@ SUMMARY_TEMPLATE = """\
 """
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.0%}"
-
-
 def render_summary(report: MultiEvalReport) -> str:
     rows = "\n".join(
         f"| {c.case_id}{'' if c.epoch is None else f' #{c.epoch}'} | {c.status} | "
-        f"{_pct(c.first_attempt_pass_rate)} | {_pct(c.terminal_pass_rate)} | {c.ungraded} | "
+        f"{' | '.join(rate_cells(c))} | {c.ungraded} | "
         f"{c.self_corrections} | {c.attempts} |" for c in report.cases)
     reasons = "\n".join(f"- **{c.case_id}**: {c.reason}" for c in report.cases)
     callout = {"pass": "TIP", "fail": "CAUTION", "error": "WARNING", "untested": "NOTE",
@@ -215,9 +216,11 @@ def narrate(notes: AnalysisNotes, bench: Benchmark, model: str, api_base: str | 
     return notes.model_copy(update={"notes": notes.notes + extra, "model": model})
 
 
-def coverage(run_dir: Path, cases: list[CaseResult], skill_root: Path) -> SkillCoverage | None:
+def coverage(run_dir: Path, cases: list[CaseResult], skill_root: Path,
+             inputs: list[str] | None = None) -> SkillCoverage | None:
     """Resource coverage over the cases' graded attempts (eval_metadata.json), against the
-    files of the original skill; None when no attempt recorded its resource use."""
+    runnable and reference files of the original skill (`resource_files`: not SKILL.md, the
+    contract or the cases' ``inputs``); None when no attempt recorded its resource use."""
     uses = []
     for c in cases:
         meta = read_if_there(CaseFiles(Path(run_dir) / c.dir).eval_metadata, EvalMetadata)
@@ -226,20 +229,22 @@ def coverage(run_dir: Path, cases: list[CaseResult], skill_root: Path) -> SkillC
         attempts = meta.attempts
         if attempts and attempts[-1].resources is not None:
             uses.append(attempts[-1].resources)
-    return skill_coverage(skill_files(skill_root), uses) if uses else None
+    if not uses:
+        return None
+    return skill_coverage(resource_files(skill_files(skill_root), inputs or ()), uses)
 
 
 def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[CaseResult],
               model: str | None = None, api_base: str | None = None,
-              skill_root: Path | None = None, redactor: Redactor | None = None
-              ) -> MultiEvalReport:
+              skill_root: Path | None = None, redactor: Redactor | None = None,
+              inputs: list[str] | None = None) -> MultiEvalReport:
     """Write the per skill x runtime artifacts into ``out``, redacted with ``redactor`` (the
     run's credentials); return the multi-eval report."""
     files, redactor = SkillFiles(Path(out)), redactor or Redactor()
     pairs = load_gradings(Path(run_dir), cases)
     bench = benchmark(skill, runtime, pairs)
     if skill_root is not None:
-        bench.coverage = coverage(Path(run_dir), cases, Path(skill_root))
+        bench.coverage = coverage(Path(run_dir), cases, Path(skill_root), inputs)
     notes = analyze(skill, runtime, pairs)
     if model and pairs:
         notes = narrate(notes, bench, model, api_base)

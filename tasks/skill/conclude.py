@@ -40,7 +40,7 @@ def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
     return redacted_model(aggregate(layout.run_dir, out, group.name, group.runtime, cases,
                                     request.grader_model, request.api_base,
                                     skill_root=group.root if request.install_skill else None,
-                                    redactor=redactor), redactor)
+                                    redactor=redactor, inputs=group.inputs), redactor)
 
 
 @task(name="conclude", task_run_name="conclude {group.name} [{group.runtime}]",
