@@ -59,8 +59,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--github-api-url", metavar="URL",
                    help="GitHub REST API root (default GITHUB_API_URL, else api.github.com)")
     p.add_argument("--summary-only", action="store_true",
-                   help="GitHub: only append the gate to $GITHUB_STEP_SUMMARY (no token, no "
-                        "API call)")
+                   help="only what needs no token and no API call: GitHub, the gate in "
+                        "$GITHUB_STEP_SUMMARY; GitLab (with --forge gitlab), "
+                        "gl-code-quality.json in the run folder")
     p.add_argument("--repo-root", metavar="DIR",
                    help="repository root the skill paths map into (default: git rev-parse "
                         "--show-toplevel of each skill)")

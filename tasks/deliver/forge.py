@@ -128,7 +128,7 @@ class Forge(ABC):
         return []
 
     def summary_only(self, bundle: RunBundle) -> str:
-        """Only the job summary, with no token and no API call."""
+        """Only what needs no token and no API call (a job summary, a report file)."""
         raise ForgeConfigError(f"{self.title} has no job summary to write")
 
 

@@ -305,6 +305,10 @@ class GitLabForge(Forge):
     def before(self, bundle: RunBundle) -> list[str]:
         return [f"wrote {write_code_quality_report(bundle)}"]
 
+    def summary_only(self, bundle: RunBundle) -> str:
+        """What needs no token: the Code Quality report for the MR widget."""
+        return f"wrote {write_code_quality_report(bundle)}"
+
 
 __all__ = [
     "CODE_QUALITY_FILE", "CodeQualityIssue", "DeliveryAction", "DeliveryPlan", "DeliveryResult",

@@ -183,6 +183,12 @@ def test_the_template_installs_from_its_project_and_leaves_its_reports(tmp_path,
         junit = (run_dir / "junit.xml").read_text()
         assert "<failure" in junit and "segmentation" in junit
 
+        # a project that has not set the token yet: the report job passes, says so once
+        code, out = run_job(ci, "aeval-report", job_env(ci, "aeval-report", base_env), repo)
+        assert code == 0, out[-4000:]
+        assert "AEVAL_GITLAB_TOKEN is not set: nothing posted" in out
+        assert not fake.notes and (repo / "gl-code-quality.json").is_file()
+
         env = job_env(ci, "aeval-report", base_env) | {"AEVAL_GITLAB_TOKEN": TOKEN}
         code, out = run_job(ci, "aeval-report", env, repo)
         assert code == 0, out[-4000:]
@@ -212,6 +218,9 @@ def test_the_template_needs_its_source_named():
         assert spec["allow_failure"] == {"exit_codes": [3]}
         assert spec["retry"]["exit_codes"] == [3]
     prefect = ci["aeval-prefect"]
+    # the manual button only where a Prefect server is configured
+    manual = [r for r in prefect["rules"] if r.get("when") == "manual"]
+    assert manual and all("$PREFECT_API_URL" in r["if"] for r in manual)
     assert prefect["artifacts"]["reports"] == {"junit": ".aeval/runs/*/junit.xml",
                                                "codequality": "gl-code-quality.json"}
     assert "--timeout" in prefect["script"][0]
