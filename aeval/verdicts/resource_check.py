@@ -222,6 +222,19 @@ def _jsonc(text: str) -> bool:
     return True
 
 
+def _json_lines(text: str) -> bool:
+    """Whether a text is JSON Lines (one document a line), whatever its file name says."""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        for ln in lines:
+            bounded_json.loads(ln)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_problem(text: str, kind: str) -> tuple[int, int, str] | None:
     """Where and why a resource of ``kind`` (JSON, YAML, TOML) does not parse: (line, column,
     message), 1-based; None when it parses, or is a dialect or template rather than corrupt."""
@@ -238,8 +251,8 @@ def parse_problem(text: str, kind: str) -> tuple[int, int, str] | None:
         return None
     except bounded_json.UnreadableJson as exc:
         m = _JSON_AT.search(str(exc))
-        if m is None or _TEMPLATE.search(text) or _jsonc(text):
-            return None  # over a bound (depth, digits), a template, or JSONC
+        if m is None or _TEMPLATE.search(text) or _jsonc(text) or _json_lines(text):
+            return None  # over a bound (depth, digits), a template, JSONC or JSON Lines
         message = str(exc).split(":", 1)[0]
         return int(m[1]), int(m[2]), message
     except yaml.MarkedYAMLError as exc:
@@ -346,8 +359,10 @@ def _corrupt(checker: Any, skill: Skill, docs: list[tuple[str, str]]) -> None:
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
-_NOT_THE_SKILLS = re.compile(r"\b(?:output|outputs|result|generat\w*|creat\w*|produc\w*|"
-                             r"writes?|written|example|examples|e\.g\.|your|sample)\b", re.I)
+_OUTPUTS = (r"output|outputs|results?|generat\w*|creat\w*|produc\w*|writes?|written|"
+            r"examples?|e\.g\.|sample")
+_NOT_THE_SKILLS = re.compile(rf"\b(?:{_OUTPUTS})\b", re.I)  # a header or lead-in: outputs
+_NOT_THE_SKILLS_ROW = re.compile(rf"\b(?:{_OUTPUTS}|your)\b", re.I)  # a row: also the reader's
 # the prose before a path in a reference file sends the agent to it
 _SENDS = re.compile(r"\b(?:see|read|reading|load|loading|consult|refer to|open|follow|"
                     r"check out|continue (?:with|in)|details in|documented in|described in)\b"
@@ -359,7 +374,11 @@ _PROJECT_DOCS = {"readme", "changelog", "changes", "history", "contributing", "l
                  "todo", "skill", "notes", "plan", "design", "memory", "authors", "support",
                  "index", "summary"}
 _DOC_NAME = re.compile(r"^[\w.-]+(?:/[\w.-]+)*\.(?:md|markdown|mdx)$")
-_CELL_PATH = re.compile(r"^[\w.-]+(?:/[\w.-]+)+\.\w{1,8}$")
+_CELL_PATH = re.compile(r"(?<![\w./:-])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w{0,7}(?![\w/-])")
+# a list item's lead-in that sends the agent to what the list names ("Load the guide for
+# your language:", "Read these before editing:")
+_LEAD_IN = re.compile(r"\b(?:see|read|load|consult|open|refer to|follow)\b[^`]*:\s*$", re.I)
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
 def _tables(prose: list[tuple[int, str]]) -> Iterator[tuple[int, str, str]]:
@@ -394,9 +413,22 @@ def _produced(checker: Any, fences: list[markdown.Fence],
     return out
 
 
+def _listed(prose: list[tuple[int, str]]) -> Iterator[tuple[int, str, str]]:
+    """(line, text, lead-in) of each item of a list whose lead-in line sends the agent to
+    what it lists (``Load the guide for your language:``)."""
+    lead = ""
+    for ln, text in prose:
+        if _ITEM.match(text):
+            if lead:
+                yield ln, text, lead
+        elif text.strip():  # a paragraph (or the list's end): a new lead-in or none
+            lead = text if _LEAD_IN.search(text) else ""
+
+
 def _table_rows(checker: Any, skill: Skill) -> None:
-    """A file a SKILL.md table names is checked like a link (its header or row saying the
-    files are outputs or examples: not)."""
+    """A file a SKILL.md table (or a list after a "load/read/see ...:" lead-in) names is
+    checked like a link (its header, lead-in or row saying the files are outputs or
+    examples: not)."""
     from aeval.verdicts.static_check import _made_or_example, _word
 
     fences, prose = markdown.parse(skill.body, skill.body_offset)
@@ -405,8 +437,8 @@ def _table_rows(checker: Any, skill: Skill) -> None:
     by_line: dict[int, list[markdown.Span]] = {}
     for s in spans:
         by_line.setdefault(s.line, []).append(s)
-    for line, row, header in _tables(prose):
-        if _NOT_THE_SKILLS.search(header) or _NOT_THE_SKILLS.search(row):
+    for line, row, header in [*_tables(prose), *_listed(prose)]:
+        if _NOT_THE_SKILLS.search(header) or _NOT_THE_SKILLS_ROW.search(row):
             continue
         words = []
         for s in by_line.get(line, []):
@@ -414,10 +446,9 @@ def _table_rows(checker: Any, skill: Skill) -> None:
             if " " in text or placeholder(text) or _made_or_example(row, s):
                 continue
             words.append(_word(text))
-        for cell in markdown._strip_code(row).split("|") if "`" not in row else []:
-            cell = cell.strip()
-            if _CELL_PATH.match(cell) and cell.split("/", 1)[0] in checker.top:
-                words.append(cell)
+        plain = re.sub(r"`[^`]*`|\[[^\]]*\]\([^)]*\)|https?://\S+", " ", row)
+        words += [m[0] for m in _CELL_PATH.finditer(plain)
+                  if m[0].split("/", 1)[0] in checker.top]
         for word in words:
             if generic_example(word):
                 continue

@@ -278,6 +278,7 @@ def test_a_corrupt_resource_nothing_relies_on_is_a_warning_and_dialects_are_no_f
         "templates/package.json": '{"name": "{{project_name}}", "version": {{version}}}\n',
         "templates/empty.json": "",
         "templates/stack.yaml": "Resources:\n  B:\n    Value: !Ref Bucket\n",
+        "templates/seed.json": '{"id": 1, "name": "a"}\n{"id": 2, "name": "b"}\n',
         "samples/invalid-config.json": '{"a": 1,,}\n',
         "notes/old.json": '{"a": [1, 2}\n',
     })
@@ -356,4 +357,30 @@ def test_a_table_of_guides_in_skill_md_naming_files_not_shipped_fails_s0(tmp_pat
     got = defects(root)
     assert got == ["SKILL.md line 12: names references/go.md, which the skill does not have",
                    "SKILL.md line 13: names references/rust.md, which the skill does not have"
+                   ], got
+
+
+def test_a_list_after_a_load_lead_in_and_a_plain_table_cell_are_read_like_the_table(tmp_path):
+    root = build(tmp_path / "api-client", {
+        "SKILL.md": front("api-client", "Generate API clients.") + dedent("""\
+            # API clients
+
+            Read the notes for your stack first:
+
+            - TypeScript: `references/typescript.md`
+            - Kotlin: `references/kotlin.md`
+
+            | Target | Notes |
+            |---|---|
+            | Swift | see references/swift.md for the async variant |
+
+            What the generator writes:
+
+            - `references/generated.md` (an index of the client)
+            """),
+        "references/typescript.md": "# TypeScript\n",
+    })
+    got = defects(root)
+    assert got == ["SKILL.md line 10: names references/kotlin.md, which the skill does not have",
+                   "SKILL.md line 14: names references/swift.md, which the skill does not have"
                    ], got
