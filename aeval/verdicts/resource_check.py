@@ -71,10 +71,16 @@ _TOML_AT_END = re.compile(r"\(at end of document\)")
 
 # ---- calls ------------------------------------------------------------------------------------
 
+_METAVAR_VALUE = re.compile(r"^(?:[A-Z][A-Z0-9_-]*|value|val|fmt|format|type|mode|choice|"
+                            r"option|opt|string|str|name|level|kind|style|x)$")
+
+
 def _literal(value: str) -> bool:
-    """Whether a word is a value as written (not a placeholder, variable, glob, notation)."""
+    """Whether a word is a value as written (not a placeholder, a metavar such as ``FORMAT``
+    or ``fmt``, a variable, a glob, usage notation)."""
     return bool(value) and not placeholder(value) and not value.startswith("-") and not any(
-        c in value for c in "$`*?[]{}<>|…") and "..." not in value
+        c in value for c in "$`*?[]{}<>|…") and "..." not in value \
+        and not _METAVAR_VALUE.match(value)
 
 
 def _resolve(option: str, known: frozenset[str] | set[str], abbreviations: bool) -> str | None:
@@ -364,7 +370,7 @@ _OUTPUTS = (r"output|outputs|results?|generat\w*|creat\w*|produc\w*|writes?|writ
 _NOT_THE_SKILLS = re.compile(rf"\b(?:{_OUTPUTS})\b", re.I)  # a header or lead-in: outputs
 _NOT_THE_SKILLS_ROW = re.compile(rf"\b(?:{_OUTPUTS}|your)\b", re.I)  # a row: also the reader's
 # the prose before a path in a reference file sends the agent to it
-_SENDS = re.compile(r"\b(?:see|read|reading|load|loading|consult|refer to|open|follow|"
+_SENDS = re.compile(r"\b(?:see|read|reading|load|loading|consult|refer to|follow|"
                     r"check out|continue (?:with|in)|details in|documented in|described in)\b"
                     r"[^`]{0,25}$", re.I)
 _THEIRS = re.compile(r"\b(?:your|user'?s|project'?s|repo(?:sitory)?'?s|their|its own)\b"
@@ -473,20 +479,36 @@ def _named_guides(checker: Any, skill: Skill, visited: set[str]) -> list[tuple[s
     return list(out.items())
 
 
-def _sends(checker: Any, text: str, rel: str, via: int) -> None:
+def _shipped_names(root: Path) -> set[str]:
+    """The file names anywhere in the skill (a sibling named bare may sit in another folder
+    of it: the agent finds it there)."""
+    names: set[str] = set()
+    for _, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        names.update(filenames)
+        if len(names) > 10_000:
+            break
+    return names
+
+
+def _sends(checker: Any, text: str, rel: str, via: int, shipped: set[str]) -> None:
     """A file a reference file's prose sends the agent to must be there."""
     from aeval.verdicts.static_check import _word
 
     base = str(PurePosixPath(rel).parent)
-    _, prose = markdown.parse(text, 0)
+    fences, prose = markdown.parse(text, 0)
     lines = dict(prose)
-    for s in markdown.inline_code(prose):
+    spans = markdown.inline_code(prose)
+    produced: set[str] | None = None
+    for s in spans:
         word = _word(s.text.strip())
         if " " in word or placeholder(word) or not _DOC_NAME.match(word):
             continue
-        before = lines[s.line][max(0, s.start - 80):s.start]
-        if not _SENDS.search(before) or _THEIRS.search(before):
-            continue
+        line = lines[s.line]
+        before = line[max(0, s.start - 80):s.start]
+        if not _SENDS.search(before) or _THEIRS.search(before) \
+                or _NOT_THE_SKILLS.search(line):
+            continue  # not sent to, the reader's, or an output the steps write
         if PurePosixPath(word).stem.lower() in _PROJECT_DOCS or word.startswith(("/", "~")):
             continue
         here = posixpath.normpath(posixpath.join(base, word))
@@ -498,6 +520,12 @@ def _sends(checker: Any, text: str, rel: str, via: int) -> None:
                 continue  # not one of the skill's folders: someone else's path
             if os.path.lexists(checker.root / here):
                 continue
+        elif word in shipped:
+            continue  # a sibling that sits elsewhere in the skill: found by its name
+        if produced is None:
+            produced = _produced(checker, fences, spans)
+        if any(PurePosixPath(p).name == PurePosixPath(word).name for p in produced):
+            continue  # the reference's own steps write it
         checker.add(rel, s.line, via, "missing", here,
                     f"sends the agent to {word}, which the skill does not have"
                     + (f" (looked for {here})" if here != word else ""))
@@ -520,6 +548,7 @@ def check_resources(checker: Any, skill: Skill, visited: dict[str, int]) -> list
         except RecursionError:
             continue
         refs[rel] = via
+    shipped = _shipped_names(checker.root)
     docs: list[tuple[str, str]] = []
     skill_text = skill.body
     docs.append((SKILL_FILE, skill_text))
@@ -529,7 +558,7 @@ def check_resources(checker: Any, skill: Skill, visited: dict[str, int]) -> list
             continue
         docs.append((rel, text))
         try:
-            _sends(checker, text, rel, via)
+            _sends(checker, text, rel, via, shipped)
         except RecursionError:
             continue
     _corrupt(checker, skill, docs)

@@ -157,7 +157,9 @@ def test_calls_whose_words_are_unknown_or_that_only_ask_for_help_are_not_judged(
             "python3 scripts/export.py [options] ledger.csv",
             "python3 scripts/export.py",  # no argument at all: the reader's context
             "python3 scripts/export.py ledger.csv --currency <ISO> --format <fmt>",
-            "python3 scripts/export.py data/*.csv --currency=EUR"]):
+            "python3 scripts/export.py data/*.csv --currency=EUR",
+            "python3 scripts/export.py ledger.csv --currency EUR --format FORMAT",
+            "python3 scripts/export.py ledger.csv --currency EUR --format fmt"]):
         assert defects(ledger_skill(tmp_path / str(i) / "ledger-export", block)) == [], block
 
 
@@ -384,3 +386,29 @@ def test_a_list_after_a_load_lead_in_and_a_plain_table_cell_are_read_like_the_ta
     assert got == ["SKILL.md line 10: names references/kotlin.md, which the skill does not have",
                    "SKILL.md line 14: names references/swift.md, which the skill does not have"
                    ], got
+
+
+def test_directions_to_files_shipped_elsewhere_written_by_the_steps_or_the_readers_pass(
+        tmp_path):
+    root = build(tmp_path / "pdf-forms", {
+        "SKILL.md": front("pdf-forms", "Fill PDF forms.") + dedent("""\
+            # PDF forms
+
+            Read [the guide](references/guide.md) first.
+            """),
+        "forms.md": "# Forms\n",
+        "references/guide.md": dedent("""\
+            # Guide
+
+            See `forms.md` for the field types and `REFERENCE.md` is not needed.
+            Then open `summary.md`, which step 2 writes.
+            Follow your team's `review.md` and read the repo's `docs/style.md`.
+
+            ```bash
+            python3 -c 'print(1)' > notes.md
+            ```
+
+            Finally read `notes.md` and see `CHANGELOG.md`.
+            """),
+    })
+    assert findings(root) == []
