@@ -45,7 +45,7 @@ from aeval import bounded_json
 from aeval.skill import markdown
 from aeval.skill.script_interface import Interface, Usage
 from aeval.skill.shell_blocks import counter_example, generic_example, placeholder
-from aeval.skill.shellparse import effects
+from aeval.skill.shellparse import effects, tokens
 from aeval.skill.skill_md import SKILL_FILE, Skill
 from aeval.verdicts.doctest import own_file
 
@@ -366,7 +366,7 @@ def _corrupt(checker: Any, skill: Skill, docs: list[tuple[str, str]]) -> None:
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _OUTPUTS = (r"output|outputs|results?|generat\w*|creat\w*|produc\w*|writes?|written|"
-            r"examples?|e\.g\.|sample")
+            r"sav(?:e|es|ed)|export\w*|examples?|e\.g|for example|such as|sample")
 _NOT_THE_SKILLS = re.compile(rf"\b(?:{_OUTPUTS})\b", re.I)  # a header or lead-in: outputs
 _NOT_THE_SKILLS_ROW = re.compile(rf"\b(?:{_OUTPUTS}|your)\b", re.I)  # a row: also the reader's
 # the prose before a path in a reference file sends the agent to it
@@ -385,6 +385,14 @@ _CELL_PATH = re.compile(r"(?<![\w./:-])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w{0,7}(?![
 # your language:", "Read these before editing:")
 _LEAD_IN = re.compile(r"\b(?:see|read|load|consult|open|refer to|follow)\b[^`]*:\s*$", re.I)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def _word(span: str) -> str:
+    """One inline code span read as the one shell word it is (its quotes removed)."""
+    if len(span) > 4096:
+        return span
+    words = [t for t in tokens(span) if not t.op]
+    return words[0].text if len(words) == 1 else span
 
 
 def _tables(prose: list[tuple[int, str]]) -> Iterator[tuple[int, str, str]]:
@@ -435,8 +443,6 @@ def _table_rows(checker: Any, skill: Skill) -> None:
     """A file a SKILL.md table (or a list after a "load/read/see ...:" lead-in) names is
     checked like a link (its header, lead-in or row saying the files are outputs or
     examples: not)."""
-    from aeval.verdicts.static_check import _made_or_example, _word
-
     fences, prose = markdown.parse(skill.body, skill.body_offset)
     spans = markdown.inline_code(prose)
     produced = _produced(checker, fences, spans)
@@ -449,7 +455,7 @@ def _table_rows(checker: Any, skill: Skill) -> None:
         words = []
         for s in by_line.get(line, []):
             text = s.text.strip()
-            if " " in text or placeholder(text) or _made_or_example(row, s):
+            if " " in text or placeholder(text):
                 continue
             words.append(_word(text))
         plain = re.sub(r"`[^`]*`|\[[^\]]*\]\([^)]*\)|https?://\S+", " ", row)
@@ -464,8 +470,6 @@ def _table_rows(checker: Any, skill: Skill) -> None:
 def _named_guides(checker: Any, skill: Skill, visited: set[str]) -> list[tuple[str, int]]:
     """The markdown files SKILL.md names in inline code that are there and were not linked:
     (path, the first SKILL.md line naming it)."""
-    from aeval.verdicts.static_check import _word
-
     _, prose = markdown.parse(skill.body, skill.body_offset)
     out: dict[str, int] = {}
     for s in markdown.inline_code(prose):
@@ -493,8 +497,6 @@ def _shipped_names(root: Path) -> set[str]:
 
 def _sends(checker: Any, text: str, rel: str, via: int, shipped: set[str]) -> None:
     """A file a reference file's prose sends the agent to must be there."""
-    from aeval.verdicts.static_check import _word
-
     base = str(PurePosixPath(rel).parent)
     fences, prose = markdown.parse(text, 0)
     lines = dict(prose)
