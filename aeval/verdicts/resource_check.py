@@ -52,6 +52,8 @@ from aeval.verdicts.doctest import own_file
 MAX_DATA_BYTES = 2_000_000  # a larger resource is not parsed
 MAX_DATA_FILES = 500
 MAX_SOURCE_BYTES = 1_000_000  # a larger script is not searched for what it loads
+MAX_PARSED_BYTES = 20_000_000  # all resources of one skill together: the rest are not parsed
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there
 DATA_SUFFIXES = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML"}
 SOURCE_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".mts",
                    ".rb", ".pl", ".go", ".rs", ".java", ".kt", ".php", ".lua", ".r", ".R",
@@ -250,7 +252,7 @@ def parse_problem(text: str, kind: str) -> tuple[int, int, str] | None:
         if kind == "JSON":
             bounded_json.loads(text, max_bytes=MAX_DATA_BYTES)
         elif kind == "YAML":
-            for _ in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            for _ in yaml.compose_all(text, Loader=_YAML_LOADER):
                 pass
         else:
             tomllib.loads(text)
@@ -317,6 +319,7 @@ def _sources(root: Path, docs: list[tuple[str, str]]) -> Iterator[tuple[str, str
 def _corrupt(checker: Any, skill: Skill, docs: list[tuple[str, str]]) -> None:
     root = checker.root
     sources: list[tuple[str, str]] | None = None
+    budget = MAX_PARSED_BYTES
     for rel in _data_files(root, skill.left_out):
         if _ON_PURPOSE.search(rel):
             continue
@@ -327,6 +330,9 @@ def _corrupt(checker: Any, skill: Skill, docs: list[tuple[str, str]]) -> None:
             raw = path.read_bytes()
         except OSError:
             continue
+        budget -= len(raw)
+        if budget < 0:
+            return
         kind = DATA_SUFFIXES[PurePosixPath(rel).suffix.lower()]
         try:
             text = raw.decode("utf-8-sig")
