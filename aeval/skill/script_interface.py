@@ -77,6 +77,8 @@ class Usage:
     valued: frozenset[str] = frozenset()  # options that take exactly one value
     exits: frozenset[str] = frozenset()  # options that print and exit (--help, --version)
     subcommands: bool = False  # the parser's first positional word is a subcommand
+    argc: tuple[int, int | None, int, str] | None = None  # a script that counts its words
+    # (``len(sys.argv) < 3``, ``[ $# -lt 2 ]``) and exits: (least, most, line, the test)
 
 
 @dataclass
@@ -645,6 +647,116 @@ def _shell(source: str) -> Interface | None:
     return None
 
 
+def _is_argc(node: ast.AST) -> bool:
+    """``len(sys.argv)``."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "len" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "argv"
+            and isinstance(node.args[0].value, ast.Name) and node.args[0].value.id == "sys")
+
+
+def _fails(body: list[ast.stmt]) -> bool:
+    """Whether a block ends the script with a failure (``sys.exit(1)``, ``sys.exit("usage")``,
+    ``raise SystemExit(2)``); ``sys.exit()`` and ``sys.exit(0)`` are a success."""
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Raise):
+                return True
+            if isinstance(n, ast.Call) and ((isinstance(n.func, ast.Attribute)
+                                             and n.func.attr == "exit")
+                                            or (isinstance(n.func, ast.Name)
+                                                and n.func.id in ("exit", "quit"))):
+                code = n.args[0] if n.args else None
+                if code is not None and not (isinstance(code, ast.Constant)
+                                             and code.value in (0, None, False)):
+                    return True
+    return False
+
+
+def _top_statements(tree: ast.Module) -> list[ast.stmt]:
+    """What runs whenever the script runs: the module's statements, those of its
+    ``if __name__ == "__main__":`` block and of a function called ``main``."""
+    out: list[ast.stmt] = []
+    for node in tree.body:
+        out.append(node)
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            out.extend(node.body)
+        if isinstance(node, ast.FunctionDef) and node.name == "main":
+            out.extend(node.body)
+    return out
+
+
+def _argv_count(tree: ast.Module) -> tuple[int, int | None, int, str] | None:
+    """The words a ``sys.argv`` script needs, from an ``if len(sys.argv) < N:`` (``<=``,
+    ``!=``, ``>``; alone or in an ``or``) that fails the script, at its top level."""
+    least, most, line, test = 0, None, 0, ""
+    for node in _top_statements(tree):
+        if not isinstance(node, ast.If) or not _fails(node.body):
+            continue
+        tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(
+            node.test.op, ast.Or) else [node.test]
+        for t in tests:
+            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and _is_argc(t.left)
+                    and isinstance(t.comparators[0], ast.Constant)
+                    and isinstance(t.comparators[0].value, int)):
+                continue
+            n = t.comparators[0].value - 1  # argv[0] is the script
+            op = type(t.ops[0])
+            new_least = {ast.Lt: n, ast.LtE: n + 1, ast.NotEq: n}.get(op, 0)
+            cap = {ast.NotEq: n, ast.Gt: n, ast.GtE: n - 1}.get(op)
+            if not new_least and cap is None:
+                continue
+            if not line or new_least > least:
+                line, test = node.lineno, ast.unparse(t)
+            least = max(least, new_least)
+            most = cap if most is None else most if cap is None else min(most, cap)
+    return (least, most, line, test) if line else None
+
+
+_SH_ARGC = re.compile(r"^(?:if\s+)?(?:\[\[?|test)\s+\"?\$#\"?\s+-(lt|le|ne|gt|ge|eq)\s+(\d+)\s*"
+                      r"\]?\]?\s*(;\s*then|\|\||&&)?", re.M)
+_NEGATED = {"lt": "ge", "le": "gt", "ne": "eq", "gt": "le", "ge": "lt", "eq": "ne"}
+_SH_FAIL = re.compile(r"\bexit\s+(?:[1-9]|\"?\$)")
+_SH_REQUIRED = re.compile(r"^[^\s#][^#\n]*\$\{([1-9]):\?", re.M)
+
+
+def _shell_argc(source: str) -> tuple[int, int | None, int, str] | None:
+    """The words a shell script needs, from an unindented ``if [ $# -lt N ]; then ... exit 1``
+    (``-le``, ``-ne``; ``[ $# -ge N ] || exit 1``) or a ``${N:?message}``."""
+    fails = {m.group(1) for m in re.finditer(r"^(\w+)\s*\(\)\s*\{(?:[^}]*?)\bexit\s+[1-9]",
+                                            source, re.M | re.S)}
+    least, most, line, test = 0, None, 0, ""
+    for m in _SH_ARGC.finditer(source):
+        op, n, tail = m[1], int(m[2]), m[3] or ""
+        start = source.count("\n", 0, m.start()) + 1
+        rest = source[m.end():]
+        if tail.startswith(";") or (not tail and m.group(0).startswith("if")):
+            end = rest.find("\nfi")
+            body = rest[:end] if end >= 0 else ""
+            exits = op  # the test is the failing case
+        elif tail in ("||", "&&"):
+            body = rest.split("\n", 1)[0]
+            # `[ $# -ge 2 ] || exit 1` fails when the test does not hold: when $# -lt 2
+            exits = op if tail == "&&" else _NEGATED[op]
+        else:
+            continue
+        if not (_SH_FAIL.search(body) or any(re.search(rf"\b{f}\b", body) for f in fails)):
+            continue
+        new_least = {"lt": n, "le": n + 1, "ne": n}.get(exits, 0)
+        cap = {"ne": n, "gt": n, "ge": n - 1}.get(exits)
+        if not new_least and cap is None:
+            continue
+        if not line or new_least > least:
+            line, test = start, m.group(0).strip()
+        least = max(least, new_least)
+        most = cap if most is None else most if cap is None else min(most, cap)
+    for m in _SH_REQUIRED.finditer(source):
+        n = int(m[1])
+        if n > least:
+            least, line, test = n, source.count("\n", 0, m.start()) + 1, f"${{{n}:?...}}"
+    return (least, most, line, test) if line and least else None
+
+
 def read_interface(source: str, suffix: str) -> Interface | None:
     """The interface of a script (``suffix``: its file extension, '' for none), or None when
     it cannot be told with certainty."""
@@ -673,7 +785,13 @@ def read_interface(source: str, suffix: str) -> Interface | None:
                              usages=deep[0] if deep else None,
                              choices=deep[1] if deep else {},
                              choice_lines=deep[2] if deep else {})
-        return _click(tree) or _sys_argv(tree)
+        found = _click(tree) or _sys_argv(tree)
+        if found is None and (argc := _argv_count(tree)) is not None:
+            return Interface(usages={None: Usage(argc=argc)}, source="sys.argv")
+        return found
     if suffix in (".sh", ".bash", "") and (suffix or source.startswith("#!")):
-        return _shell(source)
+        found = _shell(source)
+        if found is None and (argc := _shell_argc(source)) is not None:
+            return Interface(usages={None: Usage(argc=argc)}, source="$#")
+        return found
     return None

@@ -126,6 +126,9 @@ def _lacks(iface: Interface, rel: str, args: list[str]) -> Iterator[str]:
     exits = set().union(*(u.exits for u in usages.values()))
     if any(a.split("=", 1)[0] in exits for a in args):
         return
+    if main.argc is not None:  # a script that counts its words (sys.argv, $#)
+        yield from _count(main.argc, rel, args)
+        return
     chain: list[Usage] = [main]
     usage, seen, positional, i, rest = main, set(), 0, 0, False
     while i < len(args):
@@ -168,6 +171,20 @@ def _lacks(iface: Interface, rel: str, args: list[str]) -> Iterator[str]:
         yield (f"runs {rel} with {positional} of the {last.positionals} positional "
                f"argument(s) it requires: {name} is missing" +
                (f" ({rel} line {line})" if line else ""))
+
+
+def _count(argc: tuple[int, int | None, int, str], rel: str, args: list[str]) -> Iterator[str]:
+    """A call of a script that counts its words (every word counts, options too)."""
+    least, most, line, test = argc
+    if any(a in ("-h", "--help") or ("$" in a and not _SKILL_PATH.match(a)) or a.startswith("[")
+           or any(c in a for c in "`*?…") or "..." in a for a in args):
+        return
+    n = len(args)
+    if n < least or (most is not None and n > most):
+        want = f"exactly {least}" if most == least else f"at least {least}" if n < least \
+            else f"at most {most}"
+        yield (f"runs {rel} with {n} argument(s), but it exits unless given {want} "
+               f"({rel} line {line}: {test})")
 
 
 def call_problems(iface: Interface, rel: str, args: list[str], whole: bool = True) -> list[str]:

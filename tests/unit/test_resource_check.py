@@ -412,3 +412,92 @@ def test_directions_to_files_shipped_elsewhere_written_by_the_steps_or_the_reade
             """),
     })
     assert findings(root) == []
+
+
+# ---- a script that counts its words ---------------------------------------------------------
+
+def test_a_documented_call_with_fewer_words_than_a_counting_script_needs_fails_s0(tmp_path):
+    merge = build(tmp_path / "pdf-merge", {
+        "SKILL.md": front("pdf-merge", "Merge PDFs.") + dedent("""\
+            # Merge
+
+            ```bash
+            python3 scripts/merge.py report.pdf
+            ```
+            """),
+        "scripts/merge.py": '''\
+            import sys
+
+
+            def main():
+                if len(sys.argv) != 3:
+                    print("usage: merge.py <first.pdf> <second.pdf>")
+                    sys.exit(1)
+
+
+            if __name__ == "__main__":
+                main()
+        ''',
+    })
+    (d,) = defects(merge)
+    assert d == ("SKILL.md line 8: runs scripts/merge.py with 1 argument(s), but it exits "
+                 "unless given exactly 2 (scripts/merge.py line 5: len(sys.argv) != 3)"), d
+    resize = build(tmp_path / "image-resize", {
+        "SKILL.md": front("image-resize", "Resize images.") + dedent("""\
+            # Resize
+
+            ```bash
+            bash scripts/resize.sh photo.jpg
+            ./scripts/thumb.sh photo.jpg
+            ```
+            """),
+        "scripts/resize.sh": '''\
+            #!/bin/bash
+            usage() {
+              echo "usage: $0 <image> <width>" >&2
+              exit 2
+            }
+            if [ "$#" -lt 2 ]; then
+              usage
+            fi
+        ''',
+        "scripts/thumb.sh": '#!/bin/sh\nIN="${1:?image}"\nSIZE="${2:?size in px}"\n',
+    })
+    got = defects(resize)
+    assert got == [
+        "SKILL.md line 8: runs scripts/resize.sh with 1 argument(s), but it exits unless "
+        'given at least 2 (scripts/resize.sh line 6: if [ "$#" -lt 2 ]; then)',
+        "SKILL.md line 9: runs scripts/thumb.sh with 1 argument(s), but it exits unless "
+        "given at least 2 (scripts/thumb.sh line 3: ${2:?...})"], got
+
+
+def test_counting_scripts_called_as_they_count_or_with_unknown_words_pass(tmp_path):
+    root = build(tmp_path / "image-resize", {
+        "SKILL.md": front("image-resize", "Resize images.") + dedent("""\
+            # Resize
+
+            ```bash
+            bash scripts/resize.sh photo.jpg 640
+            bash scripts/resize.sh "$@"
+            bash scripts/resize.sh images/*.jpg
+            bash scripts/resize.sh
+            python3 scripts/info.py photo.jpg
+            python3 scripts/only.py photo.jpg --verbose
+            ```
+            """),
+        "scripts/resize.sh":
+            '#!/bin/bash\nif [ $# -lt 2 ]; then\n  echo "usage" >&2\n  exit 1\nfi\n',
+        "scripts/info.py": '''\
+            import sys
+            if len(sys.argv) < 2:
+                print(__doc__)
+                sys.exit(0)
+
+
+            def merge():
+                if len(sys.argv) < 4:
+                    sys.exit("merge needs two files")
+        ''',
+        "scripts/only.py": "import sys\n\nif len(sys.argv) > 3:\n    sys.exit(2)\n",
+    })
+    assert findings(root) == []
