@@ -14,7 +14,12 @@ A finding is one of:
   line endings, a relative interpreter);
 - **rejected**: a subcommand or option SKILL.md documents for the skill's own script is one
   the script does not accept (read from its argparse / click / ``sys.argv`` dispatch /
-  ``case "$1"`` source, see `aeval.skill.script_interface`).
+  ``case "$1"`` source, see `aeval.skill.script_interface`), a documented call lacks an
+  option or positional the script requires, or gives an option a value outside its
+  ``choices`` (`aeval.verdicts.resource_check`);
+- **corrupt**: a JSON, YAML or TOML resource the skill ships does not parse; and, deeper
+  (`aeval.verdicts.resource_check`), the files a SKILL.md table or a reference file's
+  directions name are checked like links.
 
 A finding is a **defect** (the skill fails S0) or a **warning** (shown with the skill's lint
 warnings by ``aeval validate`` and ``aeval run``, never a fail): what a block runs, a link,
@@ -61,6 +66,7 @@ from aeval.skill.shellparse import (
 )
 from aeval.skill.skill_md import SKILL_FILE, Skill
 from aeval.verdicts.doctest import interpreter_problem, own_file
+from aeval.verdicts.resource_check import call_problems, check_resources
 
 MAX_REFERENCE_BYTES = 2_000_000
 MAX_SCRIPT_BYTES = 1_000_000  # a larger script is not read for its interface
@@ -78,7 +84,7 @@ class StaticFinding(BaseModel):
     line: int = Field(description="That file's line (1-based).")
     via: int | None = Field(None, description="For a reference file: the SKILL.md line that "
                                               "links to it.")
-    kind: str = Field(description="missing | not_executable | rejected")
+    kind: str = Field(description="missing | not_executable | rejected | corrupt")
     path: str = Field(description="The skill-relative path concerned.")
     problem: str = Field(description="What is wrong, in one line.")
     severity: Literal["defect", "warning"] = Field(
@@ -326,7 +332,8 @@ class _Checker:
                 continue
             if cmd.runs_directly():  # not given to an interpreter (nor `uv run x.py`)
                 self.startable(ran, at, file, via)
-            self.interface(ran, args, at, file, via)
+            # a call is whole in a block, without stdin from a file (`<form.pdf>` reads so)
+            self.interface(ran, args, at, file, via, whole=not inline and not cmd.reads)
 
     def startable(self, rel: str, line: int, file: str, via: int | None) -> None:
         path = self.root / rel
@@ -346,7 +353,7 @@ class _Checker:
             self.add(file, line, via, "not_executable", rel, f"runs {rel} directly, but {problem}")
 
     def interface(self, rel: str, args: list[str], line: int, file: str,
-                  via: int | None) -> None:
+                  via: int | None, whole: bool = False) -> None:
         if rel not in self.interfaces:
             self.interfaces[rel] = _read(self.root / rel)
         iface = self.interfaces[rel]
@@ -368,6 +375,8 @@ class _Checker:
             if iface.rejects_option(flag):
                 self.add(file, line, via, "rejected", rel,
                          f"documents the option {flag} for {rel}, which does not accept it")
+        for problem in call_problems(iface, rel, args, whole):  # required, choices
+            self.add(file, line, via, "rejected", rel, problem)
 
 
 _MADE = re.compile(r"(?:(?:\b(?:save|saved|saves|create|creates|created|write|writes|"
@@ -466,5 +475,10 @@ def static_check(skill: Skill) -> list[StaticFinding]:
             checker.document(text, rel, 0, via)
         except RecursionError:
             continue
-    files = [SKILL_FILE, *first]
-    return sorted(checker.findings, key=lambda f: (files.index(f.file), f.line))
+    try:  # what SKILL.md and its references rely on: tables, guides, data resources
+        named = check_resources(checker, skill, first)
+    except RecursionError:
+        named = []
+    files = [SKILL_FILE, *first, *named]
+    return sorted(checker.findings, key=lambda f: (
+        files.index(f.file) if f.file in files else len(files), f.file, f.line))
