@@ -511,7 +511,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
         skip_unchanged=not args.no_skip, min_tested=opts.min_tested,
         runtimes=opts.runtimes, model=opts.model, grader_model=opts.grader_model,
-        api_base=opts.api_base, store=str(store), run_id=run_id, resume=bool(resumed))
+        api_base=opts.api_base, store=str(store), run_id=run_id, resume=bool(resumed),
+        retries=settings.retries, retry_delay_s=settings.retry_delay_s)
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:
