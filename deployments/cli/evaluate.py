@@ -589,6 +589,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # as `run` does: litellm loads while the server starts, not inside the first case's wall
     prefetch_model_client(any(v["runtime"] == "builtin" for v in variants)
                           or bool(opts.named_grader))
+    from aeval.tasks._engine import stop_on_signals
+
+    stop_on_signals()  # SIGTERM / SIGINT: the flow runs Cancelled, nothing left running
     prefect_ready()
     report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
                      concurrency=opts.concurrency, store=str(store),
