@@ -142,7 +142,8 @@ def _status(exc: BaseException) -> int | None:
 
 
 _MISSING_KEY = re.compile(
-    r"(?i)missing credentials|missing [\w ]*api[ _-]?key|no api[ _-]?key|api[ _-]?key[^.\n]{0,40}"
+    r"(?i)missing credentials|missing [\w ]{0,40}api[ _-]?key|no api[ _-]?key|"
+    r"api[ _-]?key[^.\n]{0,40}"
     r"(?:must be set|not set|is missing|required)|invalid[ _-](?:x-)?api[ _-]?key|"
     r"incorrect api key|invalid authentication|authentication_error|unauthori[sz]ed")
 _CONTEXT = re.compile(r"(?i)context[ _-]?(?:window|length)|maximum context|too many tokens|"

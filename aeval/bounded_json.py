@@ -72,3 +72,22 @@ def loads(data: str | bytes, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX
     if opens > max_depth and depth(value, max_depth) > max_depth:
         raise UnreadableJson(f"nested deeper than {max_depth} levels")
     return value
+
+
+def clip(value: Any, max_depth: int = MAX_DEPTH, cut: str = "[nested deeper: cut]") -> Any:
+    """``value`` with every list or dict nested deeper than ``max_depth`` replaced by ``cut``
+    (what a recorder keeps of a tool input a model nested hundreds of levels deep); values
+    within the bound are returned as they are. Recurses at most ``max_depth`` levels."""
+    if depth(value, max_depth) <= max_depth:
+        return value
+
+    def walk(item: Any, level: int) -> Any:
+        if not isinstance(item, (list, dict)):
+            return item
+        if level > max_depth:
+            return cut
+        if isinstance(item, dict):
+            return {k: walk(v, level + 1) for k, v in item.items()}
+        return [walk(v, level + 1) for v in item]
+
+    return walk(value, 1)

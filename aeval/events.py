@@ -127,19 +127,26 @@ Event = Annotated[
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
-def read_events(path: Path) -> list[Event]:
-    """Load events.jsonl. A torn last line (a killed process) is ignored."""
-    events = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
+class Events(list):
+    """The events read from an events.jsonl, and ``skipped``: how many of its lines were not
+    an event (torn by a killed process, edited, or written by something else)."""
+
+    skipped: int = 0
+
+
+def read_events(path: Path) -> Events:
+    """Load events.jsonl. A line that is not an event (a torn last line of a killed process,
+    a broken or hand-edited one anywhere) is skipped and counted in ``skipped``: one bad
+    line never loses the others, nor raises into the verdict."""
+    events = Events()
+    text = Path(path).read_bytes().decode("utf-8", "replace")
+    for line in text.splitlines():
         if not line.strip():
             continue
         try:
             events.append(EVENT_ADAPTER.validate_json(line))
-        except ValueError:
-            if i == len(lines) - 1:
-                break
-            raise
+        except (ValueError, RecursionError):
+            events.skipped += 1
     return events
 
 

@@ -60,7 +60,8 @@ def sweep(request: SweepRequest) -> State:
             paths=[root], run_id=run_id, epochs=request.epochs, report_url=request.report_url,
             resume=request.resume,
             **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
-                                          "store", "skip_unchanged", "min_tested"})),
+                                          "store", "skip_unchanged", "min_tested",
+                                          "retries", "retry_delay_s"})),
             return_state=True))
     run_dir = RunLayout.of(request.store, run_id).run_dir
     refresh_baselines_task(Path(request.store), run_dir)

@@ -25,6 +25,7 @@ from typing import Any
 
 from aeval import bounded_json
 from aeval.adapters.runtimes.keyproxy import Grant, bridged
+from aeval.errors import KilledFromOutside
 from aeval.events import (
     EndEvent,
     ErrorEvent,
@@ -33,7 +34,7 @@ from aeval.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from aeval.isolation.shell import Guard, gone_group, live_group
+from aeval.isolation.shell import SIGKILL_STATUSES, Guard, gone_group, live_group, stopping
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -317,6 +318,27 @@ def stream_jsonl(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
     return ProcessOutcome(returncode=proc.returncode, timed_out=timed_out.is_set(),
                           stopped=stopped, stderr_tail="".join(tail)[-4000:],
                           wall_s=time.monotonic() - start, exceeded=exceeded)
+
+
+def killed_from_outside(outcome: ProcessOutcome) -> bool:
+    """The rule of `aeval.isolation.shell.outside_kill` for a runtime's CLI: it ended by
+    SIGKILL (itself, or bubblewrap reporting it as 137) that aeval did not send (not its
+    timeout, not a limit's stop, not a bound, not a run that is stopping)."""
+    return (outcome.returncode in SIGKILL_STATUSES and not outcome.timed_out
+            and not outcome.stopped and outcome.exceeded is None and not stopping())
+
+
+def raise_if_killed_from_outside(name: str, outcome: ProcessOutcome,
+                                 recorder: EventRecorder) -> None:
+    """An agent CLI SIGKILLed from outside the case (an operator, the host's OOM killer) is
+    an environment error, retried and never reused, as a literal step killed so is: raise
+    `KilledFromOutside` (recorded as a transient error event first)."""
+    if killed_from_outside(outcome):
+        message = (f"{name} was killed by SIGKILL that neither the case nor aeval sent (exit "
+                   f"{outcome.returncode}; an operator or the host's OOM killer): an "
+                   "environment error, retried")
+        recorder.error(message, transient=True, error_type=name)
+        raise KilledFromOutside(message)
 
 
 def executor_prompt(request: ExecutionRequest) -> str:

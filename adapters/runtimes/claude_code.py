@@ -76,7 +76,7 @@ from aeval.adapters.runtimes._claude_code_parse import (
 )
 from aeval.adapters.runtimes._cli import guard_launched, in_sandbox
 from aeval.adapters.runtimes.keyproxy import Grant, grant
-from aeval.errors import RuntimeUnavailable
+from aeval.errors import KilledFromOutside, RuntimeUnavailable
 from aeval.events import (
     EndEvent,
     ErrorEvent,
@@ -85,6 +85,7 @@ from aeval.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from aeval.isolation.shell import SIGKILL_STATUSES, stopping
 from aeval.isolation.tree import ensure_folder, write_private
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
@@ -114,6 +115,7 @@ KILL_GRACE_S = 5.0
 """Seconds between SIGTERM and SIGKILL when a run hits its timeout."""
 BACKSTOP_S = 30.0
 """Extra seconds after the timeout before the stream is cancelled from outside."""
+KILLED_FROM_OUTSIDE = "killed_from_outside"  # the CLI ended by a SIGKILL aeval did not send
 EVENT_KINDS = {cls.model_fields["kind"].default: cls for cls in
                (MessageEvent, ToolCallEvent, ToolResultEvent, UsageEvent, ErrorEvent, EndEvent)}
 
@@ -328,6 +330,8 @@ class ClaudeCodeRuntime:
             return ExecutionResult(status="failed", final_text=exceeded, usage=outcome.usage,
                                    wall_s=time.monotonic() - start, raw_log=str(request.raw_log),
                                    runtime_version=self.version())
+        if stop is not None and stop.get("reason") == KILLED_FROM_OUTSIDE:
+            raise KilledFromOutside(stop["message"])
         if outcome.error is not None:
             raise outcome.error
         return ExecutionResult(status=outcome.status, final_text=outcome.final_text,
@@ -367,6 +371,11 @@ async def _stream(prompt: str, options: Any, start: float,
     except ClaudeSDKError as exc:  # the CLI's error result (in the records too), or a crash
         if expired:
             return timeout
+        if getattr(exc, "exit_code", None) in SIGKILL_STATUSES and not stopping():
+            return {"reason": KILLED_FROM_OUTSIDE, "message": (
+                f"claude-code was killed by SIGKILL that neither the case nor aeval sent "
+                f"(exit {exc.exit_code}; an operator or the host's OOM killer): an "
+                "environment error, retried")}
         return {"reason": "exception", "message": f"{type(exc).__name__}: {exc}",
                 "stderr": "\n".join(stderr[-20:])}
     finally:

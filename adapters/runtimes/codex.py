@@ -51,6 +51,7 @@ from aeval.adapters.runtimes._cli import (
     find_cli,
     guard,
     in_sandbox,
+    raise_if_killed_from_outside,
     sandboxed,
     stream_jsonl,
 )
@@ -200,6 +201,7 @@ class CodexRuntime:
             recorder.end("failed", outcome.exceeded)
             return ExecutionResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
                                    wall_s=outcome.wall_s, runtime_version=version)
+        raise_if_killed_from_outside("codex", outcome, recorder)
         if parser.turn_failed and parser.failure is not None and not outcome.stopped:
             f = parser.failure
             if f.transient:

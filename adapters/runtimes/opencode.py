@@ -47,6 +47,7 @@ from aeval.adapters.runtimes._cli import (
     find_cli,
     guard,
     in_sandbox,
+    raise_if_killed_from_outside,
     sandboxed,
     stream_jsonl,
 )
@@ -250,6 +251,7 @@ class OpenCodeRuntime:
             recorder.end("failed", outcome.exceeded)
             return ExecutionResult(status="failed", final_text=outcome.exceeded, usage=parser.usage,
                                    wall_s=outcome.wall_s, runtime_version=version)
+        raise_if_killed_from_outside("opencode", outcome, recorder)
         if parser.failure is not None and not outcome.stopped:
             f = parser.failure
             if f.transient:

@@ -108,3 +108,21 @@ def join_cgroups(cgroups: list[Path], argv: list[str]) -> list[str]:
     joins = "; ".join(f'echo $$ > "${i + 1}"' for i in range(len(cgroups)))
     return ["/bin/sh", "-c", f'{{ {joins}; }} 2>/dev/null; shift {len(cgroups)}; exec "$@"',
             "aeval-join", *(str(c / "cgroup.procs") for c in cgroups), *argv]
+
+
+def oom_kills(cg: Path | None) -> int:
+    """How many processes the kernel's OOM killer has killed in memory cgroup ``cg`` (the
+    ``oom_kill`` line of ``memory.oom_control`` under v1, ``memory.events`` under v2); 0
+    where there is no such cgroup or counter."""
+    if cg is None:
+        return 0
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            text = (cg / name).read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0

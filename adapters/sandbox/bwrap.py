@@ -35,6 +35,8 @@ import subprocess
 import tempfile
 import uuid
 import weakref
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -43,6 +45,7 @@ from aeval.adapters.sandbox._limits import (
     cap_options,
     join_cgroups,
     make_cgroup,
+    oom_kills,
     remove_cgroup,
     rlimit_options,
 )
@@ -57,6 +60,7 @@ from aeval.adapters.sandbox._view import (
     system_view,
 )
 from aeval.errors import EnvironmentFailure
+from aeval.isolation.memory import memory_reason, refused_allocation
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import (
     Sandbox,
@@ -65,7 +69,13 @@ from aeval.isolation.sandbox import (
     SandboxStatus,
     SandboxUnavailable,
 )
-from aeval.isolation.shell import BASH, CommandResult, bash_argv, command_file, run_argv
+from aeval.isolation.shell import (
+    BASH,
+    CommandResult,
+    bash_argv,
+    command_file,
+    run_argv,
+)
 
 
 def sandbox_path(home: str, pybin: Path, shown: list[Path] = ()) -> str:
@@ -137,6 +147,32 @@ class BwrapSandbox(DiskBounded):
     def memory_cgroup(self) -> Path | None:
         """The attempt's memory cgroup (None where none could be made)."""
         return self.cgroups.get("memory")
+
+    def _memory_stop(self, evidence: str) -> str:
+        """The attempt's reason for a command stopped at the memory limit (kept as
+        ``exceeded`` when it is the first bound the attempt went over)."""
+        why = memory_reason(self.policy.memory_bytes or 0, evidence)
+        if self.exceeded is None:
+            self.exceeded = why
+        return why
+
+    def guard(self, pid: int, kill: Callable[[], None]) -> Callable[[], str | None]:
+        """The disk bound's guard, and the memory cgroup's evidence: an OOM kill counted in
+        the attempt's cgroup while the command ran (the kernel SIGKILLed a process at the
+        case's memory limit) is that bound, not a kill from outside."""
+        done = super().guard(pid, kill)
+        cg = self.memory_cgroup
+        if cg is None:
+            return done
+        before = oom_kills(cg)
+
+        def check() -> str | None:
+            why = done()
+            if why is None and oom_kills(cg) > before:
+                why = self._memory_stop("the kernel's OOM killer ended a process of the case")
+            return why
+
+        return check
 
     def close(self) -> None:
         """Remove the attempt's cgroups and argument files (also done when the sandbox is
@@ -231,9 +267,13 @@ class BwrapSandbox(DiskBounded):
         """``command`` of any length: bash reads it from a sealed descriptor that bwrap passes
         through (`aeval.isolation.shell.command_file`), not from its command line."""
         with command_file(command) as fd:
-            return run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
-                            redactor=redactor, label=command, pass_fds=(fd,),
-                            guard=self.guard)
+            r = run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
+                         redactor=redactor, label=command, pass_fds=(fd,), guard=self.guard)
+        if (r.exceeded is None and not r.timed_out and r.exit_code not in (0, None)
+                and self.policy.memory_bytes
+                and (line := refused_allocation(r.stderr)) is not None):
+            r = replace(r, exceeded=self._memory_stop(f"an allocation was refused: {line}"))
+        return r
 
 
 def wrapper_script(sandbox: Sandbox, program: str, cwd: Path, env: dict[str, str],

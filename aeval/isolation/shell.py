@@ -137,10 +137,10 @@ def outside_kill(result: CommandResult) -> bool:
     reporting its child as 128+N) ended by SIGKILL, or by the status bash gives a foreground
     process SIGKILLed (137), and aeval did not kill it (not its timeout, not a bound, not a
     run that is stopping). SIGKILL is what an operator's ``kill -9`` and the host's OOM
-    killer send. Not yet told apart: a kill by the attempt's own memory cgroup (its
-    ``oom_kill`` count; it should read "killed at the case's memory limit of N").
-    Other signals (SIGTERM from a skill's own ``timeout``, SIGSEGV from its program) stay
-    the skill's.
+    killer send. A kill by the attempt's own memory cgroup is told apart first: the sandbox's
+    guard sees its ``oom_kill`` count rise and sets ``exceeded`` ("killed at the case's memory
+    limit of N MiB", `aeval.isolation.memory`). Other signals (SIGTERM from a skill's own
+    ``timeout``, SIGSEGV from its program) stay the skill's.
 
     Limitation: a status of 137 does not say who sent the SIGKILL. A skill whose own process
     runs ``kill -9`` on another of its processes (or ``exit 137``) is read as killed from

@@ -196,6 +196,11 @@ class SweepRequest(ModelChoice, TaskRunnerChoice):
                                               "(default: its default branch).")
     epochs: int = Field(3, ge=1, le=100, description="Runs of each case.")
     run_id: str | None = Field(None, description="Run id; a new one when empty.")
+    retries: int = Field(2, ge=0, le=10, description="Retries of a case after a transient "
+                                                     "environment error (AEVAL_RETRIES).")
+    retry_delay_s: float = Field(2.0, ge=0, le=600, description="First retry delay in seconds; "
+                                                                "doubles each retry "
+                                                                "(AEVAL_RETRY_DELAY_S).")
     min_tested: int = Field(0, ge=0, description="Case runs that must be tested (passed or "
                                                  "failed, a reused verdict included) for the "
                                                  "sweep to pass: fewer ends the flow run "

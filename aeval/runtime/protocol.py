@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aeval.bounded_json import MAX_DEPTH, clip
 from aeval.events import (
     EVENT_ADAPTER,
     EndEvent,
@@ -123,7 +124,8 @@ class EventRecorder:
     def emit(self, kind: type[Event] | Any, **fields: Any) -> Event:
         with self._lock:
             data = {"seq": len(self.events), "t": round(time.monotonic() - self._start, 3),
-                    "kind": kind.model_fields["kind"].default, **fields}
+                    "kind": kind.model_fields["kind"].default,
+                    **{k: clip(v, MAX_DEPTH - 2) for k, v in fields.items()}}
             clean = json.loads(self.redactor.text(json.dumps(data, default=str)))
             event = EVENT_ADAPTER.validate_python(clean)
             self.events.append(event)

@@ -40,6 +40,7 @@ ENV_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GENERIC_OUTCOME = "The documented workflow completes without error."
 DOC_CASE_ID = "skill-md"  # SKILL.md's doc test beside a contract's cases (literal only)
 MAX_DISK_MB = 1 << 24  # 16 TiB: beyond it a disk bound is a typo
+MAX_MEMORY_MB = 1 << 22  # 4 TiB: beyond it a memory bound is a typo
 MAX_TIMEOUT_S = 7 * 24 * 3600  # beyond this a timeout is a typo, and huge ones overflow timers
 
 
@@ -218,6 +219,13 @@ class EvalCase(_Strict):
         description="MiB the attempt may hold on disk while its commands run (workspace, "
                     "HOME and each command's private /tmp together, as blocks allocated). "
                     "Over it the command is killed and the case fails: `wrote more than N`.")
+    max_memory_mb: int = Field(
+        8_192, ge=16, le=MAX_MEMORY_MB,
+        description="MiB of memory the case's commands may use: the data each process "
+                    "allocates (RLIMIT_DATA) and, where a memory cgroup can be made, all the "
+                    "attempt's processes together. A command killed or refused memory at it "
+                    "fails the case: `killed at the case's memory limit of N MiB` (never "
+                    "reused by a sweep).")
     network: bool = Field(False, description="Outbound network access for the case's commands "
                                              "(setup reaching package registries, a skill "
                                              "that calls a public API), through a user-mode "

@@ -31,7 +31,8 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
   untested, "nothing of the skill ran".
 - a command killed over the attempt's disk bound (``exceeded``: "wrote more than 10 GiB")
   -> fail, whatever else passed: what the skill or the agent wrote is theirs, and the bound
-  is the contract's to raise (``max_disk_mb``).
+  is the contract's to raise (``max_disk_mb``); so is a command stopped at the case's memory
+  limit ("killed at the case's memory limit of N MiB", ``max_memory_mb``).
 - a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
   only on a block that broke in the skill's own code, untested, or error; Δ still fails it.
 - without the skill installed (uplift's without-skill arm): the structural assertions
@@ -53,6 +54,7 @@ from aeval.artifacts import (
     ProbeResult,
 )
 from aeval.artifacts.case import AssertionSpec
+from aeval.isolation.memory import is_memory_kill
 from aeval.verdicts.checks import CheckOutcome
 from aeval.verdicts.doctest import DocTestSummary, doc_test_verdict
 from aeval.verdicts.static_check import StaticFinding
@@ -84,7 +86,10 @@ class Judgement(BaseModel):
 
 
 def over_bound(exceeded: str, reason: str | None = None) -> str:
-    """The reason of a case whose command went over the attempt's disk bound."""
+    """The reason of a case whose command went over a bound of the attempt: the disk bound,
+    or the memory limit (`aeval.isolation.memory`, whose reason says itself what raises it)."""
+    if is_memory_kill(exceeded):
+        return exceeded + (f"; {reason}" if reason else "")
     return (f"{exceeded}: a command went over the attempt's disk bound and was killed "
             f"(eval.config's max_disk_mb raises it)" + (f"; {reason}" if reason else ""))
 

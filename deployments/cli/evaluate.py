@@ -519,7 +519,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         dask_allow_insecure_tcp=args.dask_allow_insecure_tcp,
         skip_unchanged=not args.no_skip, min_tested=opts.min_tested,
         runtimes=opts.runtimes, model=opts.model, grader_model=opts.grader_model,
-        api_base=opts.api_base, store=str(store), run_id=run_id, resume=bool(resumed))
+        api_base=opts.api_base, store=str(store), run_id=run_id, resume=bool(resumed),
+        retries=settings.retries, retry_delay_s=settings.retry_delay_s)
     manifest = run_flow(lambda: manifest_of(sweep(return_state=True, request=request)),
                         RunStore(store).run_dir(run_id))
     if manifest is None:
@@ -596,6 +597,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # as `run` does: litellm loads while the server starts, not inside the first case's wall
     prefetch_model_client(any(v["runtime"] == "builtin" for v in variants)
                           or bool(opts.named_grader))
+    from aeval.tasks._engine import stop_on_signals
+
+    stop_on_signals()  # SIGTERM / SIGINT: the flow runs Cancelled, nothing left running
     prefect_ready()
     report = compare(paths=[str(p) for p in args.paths], variants=variants, compare_id=compare_id,
                      concurrency=opts.concurrency, store=str(store),

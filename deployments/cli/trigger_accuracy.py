@@ -136,6 +136,9 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         print(f"aeval trigger-accuracy: {flag_problem(exc)}", file=sys.stderr)
         return EXIT_USAGE
     prefetch_model_client()
+    from aeval.tasks._engine import stop_on_signals
+
+    stop_on_signals()  # SIGTERM / SIGINT: the flow runs Cancelled, nothing left running
     prefect_ready()
     flow = triggers.with_options(
         task_runner=task_runner(opts.concurrency))

@@ -134,6 +134,9 @@ def cmd_uplift(args: argparse.Namespace) -> int:
     from aeval.flows.uplift import uplift
 
     prefetch_model_client()
+    from aeval.tasks._engine import stop_on_signals
+
+    stop_on_signals()  # SIGTERM / SIGINT: the flow runs Cancelled, nothing left running
     prefect_ready()  # before any flow: with a scrubbed environment
     report = uplift(request)
     print_uplift(report, Path(request.store))

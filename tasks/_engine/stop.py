@@ -11,6 +11,10 @@ served deployment keeps Prefect's own cancellation), the first signal:
   start (`aeval.isolation.shell.stop_commands`; a sandbox's PID namespace takes the rest);
 - records the run as ``cancelled`` in run.json with the case runs that did not finish (no
   grading.json): ``aeval run --resume RUN`` runs exactly those;
+- sets the run's flow runs Cancelled through Prefect's API (its own, its parent's and the
+  flow run the main thread is in with its ancestors: run, sweep, compare, uplift, triggers),
+  waiting at most `CANCEL_WITHIN_S` for the server, so the UI does not show them Running or
+  Crashed;
 - stops the embedded Prefect server of this invocation (a reused local server stays, for its
   idle timer) and exits at once with 128 + the signal (130, 143), starting nothing more.
 """
@@ -71,9 +75,65 @@ def _record_cancelled(signum: int) -> None:
         write_model(path, manifest)
 
 
+CANCEL_WITHIN_S = 5.0
+"""How long the stop waits for Prefect's API to take the Cancelled states."""
+
+
+def _flow_runs(manifest_path: Path | None) -> list[str]:
+    """The flow runs this stop ends: the run's own and its parent's (a sweep's, an MR's) as
+    run.json records them, and the flow run the main thread is in with its ancestors (a
+    compare, uplift or triggers flow, or a run stopped before run.json was written)."""
+    ids: list[str] = []
+    if manifest_path is not None:
+        with contextlib.suppress(Exception):
+            manifest = read_model(manifest_path, RunManifest)
+            ids += [i for i in (manifest.flow_run_id, manifest.parent_flow_run_id) if i]
+    with contextlib.suppress(Exception):
+        from prefect.context import FlowRunContext
+
+        ctx = FlowRunContext.get()
+        if ctx is not None and ctx.flow_run is not None:
+            ids.append(str(ctx.flow_run.id))
+    return list(dict.fromkeys(ids))
+
+
+def _cancel_flow_runs(ids: list[str], why: str) -> None:
+    """Set each flow run of ``ids`` and its ancestors Cancelled through Prefect's API (forced:
+    a Running run can be cancelled at once), all within `CANCEL_WITHIN_S`: a server that does
+    not answer leaves them as they were, never holds the stop."""
+    if not ids:
+        return
+    import threading
+
+    def cancel() -> None:
+        from prefect import get_client
+        from prefect.states import Cancelled
+
+        with get_client(sync_client=True) as client:
+            todo, seen = list(ids), set()
+            while todo and len(seen) < 8:
+                fid = todo.pop(0)
+                if fid in seen:
+                    continue
+                seen.add(fid)
+                with contextlib.suppress(Exception):
+                    run = client.read_flow_run(fid)
+                    if run.state is None or not run.state.is_final():
+                        client.set_flow_run_state(fid, Cancelled(message=why), force=True)
+                    if run.parent_task_run_id is not None:
+                        todo.append(str(client.read_task_run(run.parent_task_run_id).flow_run_id))
+
+    worker = threading.Thread(target=cancel, name="aeval-cancel-flow-runs", daemon=True)
+    worker.start()
+    worker.join(CANCEL_WITHIN_S)
+
+
 def _stop(signum: int, _frame) -> None:
     stop_commands()
     _record_cancelled(signum)
+    with contextlib.suppress(Exception):
+        _cancel_flow_runs(_flow_runs(_run[0] if _run else None),
+                          f"aeval: stopped by {signal.Signals(signum).name}")
     name = signal.Signals(signum).name
     with contextlib.suppress(Exception):
         print(f"\naeval: stopped by {name}"

@@ -41,7 +41,7 @@ def sandbox_policy(plan: CasePlan, root: Path, *,
     return SandboxPolicy(
         root=root, writable=list(writable or []), shown=declared_tools(plan.case.host_tools),
         network=plan.case.network, output_cap=plan.run.output_cap,
-        max_disk_bytes=plan.case.max_disk_mb << 20)
+        max_disk_bytes=plan.case.max_disk_mb << 20, memory_bytes=plan.case.max_memory_mb << 20)
 
 
 def attempt_policy(plan: CasePlan, root: Path) -> SandboxPolicy:

@@ -15,7 +15,9 @@ escaped (`inert_rows`), in state messages and event payloads too (`inert`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 from aeval.artifacts import CaseResult, RunManifest, TriggersReport
@@ -36,9 +38,27 @@ def _md_cell(text: str) -> str:
     return code_span(text).replace("|", "\\|")
 
 
+_KEY_PART = re.compile(r"[a-z0-9]+")
+KEY_LIMIT = 200
+
+
 def artifact_key(*parts: str) -> str:
-    """Prefect artifact keys: lowercase letters, digits and dashes."""
-    return "-".join(safe(p).lower().replace("_", "-").replace(".", "-") for p in parts)[:200]
+    """A Prefect artifact key (lowercase letters, digits and dashes) for ``parts``, one key
+    per distinct ``parts`` (case ids ``c`` and ``c.`` of one skill never share a key, nor do
+    skill ``a-b`` with case ``c`` and skill ``a`` with case ``b-c``).
+
+    The readable join of the parts when it says them exactly: every part lowercase letters
+    and digits only (``run``, ``summary``), so the join splits one way only. Otherwise that
+    join, lowercased and cut, then ``-`` and 12 hex of the sha256 of the exact parts (as
+    `aeval.run.layout.component` does for folders): ``csv-stats`` shows as itself, with the
+    hash after it."""
+    plain = "-".join(parts)
+    if all(_KEY_PART.fullmatch(p) for p in parts) and len(plain) <= KEY_LIMIT:
+        return plain
+    readable = "-".join(safe(p).lower().replace("_", "-").replace(".", "-") for p in parts)
+    readable = re.sub(r"[^a-z0-9-]+", "-", readable)[:KEY_LIMIT - 13].strip("-") or "key"
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{readable}-{digest[:12]}"
 
 
 def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:

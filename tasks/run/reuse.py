@@ -4,7 +4,9 @@ from that run and its result says where it came from (``CaseResult.reused_from``
 
 The index is ``<store>/verdicts.json``; every run that fingerprints its cases records their
 verdicts there when it publishes. Only `pass` and `fail` are reused (verdicts about the skill);
-an environment error, an internal error or an untested case runs again.
+an environment error, an internal error or an untested case runs again, and so does a case
+stopped at its memory limit (`aeval.isolation.memory`: the memory a run takes depends on the
+machine too).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from aeval import __version__
 from aeval.adapters import get_runtime
 from aeval.artifacts import CaseResult, VerdictEntry, VerdictIndex
+from aeval.isolation.memory import is_memory_kill
 from aeval.prompts import load_prompt
 from aeval.run.fingerprint import REUSABLE, case_fingerprint, folder_digest, text_digest
 from aeval.run.layout import CaseFiles, RunLayout
@@ -101,7 +104,7 @@ def reuse_unchanged(plans: list[CasePlan], store: Path
         shutil.rmtree(plan.case_dir, ignore_errors=True)
         shutil.copytree(source, plan.case_dir, symlinks=True)
         result = plan.finished()
-        if result is None or result.status != entry.status:
+        if result is None or result.status != entry.status or is_memory_kill(result.reason):
             shutil.rmtree(plan.case_dir, ignore_errors=True)
             todo.append(plan)
             continue

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from aeval.tasks.run.prefect_artifacts import artifact_key
 from tests.api_proxy import ApiProxy, Faults, Request, prefect_server, write_marketplace
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -99,7 +100,8 @@ def test_one_cases_artifact_refused_ends_that_case_error_and_resume_runs_it(serv
 
     def one_case(r: Request) -> bool:
         return (r.method == "POST" and r.path.endswith("/artifacts/")
-                and b'"case-mark-checked-000-mark-2-literal"' in r.body)
+                and f'"{artifact_key("case", "mark-checked-000", "mark-2", "literal")}"'.encode()
+                in r.body)
 
     proxy = ApiProxy("127.0.0.1", port, Faults(refuse=one_case))
     store = tmp_path / "out"
@@ -135,7 +137,8 @@ def test_refused_artifact_without_a_failure_exits_3(server, tmp_path):
 
     def one_case(r: Request) -> bool:
         return (r.method == "POST" and r.path.endswith("/artifacts/")
-                and b'"case-mark-checked-000-mark-1-literal"' in r.body)
+                and f'"{artifact_key("case", "mark-checked-000", "mark-1", "literal")}"'.encode()
+                in r.body)
 
     with ApiProxy("127.0.0.1", port, Faults(refuse=one_case)).running() as proxy:
         done = aeval(proxy, env, "run", str(tmp_path / "mp"), "--runtime", "literal",
