@@ -1,5 +1,6 @@
-"""The recall corpus: six marketplaces written the way public ones are, and the defects
-planted in them (`plants.json`), validated by the pydantic models below.
+"""The recall corpus: marketplaces written the way public ones are (STYLES, and issues 45
+and 49's STYLES_45), and the defects planted in them (`plants.json`), validated by the
+pydantic models below.
 
 A marketplace lives in ``marketplaces/<name>/``; a plant names the skill folder it edits
 (relative to the marketplace), the edits (applied to a copy, never to the committed
@@ -43,7 +44,30 @@ STYLES: dict[str, str] = {
     "launchpad": "a vendor's collection: /mnt/skills/public/<name>/ paths, multi-step skills "
                  "(install, scaffold, bundle), console sessions with `> ` continuations",
 }
-MIN_SKILLS: dict[str, int] = {name: 10 if i < 3 else 6 for i, name in enumerate(STYLES)}
+STYLES_45: dict[str, str] = {
+    # issues 45 and 49: styles none of the six shows, at least six skills each
+    "forge-kit": "a vendor's engineering skills driven by `gh` and `uv run` (PEP 723 headers, "
+                 "requires-python), a repository-aware release skill, a token-needing audit",
+    "ops-desk": "a one-author devops and quant collection: plugins/<p>/skills/<s>/ scripts "
+                "called through the marketplace's path helper (`$(./bin/mp-path <p>)/...`) or "
+                "${CLAUDE_PLUGIN_ROOT}, a skill setting its own SKILL_DIR, prose that "
+                "abbreviates a script without an exec bit (`scripts/make_report.py monthly`)",
+    "reelhouse": "a multi-agent media pipeline: a bundled CLI (bin/mediactl), JS/TS helpers "
+                 "with local imports, npx tools, a package.json-aware audit, reference files "
+                 "with `<site-root>/<slug>/` placeholders",
+}
+"""Marketplaces in the styles of issues 45 and 49. test_plants.py checks them like the
+others (the corpus holds what it claims); test_recall_corpus.py asserts only the
+marketplaces of RECALL_ASSERTED (see there)."""
+
+ALL_STYLES: dict[str, str] = {**STYLES, **STYLES_45}
+
+RECALL_ASSERTED: frozenset[str] = frozenset(STYLES)
+"""The marketplaces tests/e2e/test_recall_corpus.py asserts (no false alarm, every plant
+caught). STYLES_45's join once aeval catches their classes: make this
+``frozenset(ALL_STYLES)``."""
+
+MIN_SKILLS: dict[str, int] = {name: 10 if i < 3 else 6 for i, name in enumerate(ALL_STYLES)}
 """The least number of skills each marketplace must hold."""
 
 Kind = Literal[
@@ -65,6 +89,18 @@ Kind = Literal[
     "option_raises",             # a documented option crashes the script (a traceback)
     "changed_output",            # the default output path changed; a later step reads the old one
     "missing_asset",             # a data file a documented command names is gone
+    # issues 45 and 49
+    "renamed_function",          # a function renamed in a skill module its script imports
+    "newer_syntax",              # syntax newer than the PEP 723 header's requires-python
+    "new_required_option",       # an option became required; the documented call lacks it
+    "value_outside_choices",     # a documented option value is not among the option's choices
+    "corrupt_resource",          # a JSON resource the script loads is no longer valid
+    "missing_local_import",      # a JS/TS import of a local module that does not exist
+    "unshipped_sibling",         # a reference file sends the agent to a sibling not shipped
+    "unshipped_guide",           # a SKILL.md table names a guide file not shipped
+    "repo_renamed_flag",         # a repository-aware script's documented flag renamed
+    "repo_lost_function",        # a repository-aware script's module lost a function
+    "repo_missing_resource",     # a repository-aware script's shipped resource is gone
 ]
 
 
