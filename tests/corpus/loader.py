@@ -346,6 +346,8 @@ class CaseView:
     honest: bool | None = None
     """For a pass: whether its resource record shows a skill file executed, or one other
     than SKILL.md read (None for other statuses, or no eval_metadata.json)."""
+    static: str = ""
+    """The evidence of its failed static skill check (the S0 expectation), if it failed."""
 
 
 @dataclass
@@ -359,6 +361,10 @@ def one_line(text: str, limit: int = 160) -> str:
     """``text`` on one line, escapes shown, at most ``limit`` characters."""
     text = " ".join(text.replace("\x1b", "\\x1b").split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+STATIC_ID = "S0"
+"""The id of the static skill check's expectation in grading.json."""
 
 
 def _honest(case_dir: Path) -> bool | None:
@@ -390,15 +396,19 @@ def read_run(root: Path, out: Path) -> tuple[dict[str, SkillView], str]:
         view = SkillView(folder, s["status"])
         for c in s.get("cases", []):
             parts = [c.get("reason") or ""]
+            static = ""
             case_dir = run_dir / c["dir"]
             try:
                 grading = json.loads((case_dir / "grading.json").read_text(encoding="utf-8"))
-                parts += [e.get("evidence") or "" for e in grading.get("expectations", [])
-                          if e.get("passed") is False]
+                failed = [e for e in grading.get("expectations", []) if e.get("passed") is False]
+                parts += [e.get("evidence") or "" for e in failed]
+                static = "\n".join(e.get("evidence") or "" for e in failed
+                                   if e.get("id") == STATIC_ID)
             except (OSError, ValueError):
                 pass
             view.cases.append(CaseView(c["case_id"], c["status"], "\n".join(parts),
-                                       _honest(case_dir) if c["status"] == "pass" else None))
+                                       _honest(case_dir) if c["status"] == "pass" else None,
+                                       static))
         skills[folder] = view
     return skills, ""
 
@@ -433,6 +443,9 @@ class PlantResult:
     case's reason), on one line."""
     named: list[int] = field(default_factory=list)
     """The lines of the expected file the failing cases' evidence names."""
+    tier: str = ""
+    """For a caught plant, how: ``static`` (the static skill check's finding names the line
+    and the cause) or ``running`` (a doc test's or a step's failure does)."""
 
 
 def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> PlantResult:
@@ -441,15 +454,19 @@ def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> Plan
     line_ok = cause_ok = caught = False
     said = problem or ("" if view else "the run did not discover this skill folder")
     named: set[int] = set()
+    static = False
     if view:
         failing = [c for c in view.cases if c.status == "fail"]
         for c in failing:
             lo, co = finding_matches(c.evidence, plant)
             line_ok, cause_ok = line_ok or lo, cause_ok or co
             caught = caught or (lo and co)
+            static = static or all(finding_matches(c.static, plant))
             named |= named_lines(c.evidence, plant.expect.file)
         shown = failing or view.cases
         if shown and not said:
             said = f"{shown[0].case_id}: {one_line(shown[0].evidence)}"
+    caught = caught and status == "fail"
+    tier = ("static" if static else "running") if caught else ""
     return PlantResult(plant.id, plant.marketplace, plant.skill, plant.kind, status, line_ok,
-                       cause_ok, caught and status == "fail", said, sorted(named))
+                       cause_ok, caught, said, sorted(named), tier)
