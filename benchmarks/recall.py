@@ -168,9 +168,10 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
     print(_table([[f["marketplace"], str(f["skills"]),
                    f"{f['exercised']}/{f['skills']} = {f['exercised'] / max(f['skills'], 1):.0%}",
                    f"{f['caught']}/{f['plants']}", str(f["by_static"]), str(f["by_running"]),
-                   str(f["false_fails"]), str(f["false_errors"])] for f in figures],
+                   str(f["caught_on_false_fail"]), str(f["false_fails"]),
+                   str(f["false_errors"])] for f in figures],
                  ["marketplace", "skills", "exercised", "caught", "by S0", "by running",
-                  "false fails", "false errors"]))
+                  "on a false fail", "false fails", "false errors"]))
     caught = sum(r.caught for r, _ in results)
     print()
     print("Totals")
@@ -189,19 +190,23 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
 def per_marketplace(baselines: dict[str, Run],
                     results: list[tuple[PlantResult, list[str]]]) -> list[dict]:
     """Per marketplace: skills and how many were exercised (not `untested`) as committed;
-    plants, caught, and caught by the static check (S0) or by running; false fails and false
-    errors: skills nothing was planted in that `fail`, or `error`/`internal`, as committed
-    or under a plant (a verdict changed to one of these)."""
+    plants, caught, and caught by the static check (S0) or by running; a plant whose skill
+    already fails as committed proves nothing, so it is counted apart (``on a false fail``),
+    not as caught; false fails and false errors: skills nothing was planted in that `fail`,
+    or `error`/`internal`, as committed or under a plant (a verdict changed to one of these)."""
     out = []
     for name, run in baselines.items():
         statuses = [v.status for v in run.skills.values()]
-        mine = [r for r, _ in results if r.marketplace == name]
+        bad = {f for f, v in run.skills.items() if v.status in BAD}
+        mine = [r for r, _ in results if r.marketplace == name and r.skill not in bad]
+        tainted = [r for r, _ in results if r.marketplace == name and r.skill in bad]
         turned = [c.rsplit("->", 1)[1] for r, changed in results if r.marketplace == name
                   for c in changed]
         out.append({
             "marketplace": name, "skills": len(statuses),
             "exercised": sum(s != "untested" for s in statuses),
-            "plants": len(mine), "caught": sum(r.caught for r in mine),
+            "plants": len(mine) + len(tainted), "caught": sum(r.caught for r in mine),
+            "caught_on_false_fail": sum(r.caught for r in tainted),
             "by_static": sum(r.tier == "static" for r in mine),
             "by_running": sum(r.tier == "running" for r in mine),
             "false_fails": statuses.count("fail") + turned.count("fail"),
