@@ -1,6 +1,6 @@
 """Planted-defect recall and false alarms of `aeval run` over the recall corpus
-(tests/corpus/: six marketplaces written the way public ones are, the last three in issue
-31's styles, and the defects planted in them, plants.json).
+(tests/corpus/: marketplaces written the way public ones are, in the styles of issues 18,
+31 and 45/49, and the defects planted in them, plants.json).
 
     .venv/bin/python benchmarks/recall.py                  # every marketplace and plant
     .venv/bin/python benchmarks/recall.py --plant P09      # one plant (and its baseline)
@@ -20,7 +20,13 @@ whether the other skills kept their verdicts; then the totals:
   other skills whose verdict changed under a plant;
 - dishonest passes: `pass` cases of the unplanted marketplaces whose resource record shows
   nothing of the skill ran (no file executed, none read but SKILL.md);
-- skills found (against the folders holding a SKILL.md), pass and untested, per marketplace.
+- skills found (against the folders holding a SKILL.md), pass and untested, per marketplace;
+- figures per marketplace: skills, the share exercised (not `untested`) as committed, the
+  planted defects caught and how (by the static skill check S0, whose finding names the line
+  and cause, or by running: a doc test's or a step's failure), false fails and false errors
+  (`fail`, or `error`/`internal`, of a skill nothing was planted in: goal 0).
+
+    .venv/bin/python benchmarks/recall.py --set 45 --jobs 2   # issues 45/49's marketplaces
 
 The machine's load is printed at the start and the end: on a shared machine the wall times
 are not comparable between sittings, the verdicts are.
@@ -47,6 +53,8 @@ sys.path.insert(0, str(HERE.parent))
 from _common import aeval_exe, clean_env, machine, run_timed  # noqa: E402
 
 from tests.corpus.loader import (  # noqa: E402
+    RECALL_ASSERTED,
+    STYLES_45,
     Plant,
     PlantResult,
     SkillView,
@@ -138,7 +146,8 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
         print(_table([[r.plant, r.marketplace, r.skill, r.kind, r.status,
                        "yes" if r.line_ok else "no", "yes" if r.cause_ok else "no",
                        "yes" if not changed else f"no ({len(changed)})",
-                       "CAUGHT" if r.caught else "missed"] for r, changed in results],
+                       f"CAUGHT ({r.tier})" if r.caught else "missed"]
+                      for r, changed in results],
                      ["plant", "marketplace", "skill", "kind", "status", "line", "cause",
                       "others kept", "result"]))
         missed = [r for r, _ in results if not r.caught]
@@ -153,6 +162,16 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
                       f"{exp.cause!r}{named}): {r.status}: {r.said}")
         for r, changed in results:
             false_alarms += [f"{r.marketplace}/{c} under {r.plant}" for c in changed]
+    figures = per_marketplace(baselines, results)
+    print()
+    print("Figures per marketplace")
+    print(_table([[f["marketplace"], str(f["skills"]),
+                   f"{f['exercised']}/{f['skills']} = {f['exercised'] / max(f['skills'], 1):.0%}",
+                   f"{f['caught']}/{f['plants']}", str(f["by_static"]), str(f["by_running"]),
+                   str(f["caught_on_false_fail"]), str(f["false_fails"]),
+                   str(f["false_errors"])] for f in figures],
+                 ["marketplace", "skills", "exercised", "caught", "by S0", "by running",
+                  "on a false fail", "false fails", "false errors"]))
     caught = sum(r.caught for r, _ in results)
     print()
     print("Totals")
@@ -165,7 +184,35 @@ def report(baselines: dict[str, Run], results: list[tuple[PlantResult, list[str]
     for d in dishonest:
         print(f"    {d}")
     return {"recall": [caught, len(results)], "false_alarms": false_alarms,
-            "dishonest_passes": dishonest}
+            "dishonest_passes": dishonest, "figures": figures}
+
+
+def per_marketplace(baselines: dict[str, Run],
+                    results: list[tuple[PlantResult, list[str]]]) -> list[dict]:
+    """Per marketplace: skills and how many were exercised (not `untested`) as committed;
+    plants, caught, and caught by the static check (S0) or by running; a plant whose skill
+    already fails as committed proves nothing, so it is counted apart (``on a false fail``),
+    not as caught; false fails and false errors: skills nothing was planted in that `fail`,
+    or `error`/`internal`, as committed or under a plant (a verdict changed to one of these)."""
+    out = []
+    for name, run in baselines.items():
+        statuses = [v.status for v in run.skills.values()]
+        bad = {f for f, v in run.skills.items() if v.status in BAD}
+        mine = [r for r, _ in results if r.marketplace == name and r.skill not in bad]
+        tainted = [r for r, _ in results if r.marketplace == name and r.skill in bad]
+        turned = [c.rsplit("->", 1)[1] for r, changed in results if r.marketplace == name
+                  for c in changed]
+        out.append({
+            "marketplace": name, "skills": len(statuses),
+            "exercised": sum(s != "untested" for s in statuses),
+            "plants": len(mine) + len(tainted), "caught": sum(r.caught for r in mine),
+            "caught_on_false_fail": sum(r.caught for r in tainted),
+            "by_static": sum(r.tier == "static" for r in mine),
+            "by_running": sum(r.tier == "running" for r in mine),
+            "false_fails": statuses.count("fail") + turned.count("fail"),
+            "false_errors": sum(s in ("error", "internal") for s in [*statuses, *turned]),
+        })
+    return out
 
 
 def main() -> int:
@@ -178,6 +225,9 @@ def main() -> int:
     p.add_argument("--marketplace", action="append", metavar="NAME",
                    help="only this marketplace (repeatable): "
                         + ", ".join(marketplace_names()))
+    p.add_argument("--set", choices=["all", "asserted", "45"], default="all",
+                   help="which marketplaces: all (default), those the e2e recall test asserts "
+                        "(loader.RECALL_ASSERTED), or issues 45/49's (loader.STYLES_45)")
     p.add_argument("--no-plants", action="store_true", help="only the unplanted marketplaces")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="aeval runs at a time (default 1; each has its own PREFECT_HOME)")
@@ -197,8 +247,10 @@ def main() -> int:
         if unknown:
             p.error(f"unknown plant(s): {', '.join(unknown)} (see tests/corpus/plants.json)")
         plants = [pl for pl in plants if pl.id in set(args.plant)]
+    chosen = {"all": marketplace_names(), "asserted": sorted(RECALL_ASSERTED),
+              "45": sorted(STYLES_45)}[args.set]
     names = args.marketplace or sorted({pl.marketplace for pl in plants} if args.plant
-                                       else marketplace_names())
+                                       else chosen)
     unknown = sorted(set(names) - set(marketplace_names()))
     if unknown:
         p.error(f"unknown marketplace(s): {', '.join(unknown)}")

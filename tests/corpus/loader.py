@@ -1,5 +1,6 @@
-"""The recall corpus: six marketplaces written the way public ones are, and the defects
-planted in them (`plants.json`), validated by the pydantic models below.
+"""The recall corpus: marketplaces written the way public ones are (STYLES, and issues 45
+and 49's STYLES_45), and the defects planted in them (`plants.json`), validated by the
+pydantic models below.
 
 A marketplace lives in ``marketplaces/<name>/``; a plant names the skill folder it edits
 (relative to the marketplace), the edits (applied to a copy, never to the committed
@@ -43,7 +44,30 @@ STYLES: dict[str, str] = {
     "launchpad": "a vendor's collection: /mnt/skills/public/<name>/ paths, multi-step skills "
                  "(install, scaffold, bundle), console sessions with `> ` continuations",
 }
-MIN_SKILLS: dict[str, int] = {name: 10 if i < 3 else 6 for i, name in enumerate(STYLES)}
+STYLES_45: dict[str, str] = {
+    # issues 45 and 49: styles none of the six shows, at least six skills each
+    "forge-kit": "a vendor's engineering skills driven by `gh` and `uv run` (PEP 723 headers, "
+                 "requires-python), a repository-aware release skill, a token-needing audit",
+    "ops-desk": "a one-author devops and quant collection: plugins/<p>/skills/<s>/ scripts "
+                "called through the marketplace's path helper (`$(./bin/mp-path <p>)/...`) or "
+                "${CLAUDE_PLUGIN_ROOT}, a skill setting its own SKILL_DIR, prose that "
+                "abbreviates a script without an exec bit (`scripts/make_report.py monthly`)",
+    "reelhouse": "a multi-agent media pipeline: a bundled CLI (bin/mediactl), JS/TS helpers "
+                 "with local imports, npx tools, a package.json-aware audit, reference files "
+                 "with `<site-root>/<slug>/` placeholders",
+}
+"""Marketplaces in the styles of issues 45 and 49. test_plants.py checks them like the
+others (the corpus holds what it claims); test_recall_corpus.py asserts only the
+marketplaces of RECALL_ASSERTED (see there)."""
+
+ALL_STYLES: dict[str, str] = {**STYLES, **STYLES_45}
+
+RECALL_ASSERTED: frozenset[str] = frozenset(STYLES)
+"""The marketplaces tests/e2e/test_recall_corpus.py asserts (no false alarm, every plant
+caught). STYLES_45's join once aeval catches their classes: make this
+``frozenset(ALL_STYLES)``."""
+
+MIN_SKILLS: dict[str, int] = {name: 10 if i < 3 else 6 for i, name in enumerate(ALL_STYLES)}
 """The least number of skills each marketplace must hold."""
 
 Kind = Literal[
@@ -65,6 +89,18 @@ Kind = Literal[
     "option_raises",             # a documented option crashes the script (a traceback)
     "changed_output",            # the default output path changed; a later step reads the old one
     "missing_asset",             # a data file a documented command names is gone
+    # issues 45 and 49
+    "renamed_function",          # a function renamed in a skill module its script imports
+    "newer_syntax",              # syntax newer than the PEP 723 header's requires-python
+    "new_required_option",       # an option became required; the documented call lacks it
+    "value_outside_choices",     # a documented option value is not among the option's choices
+    "corrupt_resource",          # a JSON resource the script loads is no longer valid
+    "missing_local_import",      # a JS/TS import of a local module that does not exist
+    "unshipped_sibling",         # a reference file sends the agent to a sibling not shipped
+    "unshipped_guide",           # a SKILL.md table names a guide file not shipped
+    "repo_renamed_flag",         # a repository-aware script's documented flag renamed
+    "repo_lost_function",        # a repository-aware script's module lost a function
+    "repo_missing_resource",     # a repository-aware script's shipped resource is gone
 ]
 
 
@@ -310,6 +346,8 @@ class CaseView:
     honest: bool | None = None
     """For a pass: whether its resource record shows a skill file executed, or one other
     than SKILL.md read (None for other statuses, or no eval_metadata.json)."""
+    static: str = ""
+    """The evidence of its failed static skill check (the S0 expectation), if it failed."""
 
 
 @dataclass
@@ -323,6 +361,10 @@ def one_line(text: str, limit: int = 160) -> str:
     """``text`` on one line, escapes shown, at most ``limit`` characters."""
     text = " ".join(text.replace("\x1b", "\\x1b").split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+STATIC_ID = "S0"
+"""The id of the static skill check's expectation in grading.json."""
 
 
 def _honest(case_dir: Path) -> bool | None:
@@ -354,15 +396,19 @@ def read_run(root: Path, out: Path) -> tuple[dict[str, SkillView], str]:
         view = SkillView(folder, s["status"])
         for c in s.get("cases", []):
             parts = [c.get("reason") or ""]
+            static = ""
             case_dir = run_dir / c["dir"]
             try:
                 grading = json.loads((case_dir / "grading.json").read_text(encoding="utf-8"))
-                parts += [e.get("evidence") or "" for e in grading.get("expectations", [])
-                          if e.get("passed") is False]
+                failed = [e for e in grading.get("expectations", []) if e.get("passed") is False]
+                parts += [e.get("evidence") or "" for e in failed]
+                static = "\n".join(e.get("evidence") or "" for e in failed
+                                   if e.get("id") == STATIC_ID)
             except (OSError, ValueError):
                 pass
             view.cases.append(CaseView(c["case_id"], c["status"], "\n".join(parts),
-                                       _honest(case_dir) if c["status"] == "pass" else None))
+                                       _honest(case_dir) if c["status"] == "pass" else None,
+                                       static))
         skills[folder] = view
     return skills, ""
 
@@ -397,6 +443,9 @@ class PlantResult:
     case's reason), on one line."""
     named: list[int] = field(default_factory=list)
     """The lines of the expected file the failing cases' evidence names."""
+    tier: str = ""
+    """For a caught plant, how: ``static`` (the static skill check's finding names the line
+    and the cause) or ``running`` (a doc test's or a step's failure does)."""
 
 
 def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> PlantResult:
@@ -405,15 +454,19 @@ def judge(plant: Plant, skills: dict[str, SkillView], problem: str = "") -> Plan
     line_ok = cause_ok = caught = False
     said = problem or ("" if view else "the run did not discover this skill folder")
     named: set[int] = set()
+    static = False
     if view:
         failing = [c for c in view.cases if c.status == "fail"]
         for c in failing:
             lo, co = finding_matches(c.evidence, plant)
             line_ok, cause_ok = line_ok or lo, cause_ok or co
             caught = caught or (lo and co)
+            static = static or all(finding_matches(c.static, plant))
             named |= named_lines(c.evidence, plant.expect.file)
         shown = failing or view.cases
         if shown and not said:
             said = f"{shown[0].case_id}: {one_line(shown[0].evidence)}"
+    caught = caught and status == "fail"
+    tier = ("static" if static else "running") if caught else ""
     return PlantResult(plant.id, plant.marketplace, plant.skill, plant.kind, status, line_ok,
-                       cause_ok, caught and status == "fail", said, sorted(named))
+                       cause_ok, caught, said, sorted(named), tier)

@@ -1,12 +1,15 @@
-"""The recall corpus holds what it claims, before aeval looks at it: the six marketplaces of
-loader.STYLES (the first three of at least ten skills each, issue 31's three of at least six),
-in the layouts they claim; the unplanted corpus has no defect of the kinds planted (every link
+"""The recall corpus holds what it claims, before aeval looks at it: the marketplaces of
+loader.STYLES (the first three of at least ten skills each, issue 31's three of at least six)
+and of loader.STYLES_45 (issues 45 and 49, at least six each), in the layouts they claim;
+the unplanted corpus has no defect of the kinds planted (every link
 resolves, every script with an interpreter line is executable and committed so, no CRLF);
 every plant applies to a copy, and its `expect.line` is a line that names the cause; and a
 planted block really breaks: run as a reader would (bash, from the skill folder, a private
 /tmp, no network; the skill folder reachable under every spelling the reader's harness
-gives it: `{baseDir}`, `$CLAUDE_SKILL_DIR`, `/mnt/skills/public/<name>/`; a console session's
-commands with their `> ` continuations), it exits 0 on the corpus as committed and non-zero
+gives it: `{baseDir}`, `$CLAUDE_SKILL_DIR`, `/mnt/skills/public/<name>/`, `$CLAUDE_PLUGIN_ROOT`;
+a console session's commands with their `> ` continuations; a block running the checkout's
+own `./bin/` tool from the checkout's root; STYLES_45's in a git checkout of the
+marketplace, as a reader who cloned it has), it exits 0 on the corpus as committed and non-zero
 once the plant is applied.
 """
 
@@ -23,12 +26,14 @@ from typing import get_args
 import pytest
 
 from tests.corpus.loader import (
+    ALL_STYLES,
     MARKETPLACES,
     MIN_SKILLS,
-    STYLES,
+    STYLES_45,
     Kind,
     Plant,
     PlantError,
+    _git,
     apply_plant,
     build_marketplace,
     finding_matches,
@@ -63,12 +68,12 @@ def prose(text: str) -> str:
     return text
 
 
-def test_six_marketplaces_each_with_its_least_number_of_skills():
+def test_every_marketplace_claimed_is_there_with_its_least_number_of_skills():
     names = marketplace_names()
-    assert names == sorted(STYLES), names
+    assert names == sorted(ALL_STYLES), names
     for name in names:
         assert len(skill_folders(name)) >= MIN_SKILLS[name], (name, skill_folders(name))
-    assert sorted(MIN_SKILLS.values()) == [6, 6, 6, 10, 10, 10]
+    assert sorted(MIN_SKILLS.values()) == [6] * 6 + [10] * 3
     # the layouts aeval must discover: dot-folders, .claude/skills, plugins, a collection folder
     found = {s for n in names for s in skill_folders(n)}
     assert any(s.startswith("skills/.curated/") for s in found)
@@ -248,14 +253,29 @@ def _skill_name(skill_dir: Path) -> str:
     return m.group(1) if m else skill_dir.name
 
 
+TOOL = re.compile(r"(?<![\w./-])\./bin/([\w.-]+)")
+
+
+def _cwd(skill_dir: Path, root: Path | None, body: str) -> Path:
+    """Where a reader runs ``body``: the skill folder, or the checkout's root when the block
+    runs the checkout's own ``./bin/<tool>`` (which the skill does not ship)."""
+    tools = TOOL.findall(body)
+    if root is not None and tools and all(
+            not (skill_dir / "bin" / t).exists() and (root / "bin" / t).is_file() for t in tools):
+        return root
+    return skill_dir
+
+
 def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
-                   keep: Path) -> subprocess.CompletedProcess:
+                   keep: Path, root: Path | None = None) -> subprocess.CompletedProcess:
     """The blocks of ``prelude`` (their failures ignored), then ``code``, each run by bash
     from ``skill_dir`` as a reader would, in one session: a read-only host, a private /tmp
     and HOME, no network (bubblewrap); only ``keep``, which holds the skill, is writable.
     The skill folder is where the reader's harness puts it: ``{baseDir}`` written out (as
     Claude Code does), ``CLAUDE_SKILL_DIR`` set, and the folder mounted at claude.ai's
-    ``/mnt/skills/public/<name>/`` and ``/mnt/skills/user/<name>/``."""
+    ``/mnt/skills/public/<name>/`` and ``/mnt/skills/user/<name>/``; in a plugin
+    (``<plugin>/skills/<name>/``) ``CLAUDE_PLUGIN_ROOT`` is the plugin's folder. ``root``: the
+    marketplace checkout, whose ``./bin/`` tools a block may run from its root."""
     home, scripts = keep / "home", keep / "blocks"
     home.mkdir(exist_ok=True)
     scripts.mkdir(exist_ok=True)
@@ -263,7 +283,7 @@ def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
     for i, body in enumerate([*prelude, code]):
         body = body.replace("{baseDir}", str(skill_dir))
         (scripts / f"{i:02d}.sh").write_text(body + "\n", encoding="utf-8")
-        steps.append(f'(cd "$SKILL_DIR" && bash {scripts}/{i:02d}.sh)')
+        steps.append(f'(cd "{_cwd(skill_dir, root, body)}" && bash {scripts}/{i:02d}.sh)')
     session = "\n".join(f"{s} >/dev/null 2>&1" for s in steps[:-1]) + "\n" + steps[-1] + "\n"
     name = _skill_name(skill_dir)
     cmd = [BWRAP, "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
@@ -275,6 +295,8 @@ def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
            "TMPDIR": "/tmp", "LANG": "C.UTF-8", "SKILL_DIR": str(skill_dir),
            "CLAUDE_SKILL_DIR": str(skill_dir),
+           **({"CLAUDE_PLUGIN_ROOT": str(skill_dir.parent.parent)}
+              if skill_dir.parent.name == "skills" else {}),
            # no network in here: npm fails at once instead of retrying its fetches for a
            # minute (a prelude's `npm exec` of the reader's tool, ignored anyway)
            "npm_config_offline": "true", "npm_config_fetch_retries": "0"}
@@ -284,8 +306,20 @@ def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
 RUN_PLANTS = [p for p in PLANTS if _planted_block(p) is not None]
 
 
+def _checkout(plant: Plant, dest: Path) -> Path:
+    """A copy of the plant's marketplace as its reader has it: STYLES_45's as a git checkout
+    (their release skill reads the history of the repository it is run in)."""
+    _copy(plant, dest)
+    if plant.marketplace in STYLES_45:
+        _git(dest, "init", "-q", "-b", "main")
+        _git(dest, "add", "-A")
+        _git(dest, "commit", "-q", "-m", "feat: the marketplace as cloned")
+    return dest
+
+
 def test_most_plants_are_in_runnable_blocks():
-    links = {"missing_reference", "missing_nested_reference"}
+    links = {"missing_reference", "missing_nested_reference", "unshipped_sibling",
+             "unshipped_guide"}
     assert {p.id for p in PLANTS if p.kind not in links} <= {p.id for p in RUN_PLANTS}
 
 
@@ -299,12 +333,14 @@ def test_planted_block_works_unplanted_and_breaks_planted(plant: Plant, tmp_path
     where = f"{plant.id} {plant.skill}/{plant.expect.file}:{plant.expect.line}"
     if re.search(r"\buv run\b", code) and shutil.which("uv") is None:
         pytest.skip(f"{where} runs `uv run`: uv is not installed here")
-    before = _copy(plant, tmp_path / "before" / plant.marketplace)
-    r = _run_as_reader(before / plant.skill, prelude, code, tmp_path / "before")
+    if re.search(r"\b(?:npx|bunx)\b", code):
+        pytest.skip(f"{where} runs a tool through npx/bunx: it needs the network")
+    before = _checkout(plant, tmp_path / "before" / plant.marketplace)
+    r = _run_as_reader(before / plant.skill, prelude, code, tmp_path / "before", before)
     assert r.returncode == 0, f"{where} fails unplanted ({r.returncode}): {r.stdout}{r.stderr}"
-    after = _copy(plant, tmp_path / "after" / plant.marketplace)
+    after = _checkout(plant, tmp_path / "after" / plant.marketplace)
     apply_plant(plant, after)
-    r = _run_as_reader(after / plant.skill, prelude, code, tmp_path / "after")
+    r = _run_as_reader(after / plant.skill, prelude, code, tmp_path / "after", after)
     assert r.returncode != 0, f"{where} still works planted: {r.stdout}{r.stderr}"
 
 
