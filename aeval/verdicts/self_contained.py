@@ -90,3 +90,25 @@ def steps_from_doc_test(skill: Skill, outcomes: list[BlockOutcome] | None,
     the doc test), given what each did."""
     return sort_blocks(plan_blocks(documented_blocks(skill)), outcomes,
                        skill_files(Path(skill.path)), not_run)
+
+
+def rehearsed(skill: Skill, blocks: list[tuple[BlockPlan, str | None]],
+              outcomes: list[BlockOutcome], failures: list[str | None]
+              ) -> list[tuple[BlockPlan, str | None]]:
+    """``blocks`` after their steps were rehearsed from the workspace (``failures``: one per
+    block, in order, as `aeval.tasks.skill.doc_probe.rehearse_steps` gives them). A block
+    that ran cleanly from the skill folder but fails as a step names something relative to
+    the folder it runs in (``validate.py .``): the author's to write with ``$SKILL_DIR``, a
+    TODO, never a defect of the skill. A block that broke in the skill's own code stays a
+    step: it fails there too, and that is the skill's."""
+    plans = plan_blocks(documented_blocks(skill))
+    defects = {(p.line, p.code) for p, o in zip(plans, outcomes, strict=False)
+               if o.outcome == "defect"}
+    out = []
+    for (plan, why), failed in zip(blocks, [*failures, *[None] * len(blocks)], strict=False):
+        if why is None and failed is not None and (plan.line, plan.code) not in defects:
+            why = (f"it ran from the skill folder (the doc test), but as a step from the "
+                   f"workspace it {failed}: a path relative to the skill folder? write it "
+                   "with $SKILL_DIR")
+        out.append((plan, why))
+    return out

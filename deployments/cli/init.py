@@ -149,10 +149,17 @@ def _init_one(root: Path, args: argparse.Namespace, model: str | None,
         config = draft.config.model_dump(mode="json", exclude_defaults=True)
         outcome, detail = "drafted", f"by {model}"
     else:
-        from aeval.verdicts.self_contained import steps_from_doc_test
+        from aeval.verdicts.self_contained import rehearsed, steps_from_doc_test
 
         outcomes, not_run = _doc_test(skill, sandbox)
-        config, skipped = template_config(skill, steps_from_doc_test(skill, outcomes, not_run))
+        blocks = steps_from_doc_test(skill, outcomes, not_run)
+        config, skipped = template_config(skill, blocks)
+        if outcomes is not None and any(why is None for _, why in blocks):
+            case = config["evals"][0]
+            failures = _rehearse(skill, case["steps"], case["files"], sandbox)
+            if failures is not None and any(failures):
+                blocks = rehearsed(skill, blocks, outcomes, failures)
+                config, skipped = template_config(skill, blocks)
         outcome = "template"
         detail = "fill the TODO fields (aeval validate lists them)"
         if skipped:
@@ -182,6 +189,27 @@ def _doc_test(skill, sandbox: str) -> tuple[list | None, str]:
     print(f"    doc test: {summary.status}: {inert(summary.final_text.splitlines()[0][:300])}",
           flush=True)
     return report.blocks, "not run by aeval init"
+
+
+def _rehearse(skill, steps: list[str], files: list[str], sandbox: str) -> list | None:
+    """How each step fails when run from the workspace as the literal runtime runs it (None
+    per step that succeeds); None when the rehearsal could not run (the steps are kept)."""
+    from aeval.errors import AevalError
+    from aeval.tasks.skill.doc_probe import rehearse_steps
+
+    print(f"    rehearsing the {sum(1 for s in steps if not s.startswith('#'))} step(s) from "
+          "the workspace", flush=True)
+    try:
+        failures = rehearse_steps(skill, steps, files, sandbox)
+    except (AevalError, OSError) as exc:
+        print(f"    the rehearsal could not run: {inert(str(exc).splitlines()[0][:300])}",
+              flush=True)
+        return None
+    for step, failed in zip(steps, failures, strict=False):
+        if failed is not None:
+            print(f"    a step failed from the workspace ({inert(failed[:200])}): "
+                  f"{inert(step.splitlines()[0][:120])}", flush=True)
+    return failures
 
 
 def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tuple[str, str]]]:

@@ -2,7 +2,10 @@
 shell blocks run once, as the doc test runs them in a case (the `literal` runtime's
 `run_doc_test`: from a copy of the skill in a fresh workspace, in the attempt's sandbox, each
 block bounded), so that the template's `steps` hold only what the doc test found
-self-contained (`aeval.skill.contract_draft.template_config`).
+self-contained (`aeval.skill.contract_draft.template_config`). Then the steps themselves are
+rehearsed (`rehearse_steps`) as the `literal` runtime runs a contract's steps: from the
+workspace root, the case's files copied in. A block that ran from the skill folder may not
+run from there (``validate.py .`` names the folder it runs in): the step tells.
 
 A plain function: `aeval init` is no pipeline phase and runs no flow of its own. Nothing is
 kept: the workspace is a temporary folder, removed at the end; the original skill is never
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from aeval.adapters.runtimes.literal import LiteralRuntime
 from aeval.adapters.sandbox.bwrap import make_sandbox
 from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import SandboxPolicy
-from aeval.isolation.shell import base_env
+from aeval.isolation.shell import base_env, run_command
 from aeval.isolation.workspace import prepare_workspace
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 from aeval.skill.contract_draft import documented_blocks
@@ -47,6 +51,14 @@ class _Progress(EventRecorder):
         return super().tool_call(call_id, tool, input)
 
 
+def _sandboxed(skill: Skill, files: list[str], sandbox: str, root: Path):
+    ws = prepare_workspace(root / "attempt", skill.path, skill.name,
+                           LiteralRuntime.skills_subdir, files, (), True, skill.left_out)
+    box = make_sandbox(sandbox, SandboxPolicy(root=ws.root, output_cap=OUTPUT_CAP))  # type: ignore[arg-type]
+    box.policy = box.policy.model_copy(update={"pinned": [ws.skill_dir]})
+    return ws, box
+
+
 def probe_doc_test(skill: Skill, sandbox: str = "auto",
                    say: Callable[[str], None] = print,
                    timeout_s: float = PROBE_TIMEOUT_S) -> DocTestReport:
@@ -61,11 +73,7 @@ def probe_doc_test(skill: Skill, sandbox: str = "auto",
     runtime = LiteralRuntime()
     root = Path(tempfile.mkdtemp(prefix="aeval-init-"))
     try:
-        ws = prepare_workspace(root / "attempt", skill.path, skill.name,
-                               runtime.skills_subdir, [], (), True, skill.left_out)
-        policy = SandboxPolicy(root=ws.root, output_cap=OUTPUT_CAP)
-        box = make_sandbox(sandbox, policy)  # type: ignore[arg-type]
-        box.policy = box.policy.model_copy(update={"pinned": [ws.skill_dir]})
+        ws, box = _sandboxed(skill, [], sandbox, root)
         recorder = _Progress(root / "events.jsonl", [b.line for b in blocks], say)
         request = ExecutionRequest(
             prompt=f"Run the shell blocks of {skill.name}'s SKILL.md as documented.",
@@ -80,5 +88,41 @@ def probe_doc_test(skill: Skill, sandbox: str = "auto",
         finally:
             recorder.close()
         return result.doc_test or DocTestReport(nothing=result.final_text)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def rehearse_steps(skill: Skill, steps: list[str], files: list[str], sandbox: str = "auto",
+                   timeout_s: float = PROBE_TIMEOUT_S) -> list[str | None]:
+    """Run ``steps`` in order as the `literal` runtime runs a contract's (each from the
+    workspace root, ``files`` of the skill copied there, ``$SKILL_DIR`` the skill copy), but
+    past a failure: for each, None (it succeeded, or is a comment and runs nothing) or how
+    it failed (``exited 2: <its last output line>``)."""
+    from aeval.adapters.runtimes.literal import comment_only
+
+    skill = skill.model_copy(update={"left_out": left_out(skill.path)})
+    root = Path(tempfile.mkdtemp(prefix="aeval-init-"))
+    out: list[str | None] = []
+    try:
+        ws, box = _sandboxed(skill, files, sandbox, root)
+        env = base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir)})
+        deadline = time.monotonic() + timeout_s
+        for step in steps:
+            if comment_only(step):
+                out.append(None)
+                continue
+            remaining = min(deadline - time.monotonic(), LiteralRuntime.block_timeout_s)
+            if remaining <= 0:
+                out.append("not run: the rehearsal ran out of time")
+                continue
+            r = run_command(step, ws.path, env, remaining, OUTPUT_CAP, sandbox=box)
+            if r.ok:
+                out.append(None)
+                continue
+            last = next((ln.strip() for ln in reversed(r.combined().splitlines())
+                         if ln.strip()), "")
+            out.append(f"exited {r.exit_code}" + (f": {last[:200]}" if last else "")
+                       if not r.timed_out else f"did not finish in {r.duration_s:.0f}s")
+        return out
     finally:
         shutil.rmtree(root, ignore_errors=True)

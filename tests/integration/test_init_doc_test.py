@@ -5,8 +5,9 @@ stay as TODO steps that `aeval validate` names with what the author must supply.
 
 The skills (tests/data/init_doctest) are shaped like public document skills: a PDF toolkit
 whose blocks need poppler's pdftotext and the reader's input.pdf, an Excel skill whose
-script imports openpyxl and reads the reader's workbook, and a CSV skill whose blocks run its
-own script on the fixture it ships.
+script imports openpyxl and reads the reader's workbook, a CSV skill whose blocks run its
+own script on the fixture it ships, and a linter whose block checks ``.``: the skill folder,
+where the doc test runs it, and the workspace, where a contract's step runs.
 """
 
 from __future__ import annotations
@@ -103,3 +104,18 @@ def test_a_defect_planted_in_the_self_contained_skill_still_fails_after_init(tmp
     assert steps[0] == 'python3 "$SKILL_DIR/scripts/stats.py" fixtures/sales.csv --column amount'
     code, statuses = run(skill, out)
     assert code == 1 and statuses["documented-workflow"] == "fail", statuses
+
+
+def test_a_block_that_names_the_folder_it_runs_in_is_left_to_the_author(tmp_path, capsys):
+    skill = copy(tmp_path, "frontmatter-lint")
+    out = tmp_path / "o"
+    assert main(["init", str(skill), "--out", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "doc test: completed" in shown, shown  # `lint_frontmatter.py .` lints the skill
+    (step,) = json.loads((skill / "eval.config").read_text())["evals"][0]["steps"]
+    assert step.startswith("# TODO(aeval init): SKILL.md line 11: it ran from the skill "
+                           "folder (the doc test), but as a step from the workspace it exited 1")
+    code, statuses = run(skill, out)
+    assert code == 0 and statuses["documented-workflow"] == "untested", statuses
+    assert statuses["skill-md"] == "pass"
+    assert "write it with $SKILL_DIR" in validate(skill, capsys)
