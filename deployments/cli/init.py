@@ -175,13 +175,14 @@ def _doc_test(skill, sandbox: str) -> tuple[list | None, str]:
     """What each of the skill's SKILL.md blocks did in the doc test (None when it could not
     run, and why: then no block becomes a step)."""
     from aeval.errors import AevalError
+    from aeval.isolation.sandbox import SandboxUnavailable
     from aeval.tasks.skill.doc_probe import PROBE_TIMEOUT_S, probe_doc_test
 
     print(f"    running SKILL.md's blocks as the doc test (sandbox {sandbox}, at most "
           f"{PROBE_TIMEOUT_S:.0f}s) to see which are self-contained", flush=True)
     try:
         report = probe_doc_test(skill, sandbox, lambda line: print(line, flush=True))
-    except (AevalError, OSError) as exc:  # no sandbox under require, a copy refused, a disk
+    except (AevalError, SandboxUnavailable, OSError) as exc:  # a copy refused, a full disk
         why = f"the doc test could not run at init: {type(exc).__name__}: {exc}"
         print(f"    {inert(why.splitlines()[0][:300])}", flush=True)
         return None, why.splitlines()[0][:300]
@@ -195,13 +196,14 @@ def _rehearse(skill, steps: list[str], files: list[str], sandbox: str) -> list |
     """How each step fails when run from the workspace as the literal runtime runs it (None
     per step that succeeds); None when the rehearsal could not run (the steps are kept)."""
     from aeval.errors import AevalError
+    from aeval.isolation.sandbox import SandboxUnavailable
     from aeval.tasks.skill.doc_probe import rehearse_steps
 
     print(f"    rehearsing the {sum(1 for s in steps if not s.startswith('#'))} step(s) from "
           "the workspace", flush=True)
     try:
         failures = rehearse_steps(skill, steps, files, sandbox)
-    except (AevalError, OSError) as exc:
+    except (AevalError, SandboxUnavailable, OSError) as exc:
         print(f"    the rehearsal could not run: {inert(str(exc).splitlines()[0][:300])}",
               flush=True)
         return None
