@@ -10,7 +10,9 @@ relative to the skill folder), placeholder blocks skipped with the reason. It re
 each block did (`DocTestReport`); the judge decides the verdict from that report (`failed`
 only on a defect in the skill's own code or interface, `untested: needs X` for a missing
 host tool). A case with no `steps` is `untested`: nothing to run, and a retry
-cannot change that.
+cannot change that. A step that is only comments runs nothing (``aeval init`` writes a block
+the author must make runnable as one, its first line saying what it needs): it is not
+started, and a case whose every step is a comment is `untested` with the first one's words.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ from aeval.verdicts.documented import skill_files
 NO_STEPS = "no steps: the literal runtime has nothing to run (add `steps` to eval.config, " \
            "or use an agent runtime with --model)"
 EVIDENCE_CAP = 2_000
+
+
+def comment_only(step: str) -> bool:
+    """Whether a step is only comments and blank lines: it runs nothing."""
+    return all(not ln.strip() or ln.lstrip().startswith("#") for ln in step.splitlines())
 
 
 def outside(where: str, r: CommandResult) -> str:
@@ -84,9 +91,20 @@ class LiteralRuntime:
         if not request.steps:
             recorder.end("untested", NO_STEPS)
             return ExecutionResult(status="untested", final_text=NO_STEPS)
+        if all(comment_only(s) for s in request.steps):
+            first = next(ln for ln in request.steps[0].splitlines() if ln.strip())
+            final = (f"no runnable step: every step is a comment; the first says: "
+                     f"{first.strip().lstrip('#').strip()[:300]}")
+            recorder.end("untested", final)
+            return ExecutionResult(status="untested", final_text=final)
         deadline = start + request.limits.timeout_s
-        status, final = "completed", f"all {len(request.steps)} step(s) succeeded"
+        ran = sum(not comment_only(s) for s in request.steps)
+        status, final = "completed", f"all {ran} step(s) succeeded"
         for i, step in enumerate(request.steps, 1):
+            if comment_only(step):
+                recorder.message("system", f"step {i}: a comment, nothing to run: "
+                                           f"{step.strip().splitlines()[0][:300]}")
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 status, final = "timeout", f"timeout before step {i}"

@@ -6,12 +6,18 @@ Two sources, one output (an `EvalConfig`, the same model the schema is generated
   model sees; ``eval_skill/agents/contract_writer.md`` is its instruction). The answer is
   checked by `check_draft` beyond the schema: at most the cases asked for, every `files`
   entry present in the skill, deterministic assertions before natural-language ones.
-- **A template** from what aeval reads statically (`template_config`): SKILL.md's runnable
-  shell blocks (the doc test's plan: placeholders, console sessions and install-only blocks
-  left out) as the steps of one case, rewritten from the skill folder's point of view to
+- **A template** from the doc test of SKILL.md's shell blocks (`template_config`, given
+  what each block did when `aeval.tasks.skill.doc_probe` ran them in the sandbox, sorted by
+  `aeval.verdicts.self_contained`): only
+  what the doc test found self-contained becomes a step (a block that ran cleanly and
+  needs nothing a block that did not would have made; or one that broke in the skill's own
+  code: that defect is the skill's), rewritten from the skill folder's point of view to
   the workspace's (a path the skill ships becomes ``$SKILL_DIR/<path>``; the skill's
-  fixture folders are copied into the workspace); the prose fields the author must write
-  carry `TODO_MARK`, which `unfilled` (and so `aeval validate`) lists.
+  fixture folders are copied into the workspace). Every other block stays in `steps` as a
+  commented-out TODO step that names what the author must supply (``needs pdftotext``,
+  the reader's input file, a placeholder): a bash comment runs as nothing, so the first
+  run never fails on what the reader brings. The prose fields the author must write carry
+  `TODO_MARK` too, and `unfilled` (and so `aeval validate`) lists them all.
 
 Writing is atomic and never loses a contract: `write_contract` keeps an existing file
 beside the new one (``eval.config.orig``, numbered when that exists too).
@@ -28,7 +34,7 @@ from typing import Any
 
 from aeval.errors import Problem
 from aeval.skill.contract import CONFIG_NAMES, EvalConfig
-from aeval.skill.shell_blocks import SKILL_FOLDERS, plan_blocks
+from aeval.skill.shell_blocks import SKILL_FOLDERS, BlockPlan, DocBlock, doc_blocks, plan_blocks
 from aeval.skill.skill_md import Skill
 
 TODO_MARK = "TODO(aeval init)"
@@ -119,16 +125,44 @@ def _to_workspace(code: str, skill: Skill) -> str:
     return _WORD.sub(swap, code)
 
 
-def template_config(skill: Skill) -> tuple[dict[str, Any], list[str]]:
-    """A starter contract from static reading, as data (JSON-ready): one case whose steps are
-    SKILL.md's runnable blocks, fixture folders as `files`, one deterministic check (every
-    step succeeds) and the fields only the author can write marked with `TODO_MARK`; and
-    the blocks left out, with the reason (``SKILL.md line N: why``).
+def documented_blocks(skill: Skill) -> list[DocBlock]:
+    """SKILL.md's shell blocks as the doc test gets them (each with its line and the prose
+    before it): what `aeval.tasks.skill.doc_probe` runs and `template_config` sorts."""
+    return doc_blocks(skill.fences(), [code.replace("\0", "") for _, code in
+                                       skill.shell_blocks()])
+
+
+def _todo_step(code: str, line: int, what: str) -> str:
+    """A block the author must make runnable, as a step that runs as nothing: a bash comment
+    whose first line says what it needs, then the block, commented out."""
+    what = " ".join(what.split())[:300]
+    body = "\n".join(f"# {ln}" if ln.strip() else "#" for ln in code.splitlines())
+    return (f"# {TODO_MARK}: SKILL.md line {line}: {what}; make it runnable here (setup, "
+            f"host_tools, files, a real value), then uncomment it\n{body}")
+
+
+def template_config(skill: Skill, blocks: list[tuple[BlockPlan, str | None]] | None = None,
+                    not_run: str = "not run by aeval init") -> tuple[dict[str, Any], list[str]]:
+    """A starter contract, as data (JSON-ready): one case whose steps are the blocks the doc
+    test found self-contained (``blocks``: each planned block of `documented_blocks` with
+    None, a step, or what it needs: `aeval.verdicts.self_contained.sort_blocks`; None: the
+    doc test did not run, ``not_run`` says why, and no block is a step), the others as
+    commented-out TODO steps saying what they need,
+    fixture folders as `files`, one deterministic check (every step succeeds) and the fields
+    only the author can write marked with `TODO_MARK`; and the blocks left out or left to the
+    author, with the reason (``SKILL.md line N: why``).
 
     Validates as an `EvalConfig` (so it runs at once), and `unfilled` lists what is left."""
-    plans = plan_blocks(skill.shell_blocks())
-    steps = [_to_workspace(p.code, skill) for p in plans if p.action == "run"]
-    skipped = [f"SKILL.md line {p.line}: {p.reason}" for p in plans if p.action == "skip"]
+    plans = plan_blocks(documented_blocks(skill))
+    sorted_ = blocks if blocks is not None else [
+        (p, p.reason if p.action == "skip" else not_run) for p in plans
+        if p.action == "run" or p.taints]
+    kept = {(p.line, p.code) for p, _ in sorted_}
+    steps = [_to_workspace(p.code, skill) if why is None
+             else _todo_step(_to_workspace(p.code, skill), p.line, why) for p, why in sorted_]
+    skipped = [f"SKILL.md line {p.line}: {p.reason}" for p in plans
+               if p.action == "skip" and (p.line, p.code) not in kept]
+    skipped += [f"SKILL.md line {p.line}: {why}" for p, why in sorted_ if why is not None]
     files = [d for d in FIXTURE_FOLDERS if (skill.path / d).is_dir()
              and not (skill.path / d).is_symlink()]
     case: dict[str, Any] = {
@@ -157,8 +191,13 @@ def unfilled(data: Any, where: str, path: str = "") -> list[Problem]:
     """Every field of a contract (as loaded JSON) that still holds `TODO_MARK`: what the
     author has left to write after `aeval init` made a template."""
     if isinstance(data, str):
-        return [Problem(where, path, "still aeval init's placeholder: write it")] \
-            if TODO_MARK in data else []
+        if TODO_MARK not in data:
+            return []
+        head = data.split("\n", 1)[0]
+        if head.startswith(f"# {TODO_MARK}: "):  # a block the author must make runnable
+            return [Problem(where, path, "still aeval init's placeholder: "
+                                         f"{head[len(TODO_MARK) + 4:]}")]
+        return [Problem(where, path, "still aeval init's placeholder: write it")]
     out: list[Problem] = []
     if isinstance(data, dict):
         for key, value in data.items():

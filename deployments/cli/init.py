@@ -3,8 +3,11 @@ has no contract), then run its cases once so the author sees which pass, fail or
 untested.
 
 With a model (``--model`` or AEVAL_MODEL) the cases are drafted from SKILL.md
-(`aeval.tasks.skill.draft_contract`); without one, a template from what aeval reads statically
-(`aeval.skill.contract_draft.template_config`), the fields the author must write marked.
+(`aeval.tasks.skill.draft_contract`); without one, SKILL.md's blocks run once as the doc test
+runs them (`aeval.tasks.skill.doc_probe`, sandboxed and bounded, a line per block) and the
+template (`aeval.skill.contract_draft.template_config`) keeps as steps only the blocks the doc
+test found self-contained; the others, and the fields the author must write, are marked TODO
+with what they need. The first run never fails on what the reader supplies.
 Nothing is committed for the user, and an existing contract is never lost.
 
 Exit codes: 2 a usage error, a skill that cannot be loaded, an existing contract without
@@ -47,9 +50,11 @@ def add_parser(sub, run_parser: argparse.ArgumentParser) -> None:
         "init", help="write a starter eval.config from SKILL.md",
         description="Write SKILL_DIR/eval.config: with a model (--model or AEVAL_MODEL), "
         "cases drafted from SKILL.md and the skill's files, deterministic checks first, "
-        "plus trigger prompts; without one, a template of SKILL.md's runnable blocks with "
-        "the fields you must write marked TODO (aeval validate lists them). Then the new "
-        "cases run once. An existing contract is kept: --force replaces it and keeps the "
+        "plus trigger prompts; without one, SKILL.md's blocks run once as the doc test and "
+        "the template's steps are those it found self-contained; the rest (what needs a "
+        "tool, an input or a value you supply) and the fields you must write are marked "
+        "TODO (aeval validate lists them). Then the new cases run once. An existing "
+        "contract is kept: --force replaces it and keeps the "
         "old file as eval.config.orig.",
         epilog="exit codes: 2 usage, a skill that cannot be loaded, or an existing "
         "eval.config without --force; 3 the model API failed or its answer stayed invalid "
@@ -66,7 +71,9 @@ def add_parser(sub, run_parser: argparse.ArgumentParser) -> None:
     i.add_argument("--cases", type=int, default=3, help="cases to draft per skill (default 3)")
     i.add_argument("--force", action="store_true",
                    help="replace an existing eval.config (kept as eval.config.orig)")
-    i.add_argument("--no-run", action="store_true", help="write only; do not run the cases")
+    i.add_argument("--no-run", action="store_true",
+                   help="write only; do not run the cases (without a model the doc test "
+                        "still runs: it decides the steps)")
     i.add_argument("--runtime", action="append", metavar="NAME",
                    help="runtime for the first run (default as `aeval run`: builtin with a "
                         "model, else literal)")
@@ -111,7 +118,7 @@ def _targets(args: argparse.Namespace) -> tuple[list[Path], list[Row], str | Non
 
 
 def _init_one(root: Path, args: argparse.Namespace, model: str | None,
-              api_base: str | None) -> Row:
+              api_base: str | None, sandbox: str = "auto") -> Row:
     from aeval.errors import ContractError, ModelPermanentError, ModelTransientError
     from aeval.skill.contract import parse_config
     from aeval.skill.contract_draft import existing_contract, template_config, write_contract
@@ -142,7 +149,17 @@ def _init_one(root: Path, args: argparse.Namespace, model: str | None,
         config = draft.config.model_dump(mode="json", exclude_defaults=True)
         outcome, detail = "drafted", f"by {model}"
     else:
-        config, skipped = template_config(skill)
+        from aeval.verdicts.self_contained import rehearsed, steps_from_doc_test
+
+        outcomes, not_run = _doc_test(skill, sandbox)
+        blocks = steps_from_doc_test(skill, outcomes, not_run)
+        config, skipped = template_config(skill, blocks)
+        if outcomes is not None and any(why is None for _, why in blocks):
+            case = config["evals"][0]
+            failures = _rehearse(skill, case["steps"], case["files"], sandbox)
+            if failures is not None and any(failures):
+                blocks = rehearsed(skill, blocks, outcomes, failures)
+                config, skipped = template_config(skill, blocks)
         outcome = "template"
         detail = "fill the TODO fields (aeval validate lists them)"
         if skipped:
@@ -152,6 +169,49 @@ def _init_one(root: Path, args: argparse.Namespace, model: str | None,
     if kept is not None:
         detail += f"; the old contract is kept as {kept.name}"
     return Row(skill.name, root, outcome, detail, cases=len(config["evals"]))
+
+
+def _doc_test(skill, sandbox: str) -> tuple[list | None, str]:
+    """What each of the skill's SKILL.md blocks did in the doc test (None when it could not
+    run, and why: then no block becomes a step)."""
+    from aeval.errors import AevalError
+    from aeval.isolation.sandbox import SandboxUnavailable
+    from aeval.tasks.skill.doc_probe import PROBE_TIMEOUT_S, probe_doc_test
+
+    print(f"    running SKILL.md's blocks as the doc test (sandbox {sandbox}, at most "
+          f"{PROBE_TIMEOUT_S:.0f}s) to see which are self-contained", flush=True)
+    try:
+        report = probe_doc_test(skill, sandbox, lambda line: print(line, flush=True))
+    except (AevalError, SandboxUnavailable, OSError) as exc:  # a copy refused, a full disk
+        why = f"the doc test could not run at init: {type(exc).__name__}: {exc}"
+        print(f"    {inert(why.splitlines()[0][:300])}", flush=True)
+        return None, why.splitlines()[0][:300]
+    summary = report.summary()
+    print(f"    doc test: {summary.status}: {inert(summary.final_text.splitlines()[0][:300])}",
+          flush=True)
+    return report.blocks, "not run by aeval init"
+
+
+def _rehearse(skill, steps: list[str], files: list[str], sandbox: str) -> list | None:
+    """How each step fails when run from the workspace as the literal runtime runs it (None
+    per step that succeeds); None when the rehearsal could not run (the steps are kept)."""
+    from aeval.errors import AevalError
+    from aeval.isolation.sandbox import SandboxUnavailable
+    from aeval.tasks.skill.doc_probe import rehearse_steps
+
+    print(f"    rehearsing the {sum(1 for s in steps if not s.startswith('#'))} step(s) from "
+          "the workspace", flush=True)
+    try:
+        failures = rehearse_steps(skill, steps, files, sandbox)
+    except (AevalError, SandboxUnavailable, OSError) as exc:
+        print(f"    the rehearsal could not run: {inert(str(exc).splitlines()[0][:300])}",
+              flush=True)
+        return None
+    for step, failed in zip(steps, failures, strict=False):
+        if failed is not None:
+            print(f"    a step failed from the workspace ({inert(failed[:200])}): "
+                  f"{inert(step.splitlines()[0][:120])}", flush=True)
+    return failures
 
 
 def _first_run(rows: list[Row], args: argparse.Namespace) -> dict[str, list[tuple[str, str]]]:
@@ -221,7 +281,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     for n, root in enumerate(todo, 1):
         print(f"[{n}/{len(todo)}] {inert(root.name)}: "
               f"{'drafting with ' + model if model else 'writing a template'} ...", flush=True)
-        rows.append(_init_one(root, args, model, api_base))
+        rows.append(_init_one(root, args, model, api_base, opts.sandbox))
     written = [r for r in rows if r.outcome in ("drafted", "template")]
     results = _first_run(written, args) if written and not args.no_run else {}
     _print_table(rows, results)

@@ -21,6 +21,8 @@ from aeval.skill.contract_draft import (
     write_contract,
 )
 from aeval.skill.skill_md import load_skill
+from aeval.verdicts.doctest import BlockOutcome
+from aeval.verdicts.self_contained import steps_from_doc_test
 
 SKILL_MD = """---
 name: pdf-forms
@@ -72,8 +74,13 @@ def skill(tmp_path: Path):
 
 
 def test_the_template_runs_the_runnable_blocks_from_the_workspace(skill):
-    config, skipped = template_config(skill)
+    # what the doc test found: the install skipped, the two-liner ran, the placeholder skipped
+    config, skipped = template_config(skill, steps_from_doc_test(skill, [
+        BlockOutcome(11, "skipped", "installs host software"), BlockOutcome(17, "ok"),
+        BlockOutcome(24, "skipped", "placeholder: angle-bracket placeholder '<your-form.pdf>'")]))
     (case,) = config["evals"]
+    todo = case["steps"].pop()  # the placeholder block: the author's to make runnable
+    assert todo.startswith(f"# {TODO_MARK}: SKILL.md line 24: placeholder:")
     assert case["steps"] == [
         'python3 "$SKILL_DIR/scripts/fields.py" list fixtures/w9.pdf\n'
         'python3 "$SKILL_DIR/scripts/fields.py" fill fixtures/w9.pdf --values '
@@ -83,15 +90,21 @@ def test_the_template_runs_the_runnable_blocks_from_the_workspace(skill):
     # is no shell block at all
     assert [s.split(": ", 1)[1].split(" ", 1)[0] for s in skipped] == [
         "installs", "placeholder:"]
+    # not run at all (the doc test could not start): no block becomes a step
+    config, _ = template_config(skill, None, "the doc test could not run")
+    assert all(s.startswith(f"# {TODO_MARK}") for s in config["evals"][0]["steps"])
     assert all(s.startswith("SKILL.md line ") for s in skipped)
     EvalConfig.model_validate(config)
 
 
 def test_what_is_left_to_fill_is_named_by_field(skill):
-    config, _ = template_config(skill)
-    left = {p.field for p in unfilled(config, "eval.config")}
-    assert left == {"evals[0].prompt", "evals[0].expected_outcome", "evals[0].assertions[1]",
-                    "triggers.should[0]", "triggers.should_not[0]"}
+    config, _ = template_config(skill, steps_from_doc_test(skill, [
+        BlockOutcome(11, "skipped", "installs"), BlockOutcome(17, "ok"),
+        BlockOutcome(24, "skipped", "placeholder: <x>")]))
+    left = {p.field: p.message for p in unfilled(config, "eval.config")}
+    assert set(left) == {"evals[0].prompt", "evals[0].expected_outcome", "evals[0].steps[1]",
+                         "evals[0].assertions[1]", "triggers.should[0]", "triggers.should_not[0]"}
+    assert "SKILL.md line 24: placeholder: <x>" in left["evals[0].steps[1]"]
     config["evals"][0]["prompt"] = "Fill the W-9 in fixtures/ with my values."
     assert "evals[0].prompt" not in {p.field for p in unfilled(config, "eval.config")}
 
