@@ -1,0 +1,299 @@
+"""The provisioning phase: fetch what a skill declares (`aeval.isolation.provision`) from the
+package registries, once per content, before the offline attempts that need it.
+
+- **Where it runs**: inside the case's boundary, a bubblewrap sandbox with the same
+  allowlisted view (`aeval.adapters.sandbox.bwrap`), its own private network namespace with
+  only a loopback. Its one way out is `RegistryProxy`: a forward proxy on aeval's side that
+  answers only ``CONNECT`` to the package registries' hosts (PyPI, its files host, the npm
+  registry, and the index URLs this machine's own pip, uv and npm configuration names, read
+  on aeval's side). The proxy listens on a unix socket bound into the provisioning sandbox
+  alone and reached through a bridge inside (`aeval.adapters.sandbox._bridge.BRIDGE`, as
+  the CLI runtimes reach the key proxy), so the host's loopback, its addresses and aeval's
+  services stay out of reach: a ``CONNECT 127.0.0.1:4200`` is refused like any other host.
+- **What it does**: ``pip wheel`` of the declared requirements into a wheelhouse (wheels of
+  every package the resolution needs, sdists built there).
+- **Cached by content**: the key is the requirements, the Python version, the platform and
+  uv's version (`aeval.isolation.provision.provision_key`); a wheelhouse is built once under a
+  file lock (the cases of one skill that start together wait for the first one's build, across
+  processes too) in ``$AEVAL_CACHE_DIR/provision`` (default ``~/.cache/aeval``), and never
+  changed after: attempts see it read-only. ``uv run`` inside an attempt installs from it
+  offline (`attempt_env`: ``UV_FIND_LINKS`` and ``UV_OFFLINE``).
+- **What it cannot fetch** is named (``needs X (not on the package registry)``, the
+  resolver's own line, the registry unreachable) and the attempt runs without it, so the
+  case ends ``untested: needs X`` by the usual diagnosis, never ``fail``. A failure is
+  remembered for the rest of the process (16 cases ask once), not across runs.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from aeval.adapters.sandbox._bridge import BRIDGE
+from aeval.adapters.sandbox._toolchain import toolchain, uv_version
+from aeval.adapters.sandbox.bwrap import make_sandbox
+from aeval.isolation.provision import Provisioning, declarations, provision_key
+from aeval.isolation.sandbox import SandboxMode, SandboxPolicy
+
+DEFAULT_REGISTRIES = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org")
+PROVISION_TIMEOUT_S = 900.0
+MAX_HEADER = 8192
+_INDEX_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
+               "UV_EXTRA_INDEX_URL", "UV_INDEX", "NPM_CONFIG_REGISTRY", "npm_config_registry")
+_PIP_CONFS = ("/etc/pip.conf", "/etc/xdg/pip/pip.conf", "~/.config/pip/pip.conf",
+              "~/.pip/pip.conf")
+
+
+def cache_root() -> Path:
+    """Where wheelhouses are kept: ``$AEVAL_CACHE_DIR/provision`` (default
+    ``$XDG_CACHE_HOME/aeval`` or ``~/.cache/aeval``)."""
+    base = os.environ.get("AEVAL_CACHE_DIR") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aeval")
+    return Path(base) / "provision"
+
+
+def configured_indexes() -> list[str]:
+    """The http(s) index URLs this machine's pip, uv and npm are configured with (the
+    environment, pip.conf files, npmrc's ``registry``), read on aeval's side."""
+    urls: list[str] = []
+    for var in _INDEX_VARS:
+        urls += os.environ.get(var, "").split()
+    if os.environ.get("PIP_CONFIG_FILE"):
+        confs = [os.environ["PIP_CONFIG_FILE"]]
+    else:
+        confs = [os.path.expanduser(c) for c in _PIP_CONFS]
+    for conf in confs:
+        cp = configparser.ConfigParser(interpolation=None)
+        with contextlib.suppress(OSError, configparser.Error):
+            cp.read(conf)
+            for section in cp.sections():
+                for opt in ("index-url", "extra-index-url", "index_url", "extra_index_url"):
+                    urls += cp.get(section, opt, fallback="").split()
+    for rc in (os.path.expanduser("~/.npmrc"), "/etc/npmrc"):
+        with contextlib.suppress(OSError):
+            for line in Path(rc).read_text().splitlines():
+                k, _, v = line.partition("=")
+                if k.strip() == "registry":
+                    urls.append(v.strip())
+    return [u for u in dict.fromkeys(urls) if urlsplit(u).scheme in ("http", "https")]
+
+
+def registry_hosts() -> frozenset[tuple[str, int]]:
+    """(host, port) pairs the provisioning phase may reach."""
+    out = {(h, 443) for h in DEFAULT_REGISTRIES}
+    for url in configured_indexes():
+        s = urlsplit(url)
+        if s.hostname:
+            out.add((s.hostname.lower(), s.port or (443 if s.scheme == "https" else 80)))
+    return frozenset(out)
+
+
+class RegistryProxy:
+    """A forward proxy on a unix socket that tunnels ``CONNECT host:port`` to the registries
+    (`registry_hosts`) and refuses everything else (403). ``failures`` counts the allowed
+    connections the registry did not answer (an unreachable registry)."""
+
+    def __init__(self, allowed: frozenset[tuple[str, int]]):
+        self.allowed = allowed
+        self.failures = 0
+        self.refused: list[str] = []
+        self._dir = Path(tempfile.mkdtemp(prefix="aeval-registry-proxy-"))
+        os.chmod(self._dir, 0o700)
+        self.socket_path = str(self._dir / "registry.sock")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(self.socket_path)
+        self._sock.listen(64)
+        threading.Thread(target=self._serve, name="aeval-registry-proxy", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(client,), daemon=True).start()
+
+    def _handle(self, client: socket.socket) -> None:
+        try:
+            client.settimeout(30)
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < MAX_HEADER:
+                chunk = client.recv(1024)
+                if not chunk:
+                    return
+                head += chunk
+            first = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+            target = first[1] if len(first) == 3 and first[0].upper() == "CONNECT" else ""
+            host, _, port = target.rpartition(":")
+            host = host.strip("[]").lower()
+            if not port.isdigit() or (host, int(port)) not in self.allowed:
+                self.refused.append(" ".join(first[:2])[:200])
+                client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n"
+                               b"Connection: close\r\n\r\n")
+                return
+            try:
+                upstream = socket.create_connection((host, int(port)), timeout=20)
+            except OSError:
+                self.failures += 1
+                client.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+                return
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            client.settimeout(None)
+            upstream.settimeout(None)
+            t = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+            t.start()
+            _pump(client, upstream)
+            t.join()
+        except OSError:
+            pass
+        finally:
+            client.close()
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+@functools.lru_cache(maxsize=1)
+def registry_proxy() -> RegistryProxy:
+    """This process's registry proxy (started on first use)."""
+    return RegistryProxy(registry_hosts())
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_FAILED: dict[str, str] = {}  # key -> why, for the rest of the process
+_NOT_FOUND = re.compile(r"No matching distribution found for ([^\s;]+)")
+_UNREACHABLE = re.compile(r"ProxyError|Max retries exceeded|Tunnel connection failed|"
+                          r"Failed to establish a new connection|Network is unreachable")
+
+
+def _reason(output: str, proxy: RegistryProxy | None, failures_before: int) -> str:
+    m = _NOT_FOUND.search(output)
+    if m:
+        return f"needs {m.group(1)} (not on the package registry)"
+    if (proxy is not None and proxy.failures > failures_before) or _UNREACHABLE.search(output):
+        return "the package registry was unreachable"
+    errors = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("ERROR")]
+    last = (errors or [ln.strip() for ln in output.splitlines() if ln.strip()] or ["no output"])
+    return f"the resolver said: {last[-1][:300]}"
+
+
+def _build(requirements: list[str], dest: Path, mode: SandboxMode) -> str | None:
+    """``pip wheel`` of ``requirements`` into ``dest/wheels`` in the provisioning sandbox;
+    None when it worked, else why not."""
+    (dest / "home").mkdir(parents=True)
+    (dest / "requirements.in").write_text("\n".join(requirements) + "\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(dest / "home"), "LANG": "C.UTF-8",
+           "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
+    indexes = [u for u in configured_indexes() if "npm" not in (urlsplit(u).hostname or "")]
+    if indexes:
+        env["PIP_INDEX_URL"] = indexes[0]
+        if indexes[1:]:
+            env["PIP_EXTRA_INDEX_URL"] = " ".join(indexes[1:])
+    pip = [str(toolchain() / "bin" / "python"), "-m", "pip", "wheel", "--quiet",
+           "--wheel-dir", str(dest / "wheels"), "-r", str(dest / "requirements.in")]
+    policy = SandboxPolicy(root=dest, network=False, max_disk_bytes=4 << 30)
+    sandbox = make_sandbox(mode, policy)
+    proxy: RegistryProxy | None = None
+    failures = 0
+    if sandbox.name == "bwrap":
+        proxy = registry_proxy()
+        failures = proxy.failures
+        port = _free_port()
+        env |= {"HTTPS_PROXY": f"http://127.0.0.1:{port}", "HTTP_PROXY":
+                f"http://127.0.0.1:{port}", "NO_PROXY": ""}
+        python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
+        argv = sandbox.argv([python, "-I", "-c", BRIDGE, proxy.socket_path, str(port), *pip],
+                            dest, env, binds=(proxy.socket_path,))  # type: ignore[call-arg]
+    else:  # no sandbox here: the host's own network, as every command of the case has
+        argv = pip
+    try:
+        r = subprocess.run(argv, cwd=dest, env=sandbox.inside_env(env) if proxy is None
+                           else env, capture_output=True, text=True, errors="replace",
+                           stdin=subprocess.DEVNULL, timeout=PROVISION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"fetching took longer than {PROVISION_TIMEOUT_S:.0f}s"
+    finally:
+        close = getattr(sandbox, "close", None)
+        if close is not None:
+            close()
+    if r.returncode != 0:
+        return _reason(r.stdout + r.stderr, proxy, failures)
+    return None
+
+
+def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
+              ) -> tuple[Provisioning | None, Path | None]:
+    """(the record, the wheelhouse) for the skill at ``skill_dir`` whose documented commands
+    are ``commands``; (None, None) when they declare nothing to fetch."""
+    declared, reqs = declarations(skill_dir, commands)
+    if not reqs:
+        return None, None
+    key = provision_key(reqs, platform.python_version(), f"{sys.platform}-{platform.machine()}",
+                        uv_version())
+    record = Provisioning(declared=declared, requirements=reqs, outcome="built", key=key)
+    root = cache_root()
+    entry = root / key
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{key}.lock", "a") as lock:  # one build per key, threads and processes
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (entry / "done.json").is_file():
+            record.outcome = "cached"
+        elif key in _FAILED:
+            record.outcome, record.reason = "not provisioned", _FAILED[key]
+        else:
+            tmp = root / f".{key}.{uuid.uuid4().hex}"
+            try:
+                why = _build(reqs, tmp, mode)
+                if why is None:
+                    shutil.rmtree(tmp / "home", ignore_errors=True)
+                    (tmp / "done.json").write_text(json.dumps(reqs))
+                    os.rename(tmp, entry)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if why is not None:
+                _FAILED[key] = why
+                record.outcome, record.reason = "not provisioned", why
+    if record.outcome == "not provisioned":
+        return record, None
+    wheels = entry / "wheels"
+    record.packages = sorted(p.name for p in wheels.iterdir()) if wheels.is_dir() else []
+    return record, wheels
+
+
+def attempt_env(wheels: Path, network: bool) -> dict[str, str]:
+    """What an attempt's commands get so that ``uv run`` installs from the wheelhouse (and
+    only from it when the case is offline)."""
+    env = {"UV_FIND_LINKS": str(wheels)}
+    if not network:
+        env["UV_OFFLINE"] = "1"
+    return env
