@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -52,6 +53,9 @@ from aeval.isolation.sandbox import SandboxMode, SandboxPolicy
 
 DEFAULT_REGISTRIES = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org")
 PROVISION_TIMEOUT_S = 900.0
+PROVISION_DISK_BYTES = 4 << 30
+NOT_ON_REGISTRY = "(not on the package registry)"
+MAX_LEFT_OUT = 3  # requirements the registry lacks, left out one by one before giving up
 MAX_HEADER = 8192
 _INDEX_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
                "UV_EXTRA_INDEX_URL", "UV_INDEX", "NPM_CONFIG_REGISTRY", "npm_config_registry")
@@ -198,7 +202,7 @@ _UNREACHABLE = re.compile(r"ProxyError|Max retries exceeded|Tunnel connection fa
 def _reason(output: str, proxy: RegistryProxy | None, failures_before: int) -> str:
     m = _NOT_FOUND.search(output)
     if m:
-        return f"needs {m.group(1)} (not on the package registry)"
+        return f"needs {m.group(1)} {NOT_ON_REGISTRY}"
     if (proxy is not None and proxy.failures > failures_before) or _UNREACHABLE.search(output):
         return "the package registry was unreachable"
     errors = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("ERROR")]
@@ -206,55 +210,100 @@ def _reason(output: str, proxy: RegistryProxy | None, failures_before: int) -> s
     return f"the resolver said: {last[-1][:300]}"
 
 
-def _build(requirements: list[str], dest: Path, mode: SandboxMode) -> str | None:
-    """``pip wheel`` of ``requirements`` into ``dest/wheels`` in the provisioning sandbox;
-    None when it worked, else why not."""
-    (dest / "home").mkdir(parents=True)
-    (dest / "requirements.in").write_text("\n".join(requirements) + "\n")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(dest / "home"), "LANG": "C.UTF-8",
-           "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
-    indexes = [u for u in configured_indexes() if "npm" not in (urlsplit(u).hostname or "")]
-    if indexes:
-        env["PIP_INDEX_URL"] = indexes[0]
-        if indexes[1:]:
-            env["PIP_EXTRA_INDEX_URL"] = " ".join(indexes[1:])
-    pip = [str(toolchain() / "bin" / "python"), "-m", "pip", "wheel", "--quiet",
-           "--wheel-dir", str(dest / "wheels"), "-r", str(dest / "requirements.in")]
-    policy = SandboxPolicy(root=dest, network=False, max_disk_bytes=4 << 30)
-    sandbox = make_sandbox(mode, policy)
-    proxy: RegistryProxy | None = None
-    failures = 0
-    if sandbox.name == "bwrap":
-        proxy = registry_proxy()
-        failures = proxy.failures
-        port = _free_port()
-        env |= {"HTTPS_PROXY": f"http://127.0.0.1:{port}", "HTTP_PROXY":
-                f"http://127.0.0.1:{port}", "NO_PROXY": ""}
-        python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
-        argv = sandbox.argv([python, "-I", "-c", BRIDGE, proxy.socket_path, str(port), *pip],
-                            dest, env, binds=(proxy.socket_path,))  # type: ignore[call-arg]
-    else:  # no sandbox here: the host's own network, as every command of the case has
-        argv = pip
+@contextlib.contextmanager
+def provisioning_sandbox(command: list[str], dest: Path, env: dict[str, str],
+                         mode: SandboxMode) -> Iterator[tuple[list[str], RegistryProxy | None]]:
+    """(the command line, the proxy) that runs ``command`` in the provisioning phase's
+    sandbox: the case's allowlisted view with only ``dest`` writable, a private network
+    namespace whose one way out is `RegistryProxy` (``HTTPS_PROXY`` inside points at the
+    bridge). Without bubblewrap (``--sandbox none``, or auto where it cannot run) the command
+    runs as every command of such a case does, on the host's network (proxy None)."""
+    sandbox = make_sandbox(mode, SandboxPolicy(root=dest, network=False,
+                                               max_disk_bytes=PROVISION_DISK_BYTES))
     try:
-        r = subprocess.run(argv, cwd=dest, env=sandbox.inside_env(env) if proxy is None
-                           else env, capture_output=True, text=True, errors="replace",
-                           stdin=subprocess.DEVNULL, timeout=PROVISION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return f"fetching took longer than {PROVISION_TIMEOUT_S:.0f}s"
+        if sandbox.name != "bwrap":
+            yield command, None
+            return
+        proxy = registry_proxy()
+        port = _free_port()
+        env |= {"HTTPS_PROXY": f"http://127.0.0.1:{port}",
+                "HTTP_PROXY": f"http://127.0.0.1:{port}", "NO_PROXY": ""}
+        python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
+        yield sandbox.argv([python, "-I", "-c", BRIDGE, proxy.socket_path, str(port), *command],
+                           dest, env, binds=(proxy.socket_path,)), proxy  # type: ignore[call-arg]
     finally:
         close = getattr(sandbox, "close", None)
         if close is not None:
             close()
+
+
+def provisioning_env(home: Path) -> dict[str, str]:
+    """The provisioning command's environment: nothing of aeval's or the user's, the host's
+    configured indexes (never its credentials files: pip.conf is not shown) as extra
+    indexes beside PyPI."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
+    indexes = [u for u in configured_indexes() if "npm" not in (urlsplit(u).hostname or "")]
+    if indexes:
+        env["PIP_EXTRA_INDEX_URL"] = " ".join(indexes)
+    return env
+
+
+def _build(requirements: list[str], dest: Path, mode: SandboxMode) -> str | None:
+    """``pip wheel`` of ``requirements`` into ``dest/wheels`` in the provisioning sandbox;
+    None when it worked, else why not."""
+    (dest / "home").mkdir(parents=True, exist_ok=True)
+    (dest / "requirements.in").write_text("\n".join(requirements) + "\n")
+    env = provisioning_env(dest / "home")
+    pip = [str(toolchain() / "bin" / "python"), "-m", "pip", "wheel", "--quiet",
+           "--wheel-dir", str(dest / "wheels"), "-r", str(dest / "requirements.in")]
+    with provisioning_sandbox(pip, dest, env, mode) as (argv, proxy):
+        failures = proxy.failures if proxy is not None else 0
+        try:
+            r = subprocess.run(argv, cwd=dest, env=env, capture_output=True, text=True,
+                               errors="replace", stdin=subprocess.DEVNULL,
+                               timeout=PROVISION_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"fetching took longer than {PROVISION_TIMEOUT_S:.0f}s"
     if r.returncode != 0:
         return _reason(r.stdout + r.stderr, proxy, failures)
     return None
 
 
+def _name(requirement: str) -> str:
+    """A requirement's project name, normalized (PEP 503)."""
+    project = re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", project).lower()
+
+
+def _build_available(requirements: list[str], dest: Path, mode: SandboxMode
+                     ) -> tuple[bool, str | None]:
+    """(built, why not all): a requirement the registry does not have is left out and the
+    rest built (up to `MAX_LEFT_OUT` of them), so that uv's own offline error in the attempt
+    names the one that is missing."""
+    reqs, missing = list(requirements), []
+    for _ in range(MAX_LEFT_OUT + 1):
+        why = _build(reqs, dest, mode)
+        if why is None:
+            return True, "; ".join(missing) or None
+        lacking = why.split()[1] if why.endswith(NOT_ON_REGISTRY) else None
+        gone = [r for r in reqs if lacking and _name(r) == _name(lacking)]
+        if not gone:
+            return False, "; ".join([*missing, why])
+        missing.append(why)
+        reqs = [r for r in reqs if r not in gone]
+        if not reqs:
+            (dest / "wheels").mkdir(parents=True, exist_ok=True)
+            return True, "; ".join(missing)
+    return False, "; ".join(missing)
+
+
 def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
               ) -> tuple[Provisioning | None, Path | None]:
     """(the record, the wheelhouse) for the skill at ``skill_dir`` whose documented commands
-    are ``commands``; (None, None) when they declare nothing to fetch."""
+    are ``commands``; (None, None) when they declare nothing to fetch; (record, None) when
+    nothing could be fetched (the record says why)."""
     declared, reqs = declarations(skill_dir, commands)
     if not reqs:
         return None, None
@@ -268,21 +317,25 @@ def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (entry / "done.json").is_file():
             record.outcome = "cached"
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                record.reason = json.loads((entry / "done.json").read_text()).get("missing")
         elif key in _FAILED:
             record.outcome, record.reason = "not provisioned", _FAILED[key]
         else:
             tmp = root / f".{key}.{uuid.uuid4().hex}"
             try:
-                why = _build(reqs, tmp, mode)
-                if why is None:
+                built, why = _build_available(reqs, tmp, mode)
+                if built:
                     shutil.rmtree(tmp / "home", ignore_errors=True)
-                    (tmp / "done.json").write_text(json.dumps(reqs))
+                    (tmp / "done.json").write_text(json.dumps(
+                        {"requirements": reqs, "missing": why}))
                     os.rename(tmp, entry)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-            if why is not None:
-                _FAILED[key] = why
-                record.outcome, record.reason = "not provisioned", why
+            record.reason = why
+            if not built:  # unreachable, or a resolver error: retried by the next run
+                _FAILED[key] = why or "unknown"
+                record.outcome = "not provisioned"
     if record.outcome == "not provisioned":
         return record, None
     wheels = entry / "wheels"
@@ -290,10 +343,12 @@ def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
     return record, wheels
 
 
-def attempt_env(wheels: Path, network: bool) -> dict[str, str]:
-    """What an attempt's commands get so that ``uv run`` installs from the wheelhouse (and
-    only from it when the case is offline)."""
-    env = {"UV_FIND_LINKS": str(wheels)}
+def attempt_env(wheels: Path | None, network: bool) -> dict[str, str]:
+    """What an attempt's commands get so that ``uv run`` installs from the wheelhouse, and,
+    when the case is offline, from it alone (``UV_OFFLINE``: also when nothing could be
+    fetched, so uv says at once which package it lacks instead of retrying a network it
+    does not have)."""
+    env = {"UV_FIND_LINKS": str(wheels)} if wheels is not None else {}
     if not network:
         env["UV_OFFLINE"] = "1"
     return env

@@ -24,6 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 # ``uv run [options] path/to/x.py``: the script a documented command runs through uv
 _UV_RUN = re.compile(r"\buv\s+run\b((?:\s+-{1,2}[\w-]+(?:[ =](?!\S*\.py\b)\S+)?)*)\s+"
                      r"[\"']?([^\s\"';|&()]+\.py)\b")
+# a ``.py`` file a command starts directly (through its ``#!`` line): the command's first word
+_PY_PATH = re.compile(r"(?:^|[;&|(])[^\S\n]*(?:\w+=\S*[^\S\n]+)*[\"']?([^\s\"';|&()]+\.py)\b",
+                      re.M)
 _WITH = re.compile(r"--with[ =]([^\s\"']+)")
 # the reference regular expression of PEP 723 (packaging.python.org, inline script metadata)
 _PEP723 = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
@@ -101,20 +104,35 @@ def script_requirements(text: str) -> list[str] | None:
 
 def declarations(skill_dir: Path, commands: list[str]) -> tuple[list[str], list[str]]:
     """(declaration files, requirements) that ``commands`` (SKILL.md's blocks, a contract's
-    setup and steps) lead to: the PEP 723 header of each script of the skill they ``uv run``
-    (``$SKILL_DIR/``, ``{baseDir}/`` and the like in front of its path are read through).
+    setup and steps) lead to: the PEP 723 header of each script of the skill they ``uv run``,
+    or run directly when its ``#!`` line runs it through ``uv run`` (``$SKILL_DIR/``,
+    ``{baseDir}/`` and the like in front of its path are read through).
     Nothing when they ``uv run`` no script of the skill with a header."""
     declared: list[str] = []
     reqs: list[str] = []
     scripts: list[Path] = []
     for m in _UV_RUN.finditer("\n".join(commands)):
         path = _within(skill_dir, m.group(2))
-        if path is None or path in scripts:
+        if path is None:
             continue
         for w in _WITH.findall(m.group(1)):  # ``--with rich,httpx``: uv fetches those too
             reqs += [r for r in w.split(",") if r]
+        if path in scripts:
+            continue
         scripts.append(path)
         deps = script_requirements(_read(path))
+        if deps:
+            declared.append(f"{path.relative_to(skill_dir).as_posix()} (PEP 723)")
+            reqs += deps
+    for m in _PY_PATH.finditer("\n".join(commands)):  # run directly: ``#!... uv run --script``
+        path = _within(skill_dir, m.group(1))
+        if path is None or path in scripts:
+            continue
+        text = _read(path)
+        if not (text.startswith("#!") and "uv run" in text.split("\n", 1)[0]):
+            continue
+        scripts.append(path)
+        deps = script_requirements(text)
         if deps:
             declared.append(f"{path.relative_to(skill_dir).as_posix()} (PEP 723)")
             reqs += deps

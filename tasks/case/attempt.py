@@ -154,18 +154,19 @@ class Attempt:
         """The provisioning phase (`aeval.adapters.sandbox.provision`): the packages the
         skill's documented ``uv run`` scripts declare, fetched (or found in the cache) before
         anything of the attempt runs; the wheelhouse shown read-only to the attempt. Returns
-        what the attempt's commands get in their environment ({} when nothing was declared
-        or it could not be fetched: the record says why)."""
+        what the attempt's commands get in their environment ({} when nothing was
+        declared; what could not be fetched is named in the record)."""
         plan = self.plan
         commands = [f.code for f in plan.skill.skill.fences() if f.shell]
         commands += [*plan.case.setup, *plan.case.steps]
         record, wheels = provision(plan.skill.path, commands, plan.run.sandbox)
         self.record.provisioning = record
-        if wheels is None:
+        if record is None:
             return {}
-        assert self.sandbox is not None
-        self.sandbox.policy = self.sandbox.policy.model_copy(
-            update={"readonly": [*self.sandbox.policy.readonly, wheels]})
+        if wheels is not None:
+            assert self.sandbox is not None
+            self.sandbox.policy = self.sandbox.policy.model_copy(
+                update={"readonly": [*self.sandbox.policy.readonly, wheels]})
         return attempt_env(wheels, plan.case.network)
 
     def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
