@@ -58,7 +58,8 @@ class Provisioning(BaseModel):
         """One short line for a report: ``provisioned 3 package(s) (cached)``."""
         if self.outcome == "not provisioned":
             return f"not provisioned: {self.reason}"
-        return f"provisioned {len(self.packages)} package(s) ({self.outcome})"
+        lacking = f"; {self.reason}" if self.reason else ""
+        return f"provisioned {len(self.packages)} package(s) ({self.outcome}{lacking})"
 
 
 def _within(skill_dir: Path, ref: str) -> Path | None:

@@ -60,6 +60,7 @@ from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionRes
 from aeval.skill.shell_blocks import doc_blocks
 from aeval.tasks.case.install import case_redactor, install, resolve_credentials, tool_env
 from aeval.tasks.case.sandboxing import attempt_sandbox
+from aeval.tasks.run.progress import progress
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
 
@@ -163,6 +164,7 @@ class Attempt:
         self.record.provisioning = record
         if record is None:
             return {}
+        progress("%s: %s", plan.label, record.line())
         if wheels is not None:
             assert self.sandbox is not None
             self.sandbox.policy = self.sandbox.policy.model_copy(
