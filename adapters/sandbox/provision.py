@@ -36,7 +36,6 @@ import platform
 import re
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,6 +49,7 @@ from aeval.adapters.sandbox._toolchain import toolchain, uv_version
 from aeval.adapters.sandbox.bwrap import make_sandbox
 from aeval.isolation.provision import Provisioning, declarations, provision_key
 from aeval.isolation.sandbox import SandboxMode, SandboxPolicy
+from aeval.isolation.shell import Guard, run_argv
 
 DEFAULT_REGISTRIES = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org")
 PROVISION_TIMEOUT_S = 900.0
@@ -212,17 +212,20 @@ def _reason(output: str, proxy: RegistryProxy | None, failures_before: int) -> s
 
 @contextlib.contextmanager
 def provisioning_sandbox(command: list[str], dest: Path, env: dict[str, str],
-                         mode: SandboxMode) -> Iterator[tuple[list[str], RegistryProxy | None]]:
-    """(the command line, the proxy) that runs ``command`` in the provisioning phase's
+                         mode: SandboxMode
+                         ) -> Iterator[tuple[list[str], RegistryProxy | None, Guard | None]]:
+    """(the command line, the proxy, the disk bound's guard) that runs ``command`` in the
+    provisioning phase's
     sandbox: the case's allowlisted view with only ``dest`` writable, a private network
-    namespace whose one way out is `RegistryProxy` (``HTTPS_PROXY`` inside points at the
-    bridge). Without bubblewrap (``--sandbox none``, or auto where it cannot run) the command
+    namespace whose one way out is `RegistryProxy` (``HTTPS_PROXY`` is added to ``env``: the
+    bridge inside). Without bubblewrap (``--sandbox none``, or auto where it cannot run) the command
     runs as every command of such a case does, on the host's network (proxy None)."""
     sandbox = make_sandbox(mode, SandboxPolicy(root=dest, network=False,
                                                max_disk_bytes=PROVISION_DISK_BYTES))
     try:
+        guard = getattr(sandbox, "guard", None)
         if sandbox.name != "bwrap":
-            yield command, None
+            yield command, None, guard
             return
         proxy = registry_proxy()
         port = _free_port()
@@ -230,7 +233,7 @@ def provisioning_sandbox(command: list[str], dest: Path, env: dict[str, str],
                 "HTTP_PROXY": f"http://127.0.0.1:{port}", "NO_PROXY": ""}
         python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
         yield sandbox.argv([python, "-I", "-c", BRIDGE, proxy.socket_path, str(port), *command],
-                           dest, env, binds=(proxy.socket_path,)), proxy  # type: ignore[call-arg]
+                           dest, env, binds=(proxy.socket_path,)), proxy, guard  # type: ignore
     finally:
         close = getattr(sandbox, "close", None)
         if close is not None:
@@ -258,16 +261,16 @@ def _build(requirements: list[str], dest: Path, mode: SandboxMode) -> str | None
     env = provisioning_env(dest / "home")
     pip = [str(toolchain() / "bin" / "python"), "-m", "pip", "wheel", "--quiet",
            "--wheel-dir", str(dest / "wheels"), "-r", str(dest / "requirements.in")]
-    with provisioning_sandbox(pip, dest, env, mode) as (argv, proxy):
+    with provisioning_sandbox(pip, dest, env, mode) as (argv, proxy, guard):
         failures = proxy.failures if proxy is not None else 0
-        try:
-            r = subprocess.run(argv, cwd=dest, env=env, capture_output=True, text=True,
-                               errors="replace", stdin=subprocess.DEVNULL,
-                               timeout=PROVISION_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return f"fetching took longer than {PROVISION_TIMEOUT_S:.0f}s"
-    if r.returncode != 0:
-        return _reason(r.stdout + r.stderr, proxy, failures)
+        r = run_argv(argv, dest, env, PROVISION_TIMEOUT_S, 64_000, label="provisioning",
+                     guard=guard)
+    if r.timed_out:
+        return f"fetching took longer than {PROVISION_TIMEOUT_S:.0f}s"
+    if r.exceeded:
+        return f"fetching {r.exceeded}"
+    if r.exit_code != 0:
+        return _reason(r.combined(), proxy, failures)
     return None
 
 

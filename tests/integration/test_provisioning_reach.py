@@ -66,7 +66,7 @@ def test_the_provisioning_phase_reaches_the_registry_and_no_host_service(tmp_pat
     env = provisioning_env(dest)
     extra = ["registry"] if _registry_reachable() else []
     probe = [str(toolchain() / "bin" / "python"), "-I", "-c", PROBE, str(host_service), *extra]
-    with provisioning_sandbox(probe, dest, env, "require") as (argv, proxy):
+    with provisioning_sandbox(probe, dest, env, "require") as (argv, proxy, _):
         assert proxy is not None
         r = subprocess.run(argv, cwd=dest, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
