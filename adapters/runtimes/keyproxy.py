@@ -50,6 +50,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from aeval import bounded_json
+from aeval.adapters.sandbox._bridge import BRIDGE
 
 AuthStyle = Literal["anthropic", "bearer"]
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
@@ -339,62 +340,6 @@ def grant(upstream_base: str, key: str, style: AuthStyle, models: Iterable[str],
         proxy.revoke(g)
 
 
-BRIDGE = '''\
-# aeval's bridge: listen on 127.0.0.1:PORT (inside the sandbox: in its network namespace, its
-# own when the case has no network), forward every connection to the grant's unix socket, and
-# exec the command. Arguments: SOCKET PORT COMMAND...
-import ctypes, os, signal, socket, sys, threading
-
-sock_path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-try:
-    listener.bind(("127.0.0.1", port))
-except OSError as exc:
-    sys.exit(f"aeval key proxy bridge: cannot listen on 127.0.0.1:{port}: {exc}")
-listener.listen(64)
-
-
-def pump(src, dst):
-    try:
-        while data := src.recv(65536):
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-def serve():
-    while True:
-        client, _ = listener.accept()
-        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            upstream.connect(sock_path)
-        except OSError:
-            client.close()
-            continue
-        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
-        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
-
-
-parent = os.getpid()
-if os.fork() == 0:  # the child serves until the command ends; the parent becomes the command
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(0)
-    serve()
-    os._exit(0)
-listener.close()
-os.execvp(argv[0], argv)
-'''
 
 
 def bridged(argv: list[str], g: Grant) -> list[str]:

@@ -14,6 +14,11 @@ overwrite that file or fill that folder; and ``bash`` planted in its writable ``
 for every later step and check. Now it is made once per aeval process, in a private temporary
 folder no sandbox can write (bound read-only at its own path), and never touched again.
 
+``uv`` is there too (the ``uv`` wheel's binary, a product dependency, copied in): a skill
+that documents ``uv run scripts/x.py`` runs as documented, with the base interpreter
+(``UV_PYTHON``; uv never downloads one) and, for the packages a script's PEP 723 header
+declares, the wheelhouse the provisioning phase fetched (`aeval.adapters.sandbox.provision`).
+
 Installs still land in the attempt: the environment's site-packages is read-only, so a plain
 ``pip install`` defaults to a user install (``PYTHONUSERBASE=$HOME/.local``, the attempt's
 private HOME) and ``--target`` / ``--prefix`` work as usual. ``PIP_USER=1`` is deliberately
@@ -27,7 +32,9 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -64,7 +71,40 @@ def _toolchain() -> Path:
         shim = bin_dir / name
         shim.write_text(_PIP_SHIM.format(python=bin_dir / "python"))
         shim.chmod(0o755)
+    uv = uv_binary()
+    if uv is not None:
+        shutil.copy2(uv, bin_dir / "uv")
     (env / "pyvenv.cfg").write_text(
         f"home = {base.parent}\ninclude-system-site-packages = true\nversion = "
         f"{'.'.join(map(str, sys.version_info[:3]))}\n")
     return env
+
+
+def base_python() -> Path:
+    """The base interpreter (resolved): what the toolchain's ``python`` is."""
+    return Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+
+
+@functools.lru_cache(maxsize=1)
+def uv_binary() -> Path | None:
+    """The ``uv`` binary of the installed ``uv`` package (else one on PATH), or None."""
+    try:
+        from uv import find_uv_bin
+        return Path(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv", path=os.environ.get("PATH", os.defpath))
+        return Path(found) if found else None
+
+
+@functools.lru_cache(maxsize=1)
+def uv_version() -> str:
+    """``uv --version`` (part of a wheelhouse's cache key), or "none"."""
+    uv = uv_binary()
+    if uv is None:
+        return "none"
+    try:
+        r = subprocess.run([str(uv), "--version"], capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return r.stdout.strip() or "unknown"

@@ -50,7 +50,7 @@ from aeval.adapters.sandbox._limits import (
     rlimit_options,
 )
 from aeval.adapters.sandbox._network import network_tools, with_outbound
-from aeval.adapters.sandbox._toolchain import toolchain
+from aeval.adapters.sandbox._toolchain import base_python, toolchain
 from aeval.adapters.sandbox._view import (
     RESOLV_CONF,
     SYSTEM_PATH,
@@ -76,6 +76,10 @@ from aeval.isolation.shell import (
     command_file,
     run_argv,
 )
+
+UV_ENV = {"UV_PYTHON": str(base_python()), "UV_PYTHON_DOWNLOADS": "never"}
+"""uv inside: the base interpreter (shown read-only; a script's environment made with it
+stays valid across runs), never a downloaded one."""
 
 
 def sandbox_path(home: str, pybin: Path, shown: list[Path] = ()) -> str:
@@ -199,7 +203,8 @@ class BwrapSandbox(DiskBounded):
         return {**{k: v for k, v in env.items() if k != "PYTHONHOME"},
                 "PATH": sandbox_path(home, tools / "bin", self.policy.shown),
                 "VIRTUAL_ENV": str(tools), "PYTHONUSERBASE": f"{home}/.local",
-                "NPM_CONFIG_PREFIX": f"{home}/.npm-global", "TMPDIR": "/tmp"}
+                "NPM_CONFIG_PREFIX": f"{home}/.npm-global", "TMPDIR": "/tmp",
+                **UV_ENV}
 
     def _resolv_conf(self) -> str:
         path = self._args_dir / "resolv.conf"
@@ -225,6 +230,8 @@ class BwrapSandbox(DiskBounded):
         for prefix in shown_prefixes([*programs, *map(str, p.shown)], writable):
             if prefix != tools:
                 out += ["--ro-bind", prefix, prefix]
+        for r in p.readonly:
+            out += ["--ro-bind", str(r), str(r)]
         for w in writable:
             out += ["--bind", str(w), str(w)]
         for pin in p.pinned:
@@ -246,7 +253,8 @@ class BwrapSandbox(DiskBounded):
             out.append("--unshare-net")
         out += ["--chdir", str(Path(cwd).resolve())]
         inside = self.inside_env(env)
-        for k in ("PATH", "VIRTUAL_ENV", "PYTHONUSERBASE", "NPM_CONFIG_PREFIX", "TMPDIR"):
+        for k in ("PATH", "VIRTUAL_ENV", "PYTHONUSERBASE", "NPM_CONFIG_PREFIX", "TMPDIR",
+                  *UV_ENV):
             out += ["--setenv", k, inside[k]]
         out += ["--unsetenv", "PYTHONHOME"]
         # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact

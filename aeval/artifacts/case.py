@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.coverage import ResourceUse
 from aeval.events import Usage
+from aeval.isolation.provision import Provisioning
 from aeval.isolation.sandbox import SandboxStatus
 from aeval.isolation.workspace import OutputFile
 from aeval.skill.contract import DeterministicCheck, Tier
@@ -96,6 +97,9 @@ class AttemptRecord(BaseModel):
         None, description="The bound a command of this attempt went over, which killed it "
                           "(`wrote more than 10 GiB`: the disk bound, eval.config's "
                           "`max_disk_mb`); the case then fails. None: none was.")
+    provisioning: Provisioning | None = Field(
+        None, description="What the provisioning phase fetched from the package registries "
+                          "for the skill's declared needs (None: it declared nothing).")
     cut: list[str] = Field(
         default_factory=list,
         description="What a bound of aeval's own work cut in this attempt, one line each: "

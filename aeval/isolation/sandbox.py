@@ -47,6 +47,10 @@ class SandboxPolicy(BaseModel):
                     "system trees, the toolchain and the attempt (the host tools a case "
                     "declares, resolved to where they live: their install prefix is shown). "
                     "Nothing that is not shown exists inside.")
+    readonly: list[Path] = Field(
+        default_factory=list,
+        description="Further host folders shown read-only at their own place and nothing "
+                    "more (not on PATH): the wheelhouse the provisioning phase fetched.")
     pinned: list[Path] = Field(
         default_factory=list,
         description="Folders inside the attempt root bound at their own place, so that inside "

@@ -51,6 +51,10 @@ _NODE_NO_MODULE = re.compile(r"Error: Cannot find (?:module|package) '([^'./][^'
 _NO_PROGRAM = re.compile(r"\bspawn(?:Sync)? ([\w.+-]+) ENOENT\b|"
                          r"Errno::ENOENT: No such file or directory - ([\w.+-]+)\b|"
                          r"exec: \"([\w.+-]+)\": executable file not found")
+# uv could not get a package a script declares: offline (the provisioning phase did not fetch
+# it) or not on the registry it asked: the reader's environment, never the skill's code
+_UV_UNAVAILABLE = re.compile(r"Because ([A-Za-z0-9][\w.-]*)(?:\[[^\]]*\])? was not found in the "
+                             r"(?:cache|package registry)")
 _FRAME = re.compile(r'^[^\S\n]*File "([^"]+)", line (\d+)', re.M)
 
 _MAX_OWN_ENTRIES = 10_000  # a skill folder's entries read for its module names
@@ -88,6 +92,8 @@ def missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
         pm = _NO_PROGRAM.search(output)
         if pm:
             name = next(g for g in pm.groups() if g)
+    if name is None and (um := _UV_UNAVAILABLE.search(output)):
+        return Diagnosis("missing_tool", f"needs {um.group(1)}", um.group(1))
     if name is None or (skill_dir / name).exists() or (skill_dir / f"{name}.py").exists():
         return None
     if m is not None and m.re is _NO_MODULE:

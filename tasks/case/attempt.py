@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aeval.adapters import get_runtime
+from aeval.adapters.sandbox.provision import attempt_env, provision
 from aeval.adapters.sandbox.watch import CHANGES, SkillWatch, Touch
 from aeval.artifacts import AttemptRecord
 from aeval.errors import EnvironmentFailure, RuntimeUnavailable, TransientError
@@ -59,6 +60,7 @@ from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionRes
 from aeval.skill.shell_blocks import doc_blocks
 from aeval.tasks.case.install import case_redactor, install, resolve_credentials, tool_env
 from aeval.tasks.case.sandboxing import attempt_sandbox
+from aeval.tasks.run.progress import progress
 from aeval.verdicts.attribution import seen_at
 from aeval.verdicts.coverage import ResourceUse, exercised, resource_use, uses_from_events
 
@@ -97,6 +99,7 @@ class Attempt:
         self.wall_start: float | None = None  # time.time() at clock_start
         self.changes: list[FileChange] = []
         self.runs_steps_verbatim = False  # the runtime's flag, once it is known
+        self.extra_env: dict[str, str] = {}  # what the provisioning phase adds
 
     # ---- the lifecycle -------------------------------------------------------------------
 
@@ -111,8 +114,10 @@ class Attempt:
                 raise RuntimeUnavailable(f"runtime {self.plan.runtime!r} needs a model: pass "
                                          "--model or set AEVAL_MODEL")
             self.sandbox = attempt_sandbox(self.plan, self.root)
+            self.extra_env = self._provision()
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
-                              credentials, self.dir / "install.log", self.sandbox)
+                              credentials, self.dir / "install.log", self.sandbox,
+                              self.extra_env)
             add_skills(self.ws, self.plan.skill.distractors)
             # the copy pinned from now on: inside the sandbox it cannot be moved aside
             self.sandbox.policy = self.sandbox.policy.model_copy(
@@ -146,6 +151,26 @@ class Attempt:
             skill_copy=self.ws.skill_dir, changes=self.changes, outputs=outputs,
             runtime_version=result.runtime_version)
 
+    def _provision(self) -> dict[str, str]:
+        """The provisioning phase (`aeval.adapters.sandbox.provision`): the packages the
+        skill's documented ``uv run`` scripts declare, fetched (or found in the cache) before
+        anything of the attempt runs; the wheelhouse shown read-only to the attempt. Returns
+        what the attempt's commands get in their environment ({} when nothing was
+        declared; what could not be fetched is named in the record)."""
+        plan = self.plan
+        commands = [f.code for f in plan.skill.skill.fences() if f.shell]
+        commands += [*plan.case.setup, *plan.case.steps]
+        record, wheels = provision(plan.skill.path, commands, plan.run.sandbox)
+        self.record.provisioning = record
+        if record is None:
+            return {}
+        progress("%s: %s", plan.label, record.line())
+        if wheels is not None:
+            assert self.sandbox is not None
+            self.sandbox.policy = self.sandbox.policy.model_copy(
+                update={"readonly": [*self.sandbox.policy.readonly, wheels]})
+        return attempt_env(wheels, plan.case.network)
+
     def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws
         assert ws is not None
@@ -159,7 +184,7 @@ class Attempt:
             skill_name=plan.skill.name, skill_key=plan.skill.key,
             skill_description=plan.skill.skill.description,
             skill_dir=ws.skill_dir, skill_installed=plan.run.install_skill,
-            env=tool_env(plan, ws, credentials), steps=plan.case.steps,
+            env=tool_env(plan, ws, credentials, self.extra_env), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
             doc_blocks=doc_blocks(plan.skill.skill.fences(), plan.case.steps)
             if plan.case.doc_test else [],

@@ -39,14 +39,17 @@ def case_redactor(plan: CasePlan) -> Redactor:
     return Redactor(declared_values([*plan.case.required_credentials, *plan.run.run_credentials]))
 
 
-def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str]) -> dict[str, str]:
-    """The whole environment of every command of the case."""
-    return base_env(ws.home, {"SKILL_DIR": str(ws.skill_dir), **credentials})
+def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str],
+             extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of every command of the case (``extra``: what the provisioning
+    phase adds)."""
+    return base_env(ws.home, {**(extra or {}), "SKILL_DIR": str(ws.skill_dir), **credentials})
 
 
 def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
             config_dirs: tuple[str, ...], credentials: dict[str, str],
-            log_path: Path, sandbox: Sandbox | None = None) -> Workspace:
+            log_path: Path, sandbox: Sandbox | None = None,
+            extra_env: dict[str, str] | None = None) -> Workspace:
     """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
                            plan.case.files, config_dirs, plan.run.install_skill,
@@ -54,7 +57,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
     # the Python user site, made while nothing of the attempt has run: its startup hooks
     # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)
-    env = tool_env(plan, ws, credentials)
+    env = tool_env(plan, ws, credentials, extra_env)
     redactor = case_redactor(plan)
     log: list[str] = []
     try:
