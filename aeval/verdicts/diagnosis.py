@@ -23,6 +23,7 @@ from aeval.skill.shellparse import (
     path_like,
     related,
 )
+from aeval.verdicts.context import context_refusal, exception_context
 from aeval.verdicts.doctest import Diagnosis, interpreter_problem, own_file
 from aeval.verdicts.missing import frames_in_skill, install_advice, missing, shipped_named
 
@@ -251,6 +252,9 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     advice = install_advice(output, exit_code, declared)
     if advice is not None:
         return advice
+    context = context_refusal(rel, output, skill_dir)
+    if context is not None:  # the reader's repository, files, login or network
+        return context
     refusal = _precondition(output, skill_dir)
     if refusal is not None:
         return Diagnosis("inconclusive", f"the skill's {rel} refuses to run without what the "
@@ -346,6 +350,9 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
             gone = re.search(r"'([^'\n]{1,500})'\s*$", exc)
             return Diagnosis("inconclusive", f"{exc} (an input the block expects is missing)",
                              input=gone.group(1) if gone else None)
+        context = exception_context(exc, output, skill_dir, f"{file}:{line}")
+        if context is not None:  # KeyError: 'GITHUB_TOKEN', a name that does not resolve
+            return context
         kind = exc.split(":")[0].split(".")[-1]
         return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}", file=file,
                          own="file" if kind in _UNPARSABLE else "crash")
