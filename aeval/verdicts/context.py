@@ -21,6 +21,7 @@ quote is bounded and its control characters escaped.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -38,10 +39,17 @@ _GIT = re.compile(
     rf"\b(?:not|outside(?: of)?) (?:a |in |inside |within |in a |inside a |the )?"
     rf"(?:git |valid |\(?git\)? )?{_REPO}\b|"
     r"\bno (?:git )?repo(?:sitory)? (?:found|detected)\b|\.git\b[^\n]{0,20}\b(?:not found|"
-    r"missing)\b|\bno names found, cannot describe\b|\bunknown revision\b|"
-    r"\bdoes not have any commits\b|\bno upstream (?:branch|configured)\b|"
-    r"\bno such remote\b|\b(?:uncommitted|unstaged) changes\b|"
-    r"\bworking (?:tree|directory) (?:is )?(?:not clean|dirty)\b", re.I)
+    r"missing)\b", re.I)
+_DIRTY = re.compile(r"\b(?:uncommitted|unstaged|untracked) (?:changes|files)\b|"
+                    r"\bworking (?:tree|directory|copy) (?:is )?(?:not clean|dirty)\b", re.I)
+# a repository, but not the reader's: no tags, no upstream, no remote, no earlier commits
+# (the doc test's checkout has one commit and nothing else)
+_HISTORY = re.compile(
+    r"\bno names found, cannot describe\b|\bno (?:release |version |git )?tags?\b|"
+    r"\bunknown revision\b|\bdoes not have any commits\b|"
+    r"\bno upstream (?:branch|configured)\b|\bno such remote\b|"
+    r"\b(?:remote|origin) [^\n]{0,30}\bnot (?:found|configured|set)\b|"
+    r"\bcouldn't find remote ref\b", re.I)
 # a credential by its variable's name: GITHUB_TOKEN, OPENAI_API_KEY, NPM_AUTH_TOKEN
 _CRED_VAR = re.compile(r"\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|API_KEY|KEY|SECRET|PASSWORD|"
                        r"PAT|CREDENTIALS?)\b")
@@ -71,8 +79,8 @@ _READER = re.compile(
 # "missing" counts only with the path it misses: "error: missing CHANGELOG.md"
 _MISSING = re.compile(r"\bmissing\b|\bis required\b", re.I)
 # a line about the script's arguments, not the reader's files: "missing required argument"
-_ARGUMENTS = re.compile(r"\b(?:argument|option|flag|parameter|subcommand|positional)s?\b|"
-                        r"\b(?:unknown|unrecogni[sz]ed|invalid|unsupported|expected)\b", re.I)
+_ARGUMENTS = re.compile(r"\b(?:argument|option|flag|parameter|subcommand|positional)s?\b",
+                        re.I)
 _PATH_WORD = re.compile(r"[\w~.$/{}-]*[./][\w.$/{}-]+")
 _LOGIN_FILE = re.compile(r"cred|token|auth|login|netrc|session|\.pem$|secret", re.I)
 _USAGE = re.compile(r"^\s*usage:", re.I | re.M)
@@ -94,21 +102,41 @@ def _paths(line: str) -> list[str]:
             if w.strip(".,:;'\"`()") not in ("", ".", "..")]
 
 
+def _skills(path: str, skill_dir: Path) -> bool:
+    """Whether a path a script printed is a file of the skill (shipped, or in one of its
+    folders): relative to it, through its name, or absolute inside the copy."""
+    if path.startswith("~"):
+        return False
+    if path.startswith("/"):
+        try:
+            return Path(path).is_relative_to(skill_dir) or \
+                Path(path).is_relative_to(skill_dir.resolve())
+        except (OSError, RuntimeError, ValueError):
+            return False
+    # `scripts/../templates/x.tsx` (a script's dirname "$0"/..) is the skill's templates/x.tsx
+    rel = posixpath.normpath(path) if "$" not in path and "{" not in path else path
+    return own_file(rel, skill_dir, (skill_dir.name,)) is not None
+
+
 def needed(line: str, skill_dir: Path) -> str | None:
     """The context one line of a refusal names ("a git repository", "GITHUB_TOKEN", "the
     network", "the reader's package.json"), or None: the line names none, or the path it
     misses is the skill's own (``templates/base.html not found``: shipped or should be)."""
     ln = line[:_LINE_CAP]
     paths = _paths(ln)
-    if any(own_file(p, skill_dir) is not None for p in paths if not p.startswith("~")):
+    if any(_skills(p, skill_dir) for p in paths):
         return None  # the skill's own file: its defect, whatever else the line says
-    if _GIT.search(ln):
-        return "a git repository"
     var = _CRED_VAR.search(ln)
     if var is not None and (_CREDENTIAL.search(ln) or re.search(
             r"\b(?:not set|unset|is required|required|missing|empty|environment variable)\b",
             ln, re.I)):
         return var.group(0)
+    if _DIRTY.search(ln):  # an earlier block's output in the checkout
+        return "a clean git working tree"
+    if _HISTORY.search(ln):
+        return "the reader's git history"
+    if _GIT.search(ln):
+        return "a git repository"
     if _CREDENTIAL.search(ln):
         return "a login or credential"
     if _NETWORK.search(ln):
