@@ -187,3 +187,23 @@ def test_a_missing_argument_is_no_missing_file(tmp_path):
         "import sys\nsys.exit('error: missing required option --input data.csv')\n")})
     dg = ran(d, "python3 scripts/profile.py --top 5")
     assert dg.kind == "defect", dg
+
+
+def test_gits_own_refusal_under_a_python_scripts_check_call_needs_a_git_repository(tmp_path):
+    d = skill(tmp_path, "release-notes", {"scripts/version.py": (
+        "import subprocess\n"
+        "root = subprocess.run(['git', 'rev-parse', '--show-toplevel'], check=True,\n"
+        "                      capture_output=False, text=True)\n")})
+    dg = ran(d, "python3 scripts/version.py --next minor")
+    assert dg.kind == "needs_context", dg
+    assert dg.tool.startswith("a git repository (scripts/version.py:2 says \"fatal: not a git "
+                              "repository"), dg.tool
+
+
+def test_a_release_refused_for_an_earlier_blocks_output_needs_a_clean_work_tree(tmp_path):
+    d = skill(tmp_path, "release-notes", {"scripts/tag.sh": (
+        'echo "Refusing to tag: working tree is dirty (commit or stash first)" >&2; exit 1\n')})
+    dg = ran(d, "bash scripts/tag.sh v1.4.0")
+    assert (dg.kind, dg.tool) == ("needs_context", "a clean git working tree (scripts/tag.sh "
+                                  "says \"Refusing to tag: working tree is dirty (commit or "
+                                  "stash first)\")"), dg
