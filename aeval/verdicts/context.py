@@ -51,8 +51,9 @@ _HISTORY = re.compile(
     r"\b(?:remote|origin) [^\n]{0,30}\bnot (?:found|configured|set)\b|"
     r"\bcouldn't find remote ref\b", re.I)
 # a credential by its variable's name: GITHUB_TOKEN, OPENAI_API_KEY, NPM_AUTH_TOKEN
-_CRED_VAR = re.compile(r"\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|API_KEY|KEY|SECRET|PASSWORD|"
-                       r"PAT|CREDENTIALS?)\b")
+# (not any *_KEY: PRIMARY_KEY, SORT_KEY are the code's own names)
+_CRED_VAR = re.compile(r"\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:TOKEN|API_KEY|ACCESS_KEY|SECRET_KEY|"
+                       r"PRIVATE_KEY|SECRET|PASSWORD|PASSWD|PAT|CREDENTIALS?)\b")
 _CREDENTIAL = re.compile(
     r"\bnot (?:logged|signed|authenticated) in\b|\b(?:log|sign) ?in (?:first|required)\b|"
     r"\bplease (?:log|sign) ?in\b|\bauth(?:entication|orization)? (?:required|failed)\b|"

@@ -207,3 +207,10 @@ def test_a_release_refused_for_an_earlier_blocks_output_needs_a_clean_work_tree(
     assert (dg.kind, dg.tool) == ("needs_context", "a clean git working tree (scripts/tag.sh "
                                   "says \"Refusing to tag: working tree is dirty (commit or "
                                   "stash first)\")"), dg
+
+
+def test_a_key_error_on_the_codes_own_name_is_the_codes(tmp_path):
+    d = skill(tmp_path, "sales-profile", {"scripts/dedupe.py": (
+        "row = {'id': 1}\nprint(row['PRIMARY_KEY'])\n")})
+    dg = ran(d, "python3 scripts/dedupe.py")
+    assert dg.kind == "defect", dg
