@@ -108,12 +108,14 @@ def _skills(path: str, skill_dir: Path) -> bool:
     folders): relative to it, through its name, or absolute inside the copy."""
     if path.startswith("~"):
         return False
-    if path.startswith("/"):
+    if path.startswith("/"):  # the copy's own path, or /mnt/skills/user/<name>/x
         try:
-            return Path(path).is_relative_to(skill_dir) or \
-                Path(path).is_relative_to(skill_dir.resolve())
+            if Path(path).is_relative_to(skill_dir) or \
+                    Path(path).is_relative_to(skill_dir.resolve()):
+                return True
         except (OSError, RuntimeError, ValueError):
             return False
+        return own_file(path, skill_dir, (skill_dir.name,)) is not None
     # `scripts/../templates/x.tsx` (a script's dirname "$0"/..) is the skill's templates/x.tsx
     rel = posixpath.normpath(path) if "$" not in path and "{" not in path else path
     return own_file(rel, skill_dir, (skill_dir.name,)) is not None

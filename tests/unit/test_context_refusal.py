@@ -214,3 +214,10 @@ def test_a_key_error_on_the_codes_own_name_is_the_codes(tmp_path):
         "row = {'id': 1}\nprint(row['PRIMARY_KEY'])\n")})
     dg = ran(d, "python3 scripts/dedupe.py")
     assert dg.kind == "defect", dg
+
+
+def test_a_shipped_file_named_by_claude_ais_install_path_is_the_skills(tmp_path):
+    d = skill(tmp_path, "form-fill", {"scripts/fill.sh": (
+        'echo "error: /mnt/skills/user/form-fill/assets/fields.yaml not found" >&2; exit 1\n')})
+    dg = ran(d, "bash scripts/fill.sh --mode fast")
+    assert dg.kind == "defect", dg
