@@ -23,6 +23,7 @@ from aeval.skill.shellparse import (
     path_like,
     related,
 )
+from aeval.verdicts.context import context_refusal, exception_context
 from aeval.verdicts.doctest import Diagnosis, interpreter_problem, own_file
 from aeval.verdicts.missing import frames_in_skill, install_advice, missing, shipped_named
 
@@ -44,13 +45,6 @@ _ENVIRONMENT = re.compile(
     r"connect|network|unreachable|resolve|\bdns\b|name or service|timed? ?out|ssl|certificate|"
     r"proxy|socket|\bhttps?://|\bdisplay\b|x11|wayland|\bgpu\b|cuda|docker|daemon|"
     r"out of memory|killed|no space left|read-only file system|interrupted", re.I)
-# a script of the skill refusing to run without the reader's project: "No package.json found.
-# Run this script from your project root.", "not a git repository"
-_PRECONDITION = re.compile(
-    r"\bno (?!such\b)[^\n]{0,60}?\bfound\b|\b(?:cannot|can't|could not|couldn't|unable to) "
-    r"(?:find|locate)\b|\bnot found\b|\b(?:does not|doesn't) exist\b|\bnot a git repository\b|"
-    r"\bmust be run (?:from|in|inside)\b|\brun (?:this|it|the script|me)?\b[^\n]{0,40}\b"
-    r"(?:from|in|inside) (?:the |your |a )?(?:project|repo(?:sitory)?|workspace|app)\b", re.I)
 _SKILL_VARS = frozenset({"SKILL_DIR", "CLAUDE_SKILL_DIR"})  # aeval sets these; no block can
 _REJECTION = re.compile(
     r"usage:|unknown|unrecogni[sz]ed|invalid|not (?:a )?(?:valid|supported|recogni[sz]ed)|"
@@ -251,10 +245,9 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     advice = install_advice(output, exit_code, declared)
     if advice is not None:
         return advice
-    refusal = _precondition(output, skill_dir)
-    if refusal is not None:
-        return Diagnosis("inconclusive", f"the skill's {rel} refuses to run without what the "
-                                         f"reader's project has: {refusal}")
+    context = context_refusal(rel, output, skill_dir)
+    if context is not None:  # the reader's repository, files, login or network
+        return context
     if _ENVIRONMENT.search(output):
         return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the environment looks "
                                          f"incomplete: {_last_line(output)}")
@@ -346,6 +339,9 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
             gone = re.search(r"'([^'\n]{1,500})'\s*$", exc)
             return Diagnosis("inconclusive", f"{exc} (an input the block expects is missing)",
                              input=gone.group(1) if gone else None)
+        context = exception_context(exc, output, skill_dir, f"{file}:{line}")
+        if context is not None:  # KeyError: 'GITHUB_TOKEN', a name that does not resolve
+            return context
         kind = exc.split(":")[0].split(".")[-1]
         return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}", file=file,
                          own="file" if kind in _UNPARSABLE else "crash")
@@ -386,23 +382,6 @@ def _variables(args: list[str]) -> set[str]:
     """The variables the words of a command expand (``$X``, ``${X}``, ``${X:-d}``)."""
     return {m.group(1) or m.group(2) for a in args
             for m in re.finditer(r"\$\{([A-Za-z_]\w*)|\$([A-Za-z_]\w*)", a)}
-
-
-def _precondition(output: str, skill_dir: Path) -> str | None:
-    """The line of a script's refusal to run without something of the reader's project
-    (``No package.json found. Run this script from your project root.``), among its last
-    lines and with no traceback; None when there is none, or the thing it misses is a file
-    of the skill itself (that is the skill's defect)."""
-    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()][-5:]
-    for ln in lines:
-        if _PRECONDITION.search(ln[:1000]) is None:
-            continue
-        for w in re.findall(r"[\w.$/{}-]*[./][\w.$/{}-]+", ln[:1000]):
-            w = w.strip(".")
-            if w and own_file(w, skill_dir) is not None:
-                return None  # `templates/base.html not found`: the skill's own file
-        return ln[:200]
-    return None
 
 
 def _misplaced(cmd: Command, output: str, skill_dir: Path) -> Diagnosis | None:

@@ -15,7 +15,10 @@ and broke in the skill's *own* code or interface:
   "unrecognized arguments") by a script of the skill.
 
 A missing host command or module ("command not found", "No module named X") leaves the case
-`untested: needs X` unless the contract declares X. Anything else is inconclusive.
+`untested: needs X` unless the contract declares X. A skill script's own refusal of the
+reader's context (not the reader's git repository, no package.json, no token, no network)
+leaves it `untested: needs <context>`, quoting the script (`aeval.verdicts.context`).
+Anything else is inconclusive.
 
 **Taint by dependency, not by order.** A failure is discounted (``not_evidence``) only when
 the block needs what a block that did not run cleanly (skipped, inconclusive, needing a tool,
@@ -165,7 +168,9 @@ def _top(skill_dir: Path, files: bool = False) -> set[str]:
 
 # ---- what a failed block says ---------------------------------------------------------------
 
-Kind = Literal["missing_tool", "defect", "inconclusive"]
+# needs_context: the skill's script refused the reader's context (a git repository, the
+# reader's files, a credential, the network; `aeval.verdicts.context`): ``tool`` names it
+Kind = Literal["missing_tool", "needs_context", "defect", "inconclusive"]
 Own = Literal["file", "rejected", "usage", "crash"]
 
 
@@ -245,8 +250,8 @@ def _made(needs: Effects, made: set[str]) -> str | None:
 
 # ---- folding the outcomes -------------------------------------------------------------------
 
-Outcome = Literal["ok", "skipped", "missing_tool", "defect", "inconclusive", "timeout",
-                  "not_evidence"]
+Outcome = Literal["ok", "skipped", "missing_tool", "needs_context", "defect", "inconclusive",
+                  "timeout", "not_evidence"]
 
 
 @dataclass
@@ -390,8 +395,10 @@ def summarize(outcomes: list[BlockOutcome]) -> DocTestSummary:
         if first.evidence:
             text += f"\n{first.evidence}"
         return DocTestSummary("failed", text, outcomes)
-    needs = list(dict.fromkeys(o.tool or "an uninstalled command" for o in outcomes
-                               if o.outcome == "missing_tool"))
+    needs = list(dict.fromkeys(o.tool or ("an uninstalled command" if o.outcome ==
+                                          "missing_tool" else "the reader's context")
+                               for o in outcomes
+                               if o.outcome in ("missing_tool", "needs_context")))
     if needs:
         return DocTestSummary("untested", "needs " + ", ".join(needs), outcomes)
     ran = [o for o in outcomes if o.outcome == "ok"]

@@ -14,6 +14,7 @@ from aeval.isolation.startup_hooks import user_site
 from aeval.isolation.workspace import Workspace, prepare_workspace
 from aeval.run.plan import CasePlan
 from aeval.run.store import atomic_write_text
+from aeval.tasks.case.checkout import git_checkout
 
 
 class SetupFailed(EnvironmentFailure):
@@ -71,6 +72,9 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
                 if not r.ok:
                     tail = redactor.text(r.combined().strip())[-500:]
                     raise error(f"{phase} command failed (exit {r.exit_code}): {cmd}\n{tail}")
+        if plan.case.doc_test:  # a CI job always runs in a git checkout: so does the doc test
+            log.append(git_checkout(ws.path, env, plan.case.timeout_s, plan.run.output_cap,
+                                    redactor, sandbox))
     finally:
         atomic_write_text(log_path, "".join(log), redactor)
     return ws

@@ -214,9 +214,9 @@ def test_what_the_skills_environment_and_project_lack_is_no_defect(tmp_path):
     assert "needs rdkit" in case["reason"], case["reason"]
     (case,) = skills["web-artifacts"]["cases"]
     assert found["web-artifacts"] == "untested", case["reason"]
-    assert "inconclusive (the skill's scripts/bundle-artifact.sh refuses to run without what " \
-           "the reader's project has: ❌ Error: No package.json found. Run this script from " \
-           "your project root.)" in case["reason"], case["reason"]
+    assert "needs the reader's package.json (scripts/bundle-artifact.sh says \"❌ Error: No " \
+           "package.json found. Run this script from your project root.\")" in case["reason"], \
+        case["reason"]
     for name in ("assay-summary", "lab-timeline", "slide-deck"):
         assert found[name] == "pass", (name, skills[name]["cases"][0]["reason"])
     assert code == 0, found

@@ -250,7 +250,7 @@ def test_reasons_that_are_true(tmp_path):
                for n in notes(events))
 
 
-def test_an_environment_failure_of_the_skills_script_is_inconclusive(tmp_path):
+def test_a_skills_script_refused_for_want_of_network_needs_the_network(tmp_path):
     root = tmp_path / "market"
     build(root, {"weather": {
         "SKILL.md": """\
@@ -265,6 +265,7 @@ def test_an_environment_failure_of_the_skills_script_is_inconclusive(tmp_path):
         "scripts/weather.py": "import sys\nsys.exit('error: connection refused by "
                               "api.weather.example')\n",
     }})
-    result, events = doc_test(root, tmp_path, "weather")
+    result, _events = doc_test(root, tmp_path, "weather")
     assert result.status == "untested"
-    assert any("the environment looks incomplete" in n for n in notes(events))
+    assert result.final_text == "needs the network (scripts/weather.py says \"error: " \
+                                "connection refused by api.weather.example\")", result.final_text

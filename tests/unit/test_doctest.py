@@ -238,8 +238,8 @@ REPORT = "python3 scripts/report.py export.csv --out report.md"
 
 
 @pytest.mark.parametrize("outcome, expected", [
-    ("ok", False), ("skipped", True), ("missing_tool", True), ("defect", True),
-    ("inconclusive", True), ("timeout", True), ("not_evidence", True),
+    ("ok", False), ("skipped", True), ("missing_tool", True), ("needs_context", True),
+    ("defect", True), ("inconclusive", True), ("timeout", True), ("not_evidence", True),
 ])
 def test_every_outcome_but_a_clean_run_taints_what_depends_on_it(outcome, expected):
     (plan,) = plan_blocks([(8, FETCH)])
@@ -249,8 +249,8 @@ def test_every_outcome_but_a_clean_run_taints_what_depends_on_it(outcome, expect
 def test_the_table_above_names_every_outcome():
     from typing import get_args
 
-    assert set(get_args(Outcome)) == {"ok", "skipped", "missing_tool", "defect",
-                                      "inconclusive", "timeout", "not_evidence"}
+    assert set(get_args(Outcome)) == {"ok", "skipped", "missing_tool", "needs_context",
+                                      "defect", "inconclusive", "timeout", "not_evidence"}
 
 
 def test_a_skip_that_takes_nothing_away_taints_only_when_it_moves_the_shell():
@@ -475,8 +475,9 @@ def test_what_the_skills_own_script_said_decides_and_names_the_file(skill):
         "defect", "the skill's scripts/run.py rejects the documented 'segment_train': Unknown "
                   "action segment_train", "scripts/run.py", "rejected", None)
     assert _own(skill, ["train"], 1, "error: HF_TOKEN environment variable not set\n") == (
-        "inconclusive", "scripts/run.py exited 1; the environment looks incomplete: error: "
-                        "HF_TOKEN environment variable not set", None, None, None)
+        "needs_context", "needs HF_TOKEN: the skill's scripts/run.py refuses to run without "
+                         "it, saying \"error: HF_TOKEN environment variable not set\"", None,
+        None, "HF_TOKEN (scripts/run.py says \"error: HF_TOKEN environment variable not set\")")
     assert _own(skill, ["train", "my_scans/a.png", "b.png"], 1, "cannot read input\n") == (
         "inconclusive", "scripts/run.py exited 1; it needs an input the reader supplies: "
                         "my_scans/a.png", None, None, None)

@@ -7,7 +7,7 @@ proves, from the real output of bash and Python (aeval.verdicts.diagnosis, .miss
   installs (``pandas``, ``typer`` beside ``types``, ``ujson`` beside ``json``) stays a need;
 - class 4: an argparse usage error of the skill's script, with no variable in the words
   SKILL.md wrote, is evidence whatever an earlier block exported; a script's refusal to run
-  outside the reader's project ("No package.json found") is inconclusive; a traceback in the
+  outside the reader's project ("No package.json found") needs that project; a traceback in the
   skill's code is evidence whatever ran before, unless the error names what an earlier
   block would have set;
 - class 5: a block bash -e stopped says which of its lines never ran; ``python3 build.py``
@@ -236,14 +236,15 @@ def test_an_argparse_usage_error_is_not_excused_by_an_earlier_export(tmp_path, a
     assert (why is None) == evidence, why
 
 
-def test_a_script_that_refuses_to_run_outside_the_readers_project_is_inconclusive(tmp_path):
+def test_a_script_that_refuses_to_run_outside_the_readers_project_needs_that_project(
+        tmp_path):
     """A vendor's artifact skill: the bundle step needs the project `npx create-...` made."""
     d = skill(tmp_path, "web-artifacts", {"scripts/bundle-artifact.sh": BUNDLE})
     code = "bash scripts/bundle-artifact.sh"
     dg = diagnosed(d, code, code)
-    assert dg.kind == "inconclusive", dg
-    assert "refuses to run without what the reader's project has: ❌ Error: No package.json " \
-           "found. Run this script from your project root." in dg.reason, dg.reason
+    assert dg.kind == "needs_context", dg
+    assert dg.tool == "the reader's package.json (scripts/bundle-artifact.sh says \"❌ Error: " \
+                      "No package.json found. Run this script from your project root.\")", dg
 
 
 def test_a_script_missing_its_own_template_is_still_a_defect(tmp_path):
