@@ -328,6 +328,9 @@ def commands(code: str) -> list[Command]:
             redirect = None
             continue
         if tok.op:
+            # a redirection with no word after it (`<slug> && cp ...`: a placeholder read as
+            # `<` and `>`) is bash's syntax error: the next command's first word is no target
+            redirect = None
             if tok.text in REDIRECTS:
                 redirect = tok.text
                 continue
