@@ -1,0 +1,103 @@
+"""The doc test reads shell as bash does (issue 45, class 3): a failure bash itself reports
+about the block (it cannot parse it, a redirection from a file that is not here, an
+ambiguous redirect) means the skill's script never saw its arguments, so it is never the
+script's rejection of them: a placeholder, an illustration or the reader's input, never a
+`fail`. Real blocks, run by `LiteralRuntime.run_doc_test` with real bash."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from tests.integration.test_doc_tests import build, doc_test
+
+DIGEST = """\
+    \"\"\"Summarise a week of pull requests for some teams.\"\"\"
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="digest.py")
+    p.add_argument("--teams", nargs="+", required=True)
+    p.add_argument("--format", choices=["md", "json"], default="md")
+    p.add_argument("--since", default="7d")
+    a = p.parse_args()
+    if not sys.stdin.isatty() and not a.teams:
+        sys.exit("digest.py: no teams")
+    print(f"# Digest for {', '.join(a.teams)} since {a.since}")
+    """
+
+
+def skill(block: str) -> dict[str, str]:
+    return {
+        "SKILL.md": "---\nname: pr-digest\ndescription: Summarise a week of pull requests "
+                    "for the teams you lead. Use for the Monday status mail.\n---\n"
+                    "# PR digest\n\nBuild the digest:\n\n```bash\n" + dedent(block) + "```\n",
+        "scripts/digest.py": DIGEST,
+    }
+
+
+BLOCKS = {
+    # bash reads `<team slugs>` as `<team` and `slugs>`: a syntax error, exit 2
+    "placeholder with a space": "python3 scripts/digest.py --teams <team slugs>\n",
+    "placeholder with a choice": "python3 scripts/digest.py --teams core --format <md|json>\n",
+    "placeholder with a note": "python3 scripts/digest.py --teams core --since <days (7d)>\n",
+    "a redirection from the reader's file":
+        "python3 scripts/digest.py --teams core --format json < teams.txt\n",
+    "an ambiguous redirect": 'OUT="week 12.md"\npython3 scripts/digest.py --teams core > $OUT\n',
+}
+
+
+@pytest.mark.parametrize("block", BLOCKS.values(), ids=BLOCKS.keys())
+def test_a_block_bash_refuses_is_never_the_scripts_rejection(tmp_path, block):
+    build(tmp_path, {"pr-digest": skill(block)})
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status != "failed", result
+    assert "with the documented arguments" not in result.final_text
+
+
+def test_the_script_rejecting_a_documented_choice_still_fails(tmp_path):
+    build(tmp_path, {"pr-digest": skill("python3 scripts/digest.py --teams core "
+                                        "--format html\n")})
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status == "failed", result
+    assert "argument --format: invalid choice: 'html'" in result.final_text
+
+
+PUBLISHING = """\
+    # Publishing a page
+
+    Copy the template into the site, then fill it in:
+
+    ```bash
+    mkdir -p <site-root>/<slug> && cp templates/landing.html <site-root>/<slug>/index.html
+    ```
+
+    ```sh
+    cp templates/landing.html <site root>/<page slug>/ || true
+    ```
+    """
+
+
+def test_placeholders_in_a_linked_reference_file_are_not_redirections(tmp_path):
+    """`<slug> && cp` is no redirection into `cp` that leaves the template to run as a
+    program: the copied template is a copied file, never a script without its exec bit."""
+    from aeval.skill.skill_md import load_skill
+    from aeval.verdicts.static_check import static_check
+
+    build(tmp_path, {"site-builder": {
+        "SKILL.md": """\
+            ---
+            name: site-builder
+            description: Build a landing page from the bundled template. Use when asked
+              for a microsite.
+            ---
+            # Site builder
+
+            Follow [the publishing guide](references/publishing.md).
+            """,
+        "references/publishing.md": PUBLISHING,
+        "templates/landing.html": "<html><body>{{ title }}</body></html>\n",
+    }})
+    found = static_check(load_skill(tmp_path / "skills" / "site-builder"))
+    assert [str(f) for f in found] == []
