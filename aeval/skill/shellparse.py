@@ -13,6 +13,7 @@ understood; everything else is taken word by word.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -79,6 +80,94 @@ def skill_root_rest(word: str, names: tuple[str, ...] = ()) -> str | None:
     w = as_skill_var(word.strip(), names)
     m = _SKILL_ROOT.match(w)
     return w[m.end():].strip('"') if m else None
+
+
+# ---- a skill's own assignment to the folder's variable -----------------------------------
+# `SKILL_DIR="$HOME/.claude/skills/gh-digest/scripts"`: from there on, in that block and the
+# later ones, `$SKILL_DIR` is the skill's scripts folder, not its root
+_SETS_SKILL_VAR = re.compile(
+    r"(?:^|(?<=[;&|(]))[^\S\n]*(?:(?:export|readonly|declare(?:[^\S\n]+-\w+)*)[^\S\n]+)?"
+    r"(?P<var>SKILL_DIR|CLAUDE_SKILL_DIR)=(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|)]*)",
+    re.M)
+_HOME_VAR = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+_DEFAULTED = re.compile(r"^\$\{(SKILL_DIR|CLAUDE_SKILL_DIR):?[-=][^}]*\}")
+AS_THE_SKILL_SETS_IT = "$SKILL_DIR_AS_THE_SKILL_SETS_IT"  # a value no reader can place
+
+
+def _uses_of(var: str) -> re.Pattern[str]:
+    return re.compile(rf"\$\{{{var}\}}|\${var}(?![A-Za-z0-9_])")
+
+
+def _skill_var_value(value: str, names: tuple[str, ...], now: dict[str, str]) -> str:
+    """What an assignment makes the folder's variable stand for, as a reader writes it:
+    ``$SKILL_DIR/scripts`` for a folder of the skill (through a spelling of the skill folder,
+    or a path through a folder named after the skill), the value itself for a folder
+    elsewhere, `AS_THE_SKILL_SETS_IT` for one no reader can place (``$(dirname "$0")``)."""
+    v = value[1:-1] if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1 \
+        else value
+    v = _DEFAULTED.sub(r"$\1", v)  # `${SKILL_DIR:-~/.claude/skills/x}`: aeval sets it
+    v = _HOME_VAR.sub("~", v)
+    for var, text in now.items():
+        v = _uses_of(var).sub(lambda _m, t=text: t, v)
+    v = as_skill_var(v, names)
+    if _SKILL_ROOT.match(v):
+        return v
+    parts = PurePosixPath(v).parts
+    for name in names:
+        if name in parts:
+            rest = parts[len(parts) - parts[::-1].index(name):]
+            return "/".join(("$SKILL_DIR", *rest))
+    if not v or re.search(r"[\s$`]", v.replace(AS_THE_SKILL_SETS_IT, "")):
+        return AS_THE_SKILL_SETS_IT
+    return v
+
+
+def follow_skill_dir(code: str, names: tuple[str, ...] = (),
+                     now: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """``code`` with each use of ``$SKILL_DIR`` / ``$CLAUDE_SKILL_DIR`` that follows the
+    skill's own assignment to it written as what the skill set it to (see
+    `_skill_var_value`), and what each stands for at the end (``now``: at the start, from
+    earlier blocks). Without such an assignment the code is returned as it is. No line is
+    added or removed."""
+    now = dict(now or {})
+    if len(code) > MAX_SPELLING_TEXT or ("SKILL_DIR" not in code):
+        return code, now
+    out, pos = [], 0
+    for m in _SETS_SKILL_VAR.finditer(code):
+        out.append(_substitute(code[pos:m.start()], now))
+        out.append(m.group(0))
+        now[m.group("var")] = _skill_var_value(m.group("value"), names, now)
+        pos = m.end()
+    out.append(_substitute(code[pos:], now))
+    return "".join(out), now
+
+
+def skill_dir_sets_in(code: str, names: tuple[str, ...], folder: str) -> str:
+    """``code`` for bash, with the value of each assignment to the folder's variable that
+    names the skill through its install path (``SKILL_DIR=~/.claude/skills/<name>/scripts``,
+    which is not where the copy is) written as ``folder`` (the copy) and the rest: the
+    block then reads the skill's files as the skill means it to. Values that spell the
+    folder by its variables (``${CLAUDE_SKILL_DIR}/scripts``) already work and stay."""
+    if len(code) > MAX_SPELLING_TEXT or "SKILL_DIR" not in code:
+        return code
+
+    def sub(m: re.Match[str]) -> str:
+        value = m.group("value")
+        meant = _skill_var_value(value, names, {})
+        if "SKILL_DIR" in value or not _SKILL_ROOT.match(meant):
+            return m.group(0)
+        rest = meant[_SKILL_ROOT.match(meant).end():]
+        new = shlex.quote(folder + ("/" + rest if rest else ""))
+        return m.group(0)[:m.start("value") - m.start()] + new
+    return _SETS_SKILL_VAR.sub(sub, code)
+
+
+def _substitute(text: str, now: dict[str, str]) -> str:
+    for var, value in now.items():
+        text = _uses_of(var).sub(lambda _m, v=value: v, text)
+    return text
+
+
 RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
                       "{", "}", "esac"})
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")

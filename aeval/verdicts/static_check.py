@@ -56,6 +56,7 @@ from aeval.skill.shellparse import (
     INTERPRETERS,
     commands,
     effects,
+    follow_skill_dir,
     norm,
     related,
     skill_root_rest,
@@ -117,6 +118,7 @@ class _Checker:
         # (``python scripts/x.py``) or directly (``./scripts/x.py``); prose shorthand for a
         # file they run through an interpreter names it, it does not run it
         self.fenced_runs: dict[str, set[str]] = {"interpreted": set(), "direct": set()}
+        self.skill_vars: dict[str, str] = {}  # what the skill set $SKILL_DIR to (its blocks)
 
     # ---- recording ------------------------------------------------------------------------
     def add(self, file: str, line: int, via: int | None, kind: str, path: str,
@@ -157,6 +159,12 @@ class _Checker:
         shell = [(f.line, self.block_commands(f)) for f in fences
                  if not counter_example(f.code, f.before)]
         shell = [(ln, code) for ln, code in shell if code is not None]
+        # the skill's own `SKILL_DIR=.../scripts` is followed, block to block
+        followed = []
+        for ln, code in shell:
+            code, self.skill_vars = follow_skill_dir(code, self.names, self.skill_vars)
+            followed.append((ln, code))
+        shell = followed
         trees = [f for f in fences if f.lang in markdown.LISTING_LANGS]
         spans = [s for s in markdown.inline_code(prose)]
         for _, code in shell:
@@ -173,7 +181,7 @@ class _Checker:
         lines = dict(prose)
         made: set[tuple[int, str]] = set()  # a path saved on a line is made wherever named there
         for s in spans:
-            text_ = s.text.strip()
+            text_ = follow_skill_dir(s.text.strip(), self.names, self.skill_vars)[0]
             if placeholder(text_):
                 continue
             example = (s.line, text_) in made or _made_or_example(lines[s.line], s)

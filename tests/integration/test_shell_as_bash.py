@@ -101,3 +101,54 @@ def test_placeholders_in_a_linked_reference_file_are_not_redirections(tmp_path):
     }})
     found = static_check(load_skill(tmp_path / "skills" / "site-builder"))
     assert [str(f) for f in found] == []
+
+
+# ---- a skill's own SKILL_DIR ----------------------------------------------------------------
+
+OWN_SKILL_DIR = {
+    "in the block, through $HOME": """\
+        SKILL_DIR="$HOME/.claude/skills/pr-digest/scripts"
+        python3 "$SKILL_DIR/digest.py" --teams core
+        """,
+    "exported in a setup block, used in the next": """\
+        export SKILL_DIR=~/.claude/skills/pr-digest/scripts
+        ```
+
+        Then:
+
+        ```bash
+        python3 $SKILL_DIR/digest.py --teams web --since 14d
+        """,
+    "through Claude Code's variable": """\
+        SKILL_DIR="${CLAUDE_SKILL_DIR}/scripts"
+        python3 ${SKILL_DIR}/digest.py --teams core --format json
+        """,
+}
+
+
+@pytest.mark.parametrize("block", OWN_SKILL_DIR.values(), ids=OWN_SKILL_DIR.keys())
+def test_a_skill_that_sets_its_own_skill_dir_is_read_as_it_sets_it(tmp_path, block):
+    from aeval.skill.skill_md import load_skill
+    from aeval.verdicts.static_check import static_check
+
+    build(tmp_path, {"pr-digest": skill(block)})
+    assert [str(f) for f in static_check(load_skill(tmp_path / "skills" / "pr-digest"))] == []
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status == "completed", result
+    assert "without a skill defect" in result.final_text
+
+
+def test_a_defect_through_the_skills_own_skill_dir_still_fails(tmp_path):
+    from aeval.skill.skill_md import load_skill
+    from aeval.verdicts.static_check import static_check
+
+    block = OWN_SKILL_DIR["in the block, through $HOME"].replace("--teams core",
+                                                                 "--teams core --format html")
+    build(tmp_path, {"pr-digest": skill(block)})
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status == "failed", result
+    assert "argument --format: invalid choice: 'html'" in result.final_text
+    gone = tmp_path / "gone"
+    build(gone, {"pr-digest": skill(block.replace("digest.py", "digests.py"))})
+    (found,) = static_check(load_skill(gone / "skills" / "pr-digest"))
+    assert "runs scripts/digests.py, which the skill does not have" in str(found)
