@@ -46,7 +46,11 @@ SKILL_DIR_VARS = frozenset({"SKILL_DIR", "CLAUDE_SKILL_DIR"})
 _SKILL_SPELLING = re.compile(
     r"\$(?:\{(?:SKILL_DIR|CLAUDE_SKILL_DIR)\}|(?:SKILL_DIR|CLAUDE_SKILL_DIR)(?![A-Za-z0-9_]))|"
     r"(?<![$\w])\{baseDir\}|"
-    r"(?<![\w.~/-])/mnt/skills/(?:user|public)/(?P<name>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)")
+    r"(?<![\w.~/-])/mnt/skills/(?:user|public)/(?P<name>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)|"
+    # a marketplace's path helper or Claude Code's plugin root, then the plugin's skills
+    # folder: `"$(helper plugin-dir)/skills/<name>/x.sh"`, `${CLAUDE_PLUGIN_ROOT}/skills/<name>`
+    r"(?:\$\([^()\n]{1,200}\)|\$\{CLAUDE_PLUGIN_ROOT\}|\$CLAUDE_PLUGIN_ROOT)/skills/"
+    r"(?P<plugin_skill>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)")
 _SKILL_ROOT = re.compile(r'^"?\$SKILL_DIR(?![A-Za-z0-9_])"?/?')
 MAX_SPELLING_TEXT = 4_000_000  # a longer text is left as written (linear, but bounded)
 
@@ -61,11 +65,11 @@ def as_skill_var(text: str, names: tuple[str, ...] = (), to: str = "$SKILL_DIR",
     placeholder; ``${baseDir}`` is a variable the reader sets. ``installed_to``: what the
     install path of ``<name>`` becomes instead (coverage: the folder of that name)."""
     if len(text) > MAX_SPELLING_TEXT or not any(k in text for k in ("SKILL_DIR", "{baseDir}",
-                                                                     "/mnt/skills/")):
+                                                                     "/skills/")):
         return text
 
     def sub(m: re.Match[str]) -> str:
-        name = m.group("name")
+        name = m.group("name") or m.group("plugin_skill")
         if name is None:
             return to
         if name not in names:

@@ -157,6 +157,28 @@ def _bash_refused(code: str, exit_code: int | None, output: str, skill_dir: Path
     return None
 
 
+def _pseudo_command(code: str, tool: str) -> bool:
+    """Whether every command of the block that starts ``tool`` is prose written as shell
+    rather than a program: a bare word with no argument after ``||`` (``gh auth status ||
+    skip``; after ``&&`` a bare ``make`` is a real program), or a capitalised word leading a
+    sentence of plain words (``Run the tests first``). A program with arguments, or alone on
+    its line, is a real command."""
+    starts = [c for c in commands(code) if c.target_argv()[:1] == [tool]]
+    if not starts:
+        return False
+    lines = code.split("\n")
+    for c in starts:
+        argv = c.target_argv()
+        line = lines[c.line] if c.line < len(lines) else ""
+        fallback = len(argv) == 1 and re.search(
+            rf"\|\|[^\S\n]*{re.escape(tool)}[^\S\n]*(?:$|[;#)]|\|\||&&)", line)
+        sentence = re.fullmatch(r"[A-Z][a-z]{1,20}", tool) and len(argv) >= 2 and all(
+            re.fullmatch(r"[a-z][a-z']{0,20}[.,:]?", w) for w in argv[1:])
+        if not (fallback or sentence):
+            return False
+    return True
+
+
 def _last_line(output: str) -> str:
     lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "no output"
@@ -326,6 +348,9 @@ def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
     """Classify a failed block from its exit code and output (see `_diagnose`); ``at`` is the
     line of the command that failed when bash named it."""
     d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names)
+    if d.kind == "missing_tool" and d.tool is not None and _pseudo_command(code, d.tool):
+        d = Diagnosis("inconclusive", f"`{d.tool}` is no program: the block uses it as a word "
+                                      "of prose (a pseudo-command), not a host tool to install")
     if d.at is None and failed is not None:
         named = commands(failed)
         at = next((c.line for c in commands(code) if named and c.argv == named[0].argv), None)

@@ -152,3 +152,55 @@ def test_a_defect_through_the_skills_own_skill_dir_still_fails(tmp_path):
     build(gone, {"pr-digest": skill(block.replace("digest.py", "digests.py"))})
     (found,) = static_check(load_skill(gone / "skills" / "pr-digest"))
     assert "runs scripts/digests.py, which the skill does not have" in str(found)
+
+
+# ---- only real commands are missing host tools ----------------------------------------------
+
+PSEUDO = {
+    "a fallback word": ("test -f ~/.digestrc || skip\n"
+                        "python3 scripts/digest.py --teams core\n", "skip"),
+    "a sentence written in the block": ("Run the digest for your own team first\n"
+                                        "python3 scripts/digest.py --teams core\n", "Run"),
+    "another fallback word": ("ls digests/*.md 2>/dev/null || ignore\n"
+                              "python3 scripts/digest.py --teams core --since 30d\n", "ignore"),
+}
+
+
+@pytest.mark.parametrize(("block", "word"), PSEUDO.values(), ids=PSEUDO.keys())
+def test_a_pseudo_command_is_never_a_missing_host_tool(tmp_path, block, word):
+    build(tmp_path, {"pr-digest": skill(block)})
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status != "failed", result
+    assert f"needs {word}" not in result.final_text, result
+    assert all(o.tool is None for o in result.outcomes), result
+
+
+def test_a_real_program_that_is_missing_is_still_needed(tmp_path):
+    build(tmp_path, {"pr-digest": skill("python3 scripts/digest.py --teams core | "
+                                        "glow-md-renderer -w 80\n")})
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status == "untested" and "needs glow-md-renderer" in result.final_text, result
+
+
+WEEKLY_SH = """\
+    #!/usr/bin/env bash
+    # The weekly digest of one team.
+    set -euo pipefail
+    echo "weekly digest for ${1:?team}"
+    """
+
+
+@pytest.mark.parametrize("helper", ['"$(team-plugins root)', '"${CLAUDE_PLUGIN_ROOT}',
+                                    "$CLAUDE_PLUGIN_ROOT"])
+def test_a_marketplace_path_helper_to_the_skill_runs_the_skills_own_file(tmp_path, helper):
+    from aeval.skill.skill_md import load_skill
+    from aeval.verdicts.static_check import static_check
+
+    quote = '"' if helper.startswith('"') else ""
+    files = skill(f"bash {helper}/skills/pr-digest/scripts/weekly.sh{quote} core\n")
+    files["scripts/weekly.sh"] = WEEKLY_SH
+    build(tmp_path, {"pr-digest": files})
+    assert [str(f) for f in static_check(load_skill(tmp_path / "skills" / "pr-digest"))] == []
+    result, _ = doc_test(tmp_path, tmp_path / "run", "pr-digest")
+    assert result.status == "completed", result
+    assert "without a skill defect" in result.final_text
