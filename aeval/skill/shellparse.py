@@ -95,6 +95,7 @@ _SETS_SKILL_VAR = re.compile(
     re.M)
 _HOME_VAR = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
 _DEFAULTED = re.compile(r"^\$\{(SKILL_DIR|CLAUDE_SKILL_DIR):?[-=][^}]*\}")
+_PLACEHELD = re.compile(r"path/to\b|<[^<>\n]+>|(?<![$\w])\{[A-Za-z_][\w-]*\}|\byour[-_]|YOUR_")
 AS_THE_SKILL_SETS_IT = "$SKILL_DIR_AS_THE_SKILL_SETS_IT"  # a value no reader can place
 
 
@@ -140,7 +141,12 @@ def follow_skill_dir(code: str, names: tuple[str, ...] = (),
     for m in _SETS_SKILL_VAR.finditer(code):
         out.append(_substitute(code[pos:m.start()], now))
         out.append(m.group(0))
-        now[m.group("var")] = _skill_var_value(m.group("value"), names, now)
+        meant = _skill_var_value(m.group("value"), names, now)
+        if not _SKILL_ROOT.match(meant) and _PLACEHELD.search(as_skill_var(m.group("value"))):
+            now.pop(m.group("var"), None)  # `SKILL_DIR=/path/to/skill`: the reader's install
+            # of this skill, read as its root (as before any assignment)
+        else:
+            now[m.group("var")] = meant
         pos = m.end()
     out.append(_substitute(code[pos:], now))
     return "".join(out), now
