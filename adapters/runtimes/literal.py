@@ -27,7 +27,7 @@ from aeval.errors import KilledFromOutside, RuntimeUnavailable
 from aeval.isolation.shell import CommandResult, run_command
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.shell_blocks import BlockPlan, DocBlock, plan_blocks
-from aeval.skill.shellparse import as_skill_var
+from aeval.skill.shellparse import as_skill_var, follow_skill_dir, skill_dir_sets_in
 from aeval.verdicts.diagnosis import diagnose
 from aeval.verdicts.doctest import (
     BlockOutcome,
@@ -164,6 +164,7 @@ class LiteralRuntime:
         unclean: list[tuple[BlockPlan, BlockOutcome]] = []  # what later blocks may lack
         timed_out = False
         quiet: set[int] = set()  # clean blocks that said they did nothing
+        skill_vars: dict[str, str] = {}  # what the skill set $SKILL_DIR to, block to block
         for i, plan in enumerate(plans, 1):
             where = f"SKILL.md line {plan.line}" if plan.line else f"block {i}"
             if plan.action == "skip":
@@ -181,7 +182,15 @@ class LiteralRuntime:
             nonce = secrets.token_hex(8)
             # `{baseDir}/x`, `/mnt/skills/user/<name>/x`: the copy's x (the line count holds)
             code = as_skill_var(plan.code, names, to="${SKILL_DIR}")
-            r = self._run(_with_err_trap(code, nonce), skill_dir, env,
+            # the skill's own `SKILL_DIR=~/.claude/skills/<name>/scripts` is followed: bash
+            # gets the copy's folder, the diagnosis reads the words as the skill meant them
+            read, after = follow_skill_dir(code, names, skill_vars)
+            ran_code = skill_dir_sets_in(code, names, str(skill_dir))
+            block_env = {**env, **{var: str(skill_dir) + value.removeprefix("$SKILL_DIR")
+                                   for var, value in skill_vars.items()
+                                   if value.startswith("$SKILL_DIR/")}}
+            skill_vars = after
+            r = self._run(_with_err_trap(ran_code, nonce), skill_dir, block_env,
                           min(remaining, self.block_timeout_s), request.limits.output_cap,
                           request, recorder)
             output, failed = _take_marker(r.combined(), nonce)
@@ -209,6 +218,9 @@ class LiteralRuntime:
                     timed_out = True
             else:
                 # the code that ran: its words are what bash's ERR trap names
+                if failed is not None:
+                    failed = follow_skill_dir(failed, names, after)[0]
+                code = read
                 d = diagnose(code, r.exit_code, output, skill_dir, declared, failed, names)
                 if d.tool is not None and d.tool in declared:
                     recorder.end("failed", d.reason)

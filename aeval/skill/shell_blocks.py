@@ -20,7 +20,10 @@ from aeval.skill.shellparse import Effects, as_skill_var, commands, effects
 # ---- placeholders ---------------------------------------------------------------------------
 
 _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?<![<\w])<[A-Za-z_][\w./:-]*>"), "angle-bracket placeholder"),
+    # `<file>`, and words a space apart (`<team slugs>`, `<your name>`): bash would read
+    # them as redirections; `<in.txt >out.txt` (blanks before `>`) is not one
+    (re.compile(r"(?<![<\w])<[A-Za-z_][\w./:-]*(?: [A-Za-z_][\w./:-]*){0,5}>"),
+     "angle-bracket placeholder"),
     (re.compile(r"(?<![$\w])\{[A-Za-z_][\w-]*\}"), "brace placeholder"),
     (re.compile(r"\$?\{?\bYOUR_[A-Z0-9_]+\b|\byour[-_](?:api[-_])?(?:key|token|[a-z]+)\b"),
      "YOUR_... placeholder"),

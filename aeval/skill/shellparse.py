@@ -13,6 +13,7 @@ understood; everything else is taken word by word.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -45,7 +46,11 @@ SKILL_DIR_VARS = frozenset({"SKILL_DIR", "CLAUDE_SKILL_DIR"})
 _SKILL_SPELLING = re.compile(
     r"\$(?:\{(?:SKILL_DIR|CLAUDE_SKILL_DIR)\}|(?:SKILL_DIR|CLAUDE_SKILL_DIR)(?![A-Za-z0-9_]))|"
     r"(?<![$\w])\{baseDir\}|"
-    r"(?<![\w.~/-])/mnt/skills/(?:user|public)/(?P<name>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)")
+    r"(?<![\w.~/-])/mnt/skills/(?:user|public)/(?P<name>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)|"
+    # a marketplace's path helper or Claude Code's plugin root, then the plugin's skills
+    # folder: `"$(helper plugin-dir)/skills/<name>/x.sh"`, `${CLAUDE_PLUGIN_ROOT}/skills/<name>`
+    r"(?:\$\([^()\n]{1,200}\)|\$\{CLAUDE_PLUGIN_ROOT\}|\$CLAUDE_PLUGIN_ROOT)/skills/"
+    r"(?P<plugin_skill>[A-Za-z0-9][\w.-]*)(?=[/\s\"':;)]|$)")
 _SKILL_ROOT = re.compile(r'^"?\$SKILL_DIR(?![A-Za-z0-9_])"?/?')
 MAX_SPELLING_TEXT = 4_000_000  # a longer text is left as written (linear, but bounded)
 
@@ -60,11 +65,11 @@ def as_skill_var(text: str, names: tuple[str, ...] = (), to: str = "$SKILL_DIR",
     placeholder; ``${baseDir}`` is a variable the reader sets. ``installed_to``: what the
     install path of ``<name>`` becomes instead (coverage: the folder of that name)."""
     if len(text) > MAX_SPELLING_TEXT or not any(k in text for k in ("SKILL_DIR", "{baseDir}",
-                                                                     "/mnt/skills/")):
+                                                                     "/skills/")):
         return text
 
     def sub(m: re.Match[str]) -> str:
-        name = m.group("name")
+        name = m.group("name") or m.group("plugin_skill")
         if name is None:
             return to
         if name not in names:
@@ -79,6 +84,100 @@ def skill_root_rest(word: str, names: tuple[str, ...] = ()) -> str | None:
     w = as_skill_var(word.strip(), names)
     m = _SKILL_ROOT.match(w)
     return w[m.end():].strip('"') if m else None
+
+
+# ---- a skill's own assignment to the folder's variable -----------------------------------
+# `SKILL_DIR="$HOME/.claude/skills/gh-digest/scripts"`: from there on, in that block and the
+# later ones, `$SKILL_DIR` is the skill's scripts folder, not its root
+_SETS_SKILL_VAR = re.compile(
+    r"(?:^|(?<=[;&|(]))[^\S\n]*(?:(?:export|readonly|declare(?:[^\S\n]+-\w+)*)[^\S\n]+)?"
+    r"(?P<var>SKILL_DIR|CLAUDE_SKILL_DIR)=(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s;&|)]*)",
+    re.M)
+_HOME_VAR = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+_DEFAULTED = re.compile(r"^\$\{(SKILL_DIR|CLAUDE_SKILL_DIR):?[-=][^}]*\}")
+_PLACEHELD = re.compile(r"path/to\b|<[^<>\n]+>|(?<![$\w])\{[A-Za-z_][\w-]*\}|\byour[-_]|YOUR_")
+AS_THE_SKILL_SETS_IT = "$SKILL_DIR_AS_THE_SKILL_SETS_IT"  # a value no reader can place
+
+
+def _uses_of(var: str) -> re.Pattern[str]:
+    return re.compile(rf"\$\{{{var}\}}|\${var}(?![A-Za-z0-9_])")
+
+
+def _skill_var_value(value: str, names: tuple[str, ...], now: dict[str, str]) -> str:
+    """What an assignment makes the folder's variable stand for, as a reader writes it:
+    ``$SKILL_DIR/scripts`` for a folder of the skill (through a spelling of the skill folder,
+    or a path through a folder named after the skill), the value itself for a folder
+    elsewhere, `AS_THE_SKILL_SETS_IT` for one no reader can place (``$(dirname "$0")``)."""
+    v = value[1:-1] if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1 \
+        else value
+    v = _DEFAULTED.sub(r"$\1", v)  # `${SKILL_DIR:-~/.claude/skills/x}`: aeval sets it
+    v = _HOME_VAR.sub("~", v)
+    for var, text in now.items():
+        v = _uses_of(var).sub(lambda _m, t=text: t, v)
+    v = as_skill_var(v, names)
+    if _SKILL_ROOT.match(v):
+        return v
+    parts = PurePosixPath(v).parts
+    for name in names:
+        if name in parts:
+            rest = parts[len(parts) - parts[::-1].index(name):]
+            return "/".join(("$SKILL_DIR", *rest))
+    if not v or re.search(r"[\s$`]", v.replace(AS_THE_SKILL_SETS_IT, "")):
+        return AS_THE_SKILL_SETS_IT
+    return v
+
+
+def follow_skill_dir(code: str, names: tuple[str, ...] = (),
+                     now: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """``code`` with each use of ``$SKILL_DIR`` / ``$CLAUDE_SKILL_DIR`` that follows the
+    skill's own assignment to it written as what the skill set it to (see
+    `_skill_var_value`), and what each stands for at the end (``now``: at the start, from
+    earlier blocks). Without such an assignment the code is returned as it is. No line is
+    added or removed."""
+    now = dict(now or {})
+    if len(code) > MAX_SPELLING_TEXT or ("SKILL_DIR" not in code):
+        return code, now
+    out, pos = [], 0
+    for m in _SETS_SKILL_VAR.finditer(code):
+        out.append(_substitute(code[pos:m.start()], now))
+        out.append(m.group(0))
+        meant = _skill_var_value(m.group("value"), names, now)
+        if not _SKILL_ROOT.match(meant) and _PLACEHELD.search(as_skill_var(m.group("value"))):
+            now.pop(m.group("var"), None)  # `SKILL_DIR=/path/to/skill`: the reader's install
+            # of this skill, read as its root (as before any assignment)
+        else:
+            now[m.group("var")] = meant
+        pos = m.end()
+    out.append(_substitute(code[pos:], now))
+    return "".join(out), now
+
+
+def skill_dir_sets_in(code: str, names: tuple[str, ...], folder: str) -> str:
+    """``code`` for bash, with the value of each assignment to the folder's variable that
+    names the skill through its install path (``SKILL_DIR=~/.claude/skills/<name>/scripts``,
+    which is not where the copy is) written as ``folder`` (the copy) and the rest: the
+    block then reads the skill's files as the skill means it to. Values that spell the
+    folder by its variables (``${CLAUDE_SKILL_DIR}/scripts``) already work and stay."""
+    if len(code) > MAX_SPELLING_TEXT or "SKILL_DIR" not in code:
+        return code
+
+    def sub(m: re.Match[str]) -> str:
+        value = m.group("value")
+        meant = _skill_var_value(value, names, {})
+        if "SKILL_DIR" in value or not _SKILL_ROOT.match(meant):
+            return m.group(0)
+        rest = meant[_SKILL_ROOT.match(meant).end():]
+        new = shlex.quote(folder + ("/" + rest if rest else ""))
+        return m.group(0)[:m.start("value") - m.start()] + new
+    return _SETS_SKILL_VAR.sub(sub, code)
+
+
+def _substitute(text: str, now: dict[str, str]) -> str:
+    for var, value in now.items():
+        text = _uses_of(var).sub(lambda _m, v=value: v, text)
+    return text
+
+
 RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
                       "{", "}", "esac"})
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -328,6 +427,9 @@ def commands(code: str) -> list[Command]:
             redirect = None
             continue
         if tok.op:
+            # a redirection with no word after it (`<slug> && cp ...`: a placeholder read as
+            # `<` and `>`) is bash's syntax error: the next command's first word is no target
+            redirect = None
             if tok.text in REDIRECTS:
                 redirect = tok.text
                 continue

@@ -102,6 +102,77 @@ def _shell_syntax_error(output: str, skill_dir: Path) -> Diagnosis | None:
     return None
 
 
+# bash's own report about the block it was given (``bash -c``), not about a script: it
+# could not parse it (``bash: -c: line 3: syntax error near unexpected token `newline'``),
+# expand a word (``bad substitution``), or open a redirection (``bash: $x: ambiguous
+# redirect``, ``bash: line 2: team: No such file or directory``)
+_BASH_SAYS = re.compile(
+    r"^(?:\S*/)?bash: (?:(?:-c|eval): )?(?:line (?P<line>\d{1,9}): )?(?:"
+    r"(?P<syntax>syntax error[^\n]{0,300}|unexpected EOF while looking for[^\n]{0,100})|"
+    r"(?P<word>[^\n]{1,300}?): (?P<what>ambiguous redirect|bad substitution|"
+    r"No such file or directory))$", re.M)
+
+
+def _bash_refused(code: str, exit_code: int | None, output: str, skill_dir: Path,
+                  names: tuple[str, ...]) -> Diagnosis | None:
+    """Inconclusive when bash itself stopped the block before the command ran: a syntax
+    error (exit 2: an angle-bracket placeholder with a space, ``<team slugs>``, reads as
+    redirections), a word it could not expand, or a redirection from a file that is not
+    here or to an ambiguous target. The skill's script never saw its arguments, so this
+    is no rejection of them (a placeholder or an illustration, or the reader's input). A
+    missing file of the skill's own that the block redirects from is left to the rules
+    that read the skill's files."""
+    lines = code.count("\n") + 1
+    reads = {r for c in commands(code) for r in c.reads}
+    for m in _BASH_SAYS.finditer(output):
+        n = int(m.group("line")) - 2 if m.group("line") else None  # the ERR trap's line
+        at = n if n is not None and 0 <= n < lines else None
+        if m.group("syntax"):
+            if exit_code != 2 or (m.group("line") and at is None):
+                continue
+            return Diagnosis("inconclusive", f"bash cannot parse the block as written "
+                                             f"({m.group('syntax')}): a placeholder or an "
+                                             "illustration, not a command the skill's script "
+                                             "was given", at=at)
+        word, what = m.group("word"), m.group("what")
+        if what == "No such file or directory":
+            if word not in reads:
+                continue  # a program or script bash could not start: the other rules
+            rel = own_file(word, skill_dir, names)
+            if rel is not None and "/" in rel:
+                continue  # the skill's own file: a missing path of the skill
+            return Diagnosis("inconclusive", f"the block redirects from {word}, which is not "
+                                             "here (a placeholder or the reader's input): "
+                                             "bash stopped before the command ran",
+                             at=at, input=word)
+        return Diagnosis("inconclusive", f"bash stopped the block before the command ran "
+                                         f"({word}: {what}): a placeholder or the reader's "
+                                         "value, not the skill's answer", at=at)
+    return None
+
+
+def _pseudo_command(code: str, tool: str) -> bool:
+    """Whether every command of the block that starts ``tool`` is prose written as shell
+    rather than a program: a bare word with no argument after ``||`` (``gh auth status ||
+    skip``; after ``&&`` a bare ``make`` is a real program), or a capitalised word leading a
+    sentence of plain words (``Run the tests first``). A program with arguments, or alone on
+    its line, is a real command."""
+    starts = [c for c in commands(code) if c.target_argv()[:1] == [tool]]
+    if not starts:
+        return False
+    lines = code.split("\n")
+    for c in starts:
+        argv = c.target_argv()
+        line = lines[c.line] if c.line < len(lines) else ""
+        fallback = len(argv) == 1 and re.search(
+            rf"\|\|[^\S\n]*{re.escape(tool)}[^\S\n]*(?:$|[;#)]|\|\||&&)", line)
+        sentence = re.fullmatch(r"[A-Z][a-z]{1,20}", tool) and len(argv) >= 2 and all(
+            re.fullmatch(r"[a-z][a-z']{0,20}[.,:]?", w) for w in argv[1:])
+        if not (fallback or sentence):
+            return False
+    return True
+
+
 def _last_line(output: str) -> str:
     lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "no output"
@@ -270,6 +341,9 @@ def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
     """Classify a failed block from its exit code and output (see `_diagnose`); ``at`` is the
     line of the command that failed when bash named it."""
     d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names)
+    if d.kind == "missing_tool" and d.tool is not None and _pseudo_command(code, d.tool):
+        d = Diagnosis("inconclusive", f"`{d.tool}` is no program: the block uses it as a word "
+                                      "of prose (a pseudo-command), not a host tool to install")
     if d.at is None and failed is not None:
         named = commands(failed)
         at = next((c.line for c in commands(code) if named and c.argv == named[0].argv), None)
@@ -296,6 +370,9 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
             return Diagnosis("inconclusive", f"the block writes {target}, and the folder "
                                              f"{folder}/ it writes into is not here (the "
                                              "reader's workspace has it)")
+    refused = _bash_refused(code, exit_code, output, skill_dir, names)
+    if refused is not None:
+        return refused
     if failed is not None:
         suspects = commands(failed)
         group = [c for c in commands(code) if c.piped and any(

@@ -11,7 +11,9 @@ A finding is one of:
   the skill's root);
 - **not executable**: a file SKILL.md runs directly (``scripts/x.py ...``) lacks the
   executable bit, or its interpreter line is unusable (none on a non-shell script, CRLF
-  line endings, a relative interpreter);
+  line endings, a relative interpreter). Prose shorthand (``use `scripts/x.py monthly` ``)
+  for a file the fenced blocks give to its interpreter names the file, it does not run
+  it; a direct run only prose shows, with no block either way, is a warning;
 - **rejected**: a subcommand or option SKILL.md documents for the skill's own script is one
   the script does not accept (read from its argparse / click / ``sys.argv`` dispatch /
   ``case "$1"`` source, see `aeval.skill.script_interface`), a documented call lacks an
@@ -59,6 +61,7 @@ from aeval.skill.shellparse import (
     INTERPRETERS,
     commands,
     effects,
+    follow_skill_dir,
     norm,
     related,
     skill_root_rest,
@@ -117,6 +120,11 @@ class _Checker:
         except OSError:
             self.top = set()
         self.interfaces: dict[str, Interface | None] = {}
+        # how the fenced blocks run each of the skill's files: through an interpreter
+        # (``python scripts/x.py``) or directly (``./scripts/x.py``); prose shorthand for a
+        # file they run through an interpreter names it, it does not run it
+        self.fenced_runs: dict[str, set[str]] = {"interpreted": set(), "direct": set()}
+        self.skill_vars: dict[str, str] = {}  # what the skill set $SKILL_DIR to (its blocks)
 
     # ---- recording ------------------------------------------------------------------------
     def add(self, file: str, line: int, via: int | None, kind: str, path: str,
@@ -157,10 +165,17 @@ class _Checker:
         shell = [(f.line, self.block_commands(f)) for f in fences
                  if not counter_example(f.code, f.before)]
         shell = [(ln, code) for ln, code in shell if code is not None]
+        # the skill's own `SKILL_DIR=.../scripts` is followed, block to block
+        followed = []
+        for ln, code in shell:
+            code, self.skill_vars = follow_skill_dir(code, self.names, self.skill_vars)
+            followed.append((ln, code))
+        shell = followed
         trees = [f for f in fences if f.lang in markdown.LISTING_LANGS]
         spans = [s for s in markdown.inline_code(prose)]
         for _, code in shell:
             produced |= effects(code).writes
+            self.note_fenced_runs(code)
         for s in spans:
             if " " in s.text.strip():
                 produced |= effects(s.text).writes
@@ -172,7 +187,7 @@ class _Checker:
         lines = dict(prose)
         made: set[tuple[int, str]] = set()  # a path saved on a line is made wherever named there
         for s in spans:
-            text_ = s.text.strip()
+            text_ = follow_skill_dir(s.text.strip(), self.names, self.skill_vars)[0]
             if placeholder(text_):
                 continue
             example = (s.line, text_) in made or _made_or_example(lines[s.line], s)
@@ -183,7 +198,9 @@ class _Checker:
                 # finding); a reference file's prose, or one given "e.g.", is a warning
                 self.severity = "warning" if via is not None or example else "defect"
                 try:
-                    self.commands_of(text_, s.line, file, via, produced, inline=True)
+                    self.commands_of(text_, s.line, file, via, produced,
+                                     inline="program" if _as_program(lines[s.line], s)
+                                     else "prose")
                 finally:
                     self.severity = "defect"
             elif via is None and not example:
@@ -206,6 +223,17 @@ class _Checker:
             elif rel.lower().endswith((".md", ".markdown")) and rel != SKILL_FILE:
                 linked.append((link.line, rel))
         return linked
+
+    def note_fenced_runs(self, code: str) -> None:
+        """Record how a fenced block runs each file of the skill (see `fenced_runs`)."""
+        for cmd in commands(code):
+            script, _ = cmd.script()
+            if script is None or placeholder(script):
+                continue
+            rel = own_file(script, self.root, self.names)
+            if rel is not None:
+                how = "direct" if cmd.runs_directly() else "interpreted"
+                self.fenced_runs[how].add(rel)
 
     def block_commands(self, fence: markdown.Fence) -> str | None:
         """What a fence runs, in place (other lines blank): a shell block's code, a console
@@ -307,7 +335,11 @@ class _Checker:
         return rel
 
     def commands_of(self, code: str, line: int, file: str, via: int | None,
-                    produced: set[str], inline: bool = False) -> None:
+                    produced: set[str], inline: Literal["", "prose", "program"] = "") -> None:
+        """Check the commands of a block (``inline=""``) or of an inline span of prose:
+        ``"program"`` when the prose says the file runs as a program (``run it directly:``),
+        ``"prose"`` for shorthand (``use `scripts/x.py monthly` ``), which runs a file
+        directly only as far as the fenced blocks do (see `fenced_runs`)."""
         if placeholder(code) and inline:
             return
         for cmd in commands(code):
@@ -331,12 +363,25 @@ class _Checker:
             if ran is None:  # not the skill's, a placeholder, missing or made by the docs
                 continue
             if cmd.runs_directly():  # not given to an interpreter (nor `uv run x.py`)
-                self.startable(ran, at, file, via)
+                if inline != "prose":
+                    self.startable(ran, at, file, via)
+                elif ran in self.fenced_runs["direct"]:
+                    self.startable(ran, at, file, via)  # the blocks run it so too
+                elif ran not in self.fenced_runs["interpreted"]:
+                    # prose shorthand no block spells out either way: the reader may well
+                    # give it to its interpreter, so a warning on the line, never a defect
+                    self.startable(ran, at, file, via, prose=True)
+                # else the blocks give it to its interpreter: the prose names the file
             # a call is whole in a block, without stdin from a file (`<form.pdf>` reads so)
             self.interface(ran, args, at, file, via, whole=not inline and not cmd.reads)
 
-    def startable(self, rel: str, line: int, file: str, via: int | None) -> None:
+    def startable(self, rel: str, line: int, file: str, via: int | None,
+                  prose: bool = False) -> None:
+        """A finding when the file a line runs directly cannot be started by the kernel;
+        ``prose``: an inline span of prose that no fenced block runs either way (a
+        warning, worded as what the prose does)."""
         path = self.root / rel
+        runs = f"runs {rel} directly" + (" in prose (no block runs it)" if prose else "")
         try:
             st = path.stat()
         except OSError:
@@ -345,12 +390,14 @@ class _Checker:
             return
         if not st.st_mode & 0o111:
             self.add(file, line, via, "not_executable", rel,
-                     f"runs {rel} directly, but it is not executable (mode "
-                     f"{st.st_mode & 0o777:o}; git update-index --chmod=+x {rel})")
+                     f"{runs}, but it is not executable (mode "
+                     f"{st.st_mode & 0o777:o}; git update-index --chmod=+x {rel})",
+                     warning=prose)
             return
         problem = interpreter_problem(path)
         if problem is not None:
-            self.add(file, line, via, "not_executable", rel, f"runs {rel} directly, but {problem}")
+            self.add(file, line, via, "not_executable", rel, f"{runs}, but {problem}",
+                     warning=prose)
 
     def interface(self, rel: str, args: list[str], line: int, file: str,
                   via: int | None, whole: bool = False) -> None:
@@ -401,6 +448,17 @@ def _directed(line: str, span: markdown.Span) -> bool:
     first``, ``the template in `x` ``): a missing file there is a defect; a path merely
     mentioned (``A `scripts/rotate_pdf.py` script would help``) is a warning."""
     return bool(_DIRECTED.search(line[max(0, span.start - _BEFORE):span.start]))
+
+
+# the prose before an inline command says the file is started as a program, not shorthand
+_AS_PROGRAM = re.compile(r"\b(?:as an? (?:program|executable|command)|directly|standalone|"
+                         r"executable)\b[^`]{0,30}$", re.I)
+
+
+def _as_program(line: str, span: markdown.Span) -> bool:
+    """Whether the prose just before an inline command claims the file runs as a program
+    (``or run it as a program: `scripts/x.py ...` ``): that claim needs the executable bit."""
+    return bool(_AS_PROGRAM.search(line[max(0, span.start - _BEFORE):span.start]))
 
 
 def _word(span: str) -> str:

@@ -287,9 +287,10 @@ RULES = [
     ("a reference file's findings name the SKILL.md line that links it",
      "\nMore in [extra](references/extra.md).\n",
      [f"{EXTRA}: runs scripts/x_missing.py, which the skill does not have{WARNING}",
-      f"{EXTRA}: runs scripts/fields.py directly, but it is not executable (mode 644; git "
-      f"update-index --chmod=+x scripts/fields.py){WARNING}",
-      f"{EXTRA}: runs scripts/nosh.py directly, but it has no interpreter line (#!){WARNING}",
+      # SKILL.md's block gives fields.py to python3: the prose's `scripts/fields.py list f`
+      # is shorthand that names it (issue 49); no block runs nosh.py either way
+      f"{EXTRA}: runs scripts/nosh.py directly in prose (no block runs it), but it has no "
+      f"interpreter line (#!){WARNING}",
       f"{EXTRA}: links to scripts/extra_missing.py, which the skill does not have"]),
 ]
 
@@ -327,7 +328,7 @@ def test_each_finding_has_its_kind_file_line_and_link(tmp_path):
         ("SKILL.md", 48, None, "not_executable", "scripts/nosh.py"),
         ("SKILL.md", 49, None, "not_executable", "scripts/crlf.py"),
         ("SKILL.md", 50, None, "rejected", "scripts/fields.py"),
-        ("references/extra.md", 3, 53, "not_executable", "scripts/fields.py"),
+        # no exec bit finding: SKILL.md's block gives fields.py to python3 (issue 49)
         ("references/extra.md", 3, 53, "rejected", "scripts/fields.py"),  # `ls` is not `list`
         ("references/extra.md", 3, 53, "rejected", "scripts/fill.py"),
         ("references/extra.md", 3, 53, "missing", "references/gone.md"),
@@ -471,10 +472,10 @@ READING = [
      {"references/extra.md": "# Extra\n\nRun `scripts/crlf.py go` or `scripts/rel.py go`.\n",
       "scripts/crlf.py": "#!/usr/bin/env python3\r\nprint(1)\r\n",
       "scripts/rel.py": "#!python3\nprint(1)\n"},
-     [f"{EXTRA}: runs scripts/crlf.py directly, but its interpreter line ends with a carriage "
-      f"return (CRLF line endings){WARNING}",
-      f"{EXTRA}: runs scripts/rel.py directly, but its interpreter line names a relative "
-      f"program 'python3'{WARNING}"]),
+     [f"{EXTRA}: runs scripts/crlf.py directly in prose (no block runs it), but its "
+      f"interpreter line ends with a carriage return (CRLF line endings){WARNING}",
+      f"{EXTRA}: runs scripts/rel.py directly in prose (no block runs it), but its "
+      f"interpreter line names a relative program 'python3'{WARNING}"]),
 ]
 
 
