@@ -60,6 +60,7 @@ from aeval.skill.shellparse import (
     tokens,
 )
 from aeval.skill.skill_md import SKILL_FILE, Skill
+from aeval.verdicts.deep_check import Run, deep_check, helper_path
 from aeval.verdicts.doctest import interpreter_problem, own_file
 
 MAX_REFERENCE_BYTES = 2_000_000
@@ -78,7 +79,9 @@ class StaticFinding(BaseModel):
     line: int = Field(description="That file's line (1-based).")
     via: int | None = Field(None, description="For a reference file: the SKILL.md line that "
                                               "links to it.")
-    kind: str = Field(description="missing | not_executable | rejected")
+    kind: str = Field(description="missing | not_executable | rejected; the deep tier's "
+                                  "(the code of what runs): syntax_error | undefined_name | "
+                                  "broken_import | shell_error")
     path: str = Field(description="The skill-relative path concerned.")
     problem: str = Field(description="What is wrong, in one line.")
     severity: Literal["defect", "warning"] = Field(
@@ -111,6 +114,7 @@ class _Checker:
         except OSError:
             self.top = set()
         self.interfaces: dict[str, Interface | None] = {}
+        self.ran: dict[str, Run] = {}  # each file the docs run, at its first run (deep tier)
 
     # ---- recording ------------------------------------------------------------------------
     def add(self, file: str, line: int, via: int | None, kind: str, path: str,
@@ -313,8 +317,12 @@ class _Checker:
                     # relative paths are someone else's
                 continue
             script, args = cmd.script()
+            # `"$(helper plugin)/skills/<name>/x.sh"`: a marketplace's path to this skill's file
+            script = helper_path(script, self.root, self.names) or script if script else script
             runs = script is not None and not placeholder(script)
             ran = self.reference(script, at, file, via, produced, executed=True) if runs else None
+            if ran is not None and ran not in self.ran:
+                self.ran[ran] = Run(file, at, via, self.severity)
             for w in [*argv[1:], *cmd.reads]:
                 if w == script:
                     continue
@@ -466,5 +474,6 @@ def static_check(skill: Skill) -> list[StaticFinding]:
             checker.document(text, rel, 0, via)
         except RecursionError:
             continue
+    checker.findings += deep_check(checker.root, checker.ran, checker.findings)  # their code
     files = [SKILL_FILE, *first]
     return sorted(checker.findings, key=lambda f: (files.index(f.file), f.line))
