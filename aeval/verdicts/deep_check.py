@@ -56,13 +56,18 @@ PY_EXT = (".py", ".pyw")
 JS_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 SH_EXT = (".sh", ".bash")
 _SHELLS = {"sh", "bash", "dash", "ksh"}
+# shellcheck's errors about the interpreter line alone (no shebang, `#` for `#!`, a BOM, zsh):
+# `bash x.sh` runs such a script all the same
+_SC_EXCLUDED = "SC1008,SC1071,SC1082,SC1104,SC1113,SC1114,SC1115,SC1128,SC2148"
 # what Node and TypeScript try after a relative specifier without its extension
 _RESOLVE_EXT = (".ts", ".tsx", ".mts", ".cts", ".d.ts", ".js", ".mjs", ".cjs", ".jsx", ".json",
                 ".node")
+_BUILT = frozenset({"dist", "build", "out", "generated", "node_modules", ".next", ".output"})
 _TS_FOR_JS = {".js": (".ts", ".tsx"), ".mjs": (".mts",), ".cjs": (".cts",), ".jsx": (".tsx",)}
 # PEP 723's reference regular expression
 _PEP723 = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 _LOWER = re.compile(r"(?:>=|~=|==|>)\s*3\.(\d+)")
+_VERSION_CHECK = re.compile(r"\bversion_info\b|\bversion\b|\bPY[23]\b|\bsix\.")
 _DYNAMIC = frozenset({"globals", "exec", "vars", "__getattr__"})
 # `"$(helper plugin)/skills/<name>/x.sh"`, `${CLAUDE_PLUGIN_ROOT}/skills/<name>/x.sh`
 _HELPER = re.compile(r"^\$(?:\([^()`]{1,200}\)|\{[A-Za-z_]\w*\}|[A-Za-z_]\w*)(/[^$`]*)$")
@@ -130,8 +135,8 @@ def _language(rel: str, text: str) -> str | None:
     first = text.split("\n", 1)[0]
     if first.startswith("#!"):
         prog = _shebang(first) or ""
-        if re.fullmatch(r"python[0-9.]*", prog):
-            return "python"
+        if re.fullmatch(r"python(?:3[0-9.]*)?", prog):
+            return "python"  # not `python2`: its print statements are not this tier's to judge
         if prog in _SHELLS:
             return "shell"
         if prog in ("node", "tsx", "ts-node", "deno", "bun") and \
@@ -250,6 +255,8 @@ class _Deep:
             else:
                 candidates = [_module_file(self.root, r, node.module) for r in roots]
             mods = [c for c in candidates if c is not None]
+            if not node.level and (node.module or "").split(".")[0] in sys.stdlib_module_names:
+                continue  # `types`, `io`: loaded at start-up, a shipped namesake never is
             if not mods:
                 continue  # not the skill's (the standard library, an installed package)
             mod = mods[0]
@@ -335,8 +342,32 @@ class _Deep:
             note = f" ({declared[rel]})" if "syntax was added" in message and rel in declared \
                 else ""
             self.add(rel, f"{rel} line {row} is a syntax error: {message}{note}", "syntax_error")
-        elif code == "F821":
+        elif code == "F821" and not self.excused(rel, row, int(r["location"].get("column", 1))):
             self.add(rel, f"{rel} line {row}: {message}", "undefined_name")
+
+    def excused(self, rel: str, row: int, column: int) -> bool:
+        """Whether an undefined name is one Python never looks up when the script runs: in an
+        annotation (lazy under ``from __future__ import annotations`` and Python 3.14, a
+        string otherwise), or under a check of the Python version (``unicode`` for Python 2).
+        A file this Python cannot parse excuses every name (its syntax is reported)."""
+        try:
+            tree = ast.parse(self.texts[rel])
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return True
+        at = (row, column - 1)
+        for node in ast.walk(tree):
+            spans: list[ast.AST] = []
+            if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+                spans.append(node.annotation)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+                spans.append(node.returns)
+            elif isinstance(node, ast.If) and _VERSION_CHECK.search(ast.unparse(node.test)):
+                spans.extend([*node.body, *node.orelse])
+            for s in spans:
+                end = (s.end_lineno or s.lineno, s.end_col_offset or 0)
+                if (s.lineno, s.col_offset) <= at < end or s.lineno <= row < end[0]:
+                    return True
+        return False
 
     def requires_python(self, rel: str) -> tuple[str | None, str]:
         """The script's declared ``requires-python``: its PEP 723 block, else the nearest
@@ -373,6 +404,8 @@ class _Deep:
             target = posixpath.normpath(posixpath.join(str(PurePosixPath(rel).parent), spec))
             if target.split("/", 1)[0] == ".." or target == "..":
                 continue  # above the skill: not the skill's to have
+            if _BUILT.intersection(PurePosixPath(target).parts):
+                continue  # what a documented build makes (`dist/`), not what ships
             resolved = _js_resolve(self.root, target, spec)
             if resolved is True:
                 continue
@@ -395,7 +428,7 @@ class _Deep:
             if not group:
                 continue
             out = _run_tool([binary, "--norc", "--format", "json1", "--severity", "error",
-                             "--exclude", "SC1008,SC1071,SC2148", *shell, "--", *group],
+                             "--exclude", _SC_EXCLUDED, *shell, "--", *group],
                             self.root)
             try:
                 comments = json.loads(out or "null")["comments"]

@@ -373,3 +373,49 @@ def test_a_script_run_through_a_plugin_path_helper_must_be_executable(tmp_path, 
                                         line_of(root, "--staged"))
     os.chmod(root / "scripts/fix.sh", 0o755)
     assert findings(root) == []
+
+
+# ---- what runs all the same is no finding -------------------------------------------------------
+
+def test_names_python_never_looks_up_and_a_stdlib_namesake_are_no_finding(tmp_path):
+    """An undefined name in an annotation (lazy, or a string), one under a Python-2 check,
+    and `from types import ...` beside a shipped `scripts/types.py` (the standard module is
+    loaded at start-up, the namesake never is): the script runs."""
+    root = build(tmp_path / "release-notes", {
+        "SKILL.md": NOTES_MD,
+        "scripts/types.py": "Release = dict\n",
+        "scripts/notes.py": dedent("""\
+            from __future__ import annotations
+
+            import sys
+            from types import SimpleNamespace
+
+            if sys.version_info[0] == 2:
+                text_type = unicode
+            else:
+                text_type = str
+
+
+            def latest(rows: pd.DataFrame) -> "Release":
+                tag: Tag = rows[0]
+                return SimpleNamespace(tag=text_type(tag))
+
+
+            print(latest(sys.argv[1:]))
+            """)})
+    assert findings(root) == [] and findings(root, "warning") == []
+
+
+def test_an_import_of_what_a_documented_build_makes_is_no_finding(tmp_path):
+    root = build(tmp_path / "slide-export", {
+        "SKILL.md": SLIDES_MD.replace("npx tsx", "npm run build\n    node"),
+        "scripts/export.ts": 'import { render } from "../dist/render.js";\n'
+                             "console.log(render(process.argv[2]));\n"})
+    assert findings(root) == []
+
+
+def test_a_bash_script_whose_interpreter_line_lacks_the_bang_runs_under_bash(tmp_path):
+    root = build(tmp_path / "db-backup", {
+        "SKILL.md": BACKUP_MD,
+        "scripts/backup.sh": '# /usr/bin/env bash\nset -eu\npg_dump "$2" > "$4/$2.sql"\n'})
+    assert findings(root) == []
