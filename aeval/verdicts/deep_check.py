@@ -434,18 +434,22 @@ class _Deep:
                 comments = json.loads(out or "null")["comments"]
             except (ValueError, TypeError, KeyError):
                 continue
+            first: dict[str, tuple[int, int, str]] = {}  # a file's one parse error to show
             for c in comments:
                 try:
                     rel, row, code = PurePosixPath(c["file"]).as_posix(), int(c["line"]), \
                         int(c["code"])
                 except (KeyError, TypeError, ValueError):
                     continue
-                if rel.startswith("./"):
-                    rel = rel[2:]
+                rel = rel[2:] if rel.startswith("./") else rel
                 if rel not in self.relies or c.get("level") != "error" or code >= 2000:
                     continue  # SC2xxx at error level is advice (`for f in $(ls)`), not a parse
-                self.add(rel, f"{rel} line {row}: SC{code}: {c.get('message', '')}",
-                         "shell_error")
+                # "Fix any mentioned problems and try again" follows the parse error it names
+                rank = (code in (1072, 1073), row)
+                if rel not in first or rank < (first[rel][1] in (1072, 1073), first[rel][0]):
+                    first[rel] = (row, code, str(c.get("message", "")))
+            for rel, (row, code, message) in first.items():
+                self.add(rel, f"{rel} line {row}: SC{code}: {message}", "shell_error")
 
 
 def _ls(folder: Path) -> list[Path]:

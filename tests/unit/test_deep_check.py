@@ -331,10 +331,9 @@ def test_a_bash_script_bash_cannot_parse_is_a_defect(tmp_path, broken):
         "SKILL.md": BACKUP_MD,
         "scripts/backup.sh": '#!/usr/bin/env bash\nset -euo pipefail\nDB="${2:-}"\nDEST="${4:-.}"\n'
                              + broken})
-    fs = findings(root)
-    assert fs and all(f.kind == "shell_error" for f in fs)
-    assert fs[0].line == line_of(root, "bash scripts/backup.sh")
-    assert "scripts/backup.sh line" in fs[0].problem and "SC1" in fs[0].problem
+    (f,) = findings(root)  # one parse error a file: the first, not its follow-ups
+    assert f.kind == "shell_error" and f.line == line_of(root, "bash scripts/backup.sh")
+    assert "scripts/backup.sh line" in f.problem and "SC1" in f.problem
 
 
 def test_shellchecks_style_advice_is_no_finding(tmp_path):
@@ -419,3 +418,32 @@ def test_a_bash_script_whose_interpreter_line_lacks_the_bang_runs_under_bash(tmp
         "SKILL.md": BACKUP_MD,
         "scripts/backup.sh": '# /usr/bin/env bash\nset -eu\npg_dump "$2" > "$4/$2.sql"\n'})
     assert findings(root) == []
+
+
+def test_a_script_a_linked_reference_runs_is_read_and_the_finding_names_both_lines(tmp_path):
+    """A runbook in references/ runs the script in a block (a defect, tied to the runbook's
+    line and the SKILL.md line linking it); its prose's inline mention of another script
+    only warns."""
+    root = build(tmp_path / "db-backup", {
+        "SKILL.md": dedent(BACKUP_MD) + "\nRestoring: see [the runbook](references/restore.md).\n",
+        "references/restore.md": "# Restore\n\n```bash\nbash scripts/restore.sh latest\n```\n\n"
+                                 "Old dumps: `bash scripts/legacy.sh --all` also works.\n",
+        "scripts/backup.sh": '#!/usr/bin/env bash\necho "backup"\n',
+        "scripts/restore.sh": '#!/usr/bin/env bash\nif [ -n "$1" ]; then\n  echo "$1"\n',
+        "scripts/legacy.sh": '#!/usr/bin/env bash\ncase "$1" in\n  --all) echo all ;;\n'})
+    (f,) = findings(root)
+    assert (f.file, f.line, f.via, f.path) == ("references/restore.md", 4,
+                                               line_of(root, "the runbook"), "scripts/restore.sh")
+    (w,) = findings(root, "warning")
+    assert (w.file, w.path) == ("references/restore.md", "scripts/legacy.sh")
+
+
+def test_the_deep_tier_stops_at_its_bounds_on_a_skill_that_runs_hundreds_of_scripts(tmp_path):
+    from aeval.verdicts.deep_check import MAX_FINDINGS
+    block = "".join(f"python3 scripts/t{i}.py\n" for i in range(300))
+    files = {f"scripts/t{i}.py": "print(undefined_total)\n" for i in range(300)}
+    root = build(tmp_path / "bulk-tools", {
+        "SKILL.md": "---\nname: bulk-tools\ndescription: Many small tools. Use for chores.\n"
+                    f"---\n# Bulk tools\n\n```bash\n{block}```\n", **files})
+    got = findings(root)
+    assert 0 < len(got) <= MAX_FINDINGS and all(f.kind == "undefined_name" for f in got)
