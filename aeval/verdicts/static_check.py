@@ -16,6 +16,10 @@ A finding is one of:
   the script does not accept (read from its argparse / click / ``sys.argv`` dispatch /
   ``case "$1"`` source, see `aeval.skill.script_interface`).
 
+- **the code of what runs** (`aeval.verdicts.deep_check`): a syntax error at the declared
+  Python, an undefined name, a broken import of the skill's own module, a relative JS/TS
+  import of nothing, a bash parse error, in a file the docs run or one it imports.
+
 A finding is a **defect** (the skill fails S0) or a **warning** (shown with the skill's lint
 warnings by ``aeval validate`` and ``aeval run``, never a fail): what a block runs, a link,
 an inline command of SKILL.md's prose and a path its prose sends the agent to (``see `x` ``,
