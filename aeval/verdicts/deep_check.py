@@ -32,6 +32,7 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -169,7 +170,7 @@ def _tool(name: str) -> str | None:
     for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
         if (folder / name).is_file() and os.access(folder / name, os.X_OK):
             return str(folder / name)
-    return None
+    return shutil.which(name)
 
 
 def _run_tool(argv: list[str], cwd: Path) -> str | None:
@@ -191,10 +192,11 @@ class _Deep:
         self.root = root
         self.runs = runs
         self.texts: dict[str, str] = {}
+        self.trees: dict[str, ast.Module | None] = {}  # None: this Python cannot parse it
         self.relies: dict[str, tuple[str, Run]] = {}  # file -> (the run script, its Run)
         self.findings: list[StaticFinding] = []
 
-    def add(self, rel: str, problem: str, kind: str, warning: bool = False) -> None:
+    def add(self, rel: str, problem: str, kind: str) -> None:
         from aeval.verdicts.static_check import StaticFinding
         if len(self.findings) >= MAX_FINDINGS:
             return
@@ -203,7 +205,7 @@ class _Deep:
         self.findings.append(StaticFinding(
             file=run.file, line=run.line, via=run.via, kind=kind, path=rel,
             problem=f"{what}: {problem}",
-            severity="warning" if warning else run.severity))
+            severity=run.severity))
 
     def text(self, rel: str) -> str | None:
         if rel not in self.texts:
@@ -212,6 +214,15 @@ class _Deep:
                 return None
             self.texts[rel] = t
         return self.texts[rel]
+
+    def tree(self, rel: str) -> ast.Module | None:
+        if rel not in self.trees:
+            text = self.text(rel)
+            try:
+                self.trees[rel] = ast.parse(text) if text is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self.trees[rel] = None
+        return self.trees[rel]
 
     def check(self) -> list[StaticFinding]:
         by_lang: dict[str, list[str]] = {"python": [], "js": [], "shell": []}
@@ -240,9 +251,8 @@ class _Deep:
     def python_imports(self, rel: str, script: str) -> list[str]:
         """Check the names ``rel`` imports from the skill's own modules; return those
         modules' files (to be read in turn)."""
-        try:
-            tree = ast.parse(self.texts[rel])
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = self.tree(rel)
+        if tree is None:
             return []  # ruff reports the syntax; this Python may be older than the script's
         roots = self.sys_path(script)
         found: list[str] = []
@@ -291,13 +301,10 @@ class _Deep:
                 if (pkg / f"{name}.py").exists() or (pkg / name).is_dir() or \
                         any(p.name.startswith(name + ".") for p in _ls(pkg)):
                     return True
-            text = self.text(mod)
-            if text is None:
+            tree = self.tree(mod)
+            if tree is None:
                 return True
-            try:
-                defined = _defined(ast.parse(text))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return True
+            defined = _defined(tree)
             if defined is None or name in defined:
                 return True
         return False
@@ -350,9 +357,8 @@ class _Deep:
         annotation (lazy under ``from __future__ import annotations`` and Python 3.14, a
         string otherwise), or under a check of the Python version (``unicode`` for Python 2).
         A file this Python cannot parse excuses every name (its syntax is reported)."""
-        try:
-            tree = ast.parse(self.texts[rel])
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = self.tree(rel)
+        if tree is None:
             return True
         at = (row, column - 1)
         for node in ast.walk(tree):
