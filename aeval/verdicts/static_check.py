@@ -23,6 +23,10 @@ A finding is one of:
   (`aeval.verdicts.resource_check`), the files a SKILL.md table or a reference file's
   directions name are checked like links.
 
+- **the code of what runs** (`aeval.verdicts.deep_check`): a syntax error at the declared
+  Python, an undefined name, a broken import of the skill's own module, a relative JS/TS
+  import of nothing, a bash parse error, in a file the docs run or one it imports.
+
 A finding is a **defect** (the skill fails S0) or a **warning** (shown with the skill's lint
 warnings by ``aeval validate`` and ``aeval run``, never a fail): what a block runs, a link,
 an inline command of SKILL.md's prose and a path its prose sends the agent to (``see `x` ``,
@@ -68,6 +72,7 @@ from aeval.skill.shellparse import (
     tokens,
 )
 from aeval.skill.skill_md import SKILL_FILE, Skill
+from aeval.verdicts.deep_check import Run, deep_check, helper_path
 from aeval.verdicts.doctest import interpreter_problem, own_file
 from aeval.verdicts.resource_check import call_problems, check_resources
 
@@ -87,7 +92,9 @@ class StaticFinding(BaseModel):
     line: int = Field(description="That file's line (1-based).")
     via: int | None = Field(None, description="For a reference file: the SKILL.md line that "
                                               "links to it.")
-    kind: str = Field(description="missing | not_executable | rejected | corrupt")
+    kind: str = Field(description="missing | not_executable | rejected | corrupt; the deep "
+                                  "tier's (the code of what runs): syntax_error | "
+                                  "undefined_name | broken_import | shell_error")
     path: str = Field(description="The skill-relative path concerned.")
     problem: str = Field(description="What is wrong, in one line.")
     severity: Literal["defect", "warning"] = Field(
@@ -125,6 +132,7 @@ class _Checker:
         # file they run through an interpreter names it, it does not run it
         self.fenced_runs: dict[str, set[str]] = {"interpreted": set(), "direct": set()}
         self.skill_vars: dict[str, str] = {}  # what the skill set $SKILL_DIR to (its blocks)
+        self.ran: dict[str, Run] = {}  # each file the docs run, at its first run (deep tier)
 
     # ---- recording ------------------------------------------------------------------------
     def add(self, file: str, line: int, via: int | None, kind: str, path: str,
@@ -351,8 +359,12 @@ class _Checker:
                     # relative paths are someone else's
                 continue
             script, args = cmd.script()
+            # `"$(helper plugin)/skills/<name>/x.sh"`: a marketplace's path to this skill's file
+            script = helper_path(script, self.root, self.names) or script if script else script
             runs = script is not None and not placeholder(script)
             ran = self.reference(script, at, file, via, produced, executed=True) if runs else None
+            if ran is not None and ran not in self.ran:
+                self.ran[ran] = Run(file, at, via, self.severity)
             for w in [*argv[1:], *cmd.reads]:
                 if w == script:
                     continue
@@ -533,6 +545,7 @@ def static_check(skill: Skill) -> list[StaticFinding]:
             checker.document(text, rel, 0, via)
         except RecursionError:
             continue
+    checker.findings += deep_check(checker.root, checker.ran, checker.findings)  # their code
     try:  # what SKILL.md and its references rely on: tables, guides, data resources
         named = check_resources(checker, skill, first)
     except RecursionError:
