@@ -19,7 +19,7 @@ from aeval.run.read import read_attempts, read_grading
 from aeval.runtime.protocol import ExecutionResult
 from aeval.skill.contract import EvalCase, Tier
 from aeval.skill.skill_md import Skill
-from aeval.verdicts.static_check import StaticFinding
+from aeval.verdicts.finding import StaticFinding
 
 __all__ = ["AttemptOutcome", "CasePlan", "Examined", "ExecutionRecord", "RunSettings", "SkillPlan",
            "safe"]

@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # static_check calls this tier; its model is imported when a finding is made
-    from aeval.verdicts.static_check import StaticFinding
+    from aeval.verdicts.finding import StaticFinding
 
 MAX_FILES = 60            # code files read per skill (run ones and what they import)
 MAX_FILE_BYTES = 400_000  # a larger file is not read
@@ -197,7 +197,7 @@ class _Deep:
         self.findings: list[StaticFinding] = []
 
     def add(self, rel: str, problem: str, kind: str) -> None:
-        from aeval.verdicts.static_check import StaticFinding
+        from aeval.verdicts.finding import StaticFinding
         if len(self.findings) >= MAX_FINDINGS:
             return
         script, run = self.relies[rel]

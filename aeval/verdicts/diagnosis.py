@@ -45,6 +45,7 @@ _ENVIRONMENT = re.compile(
     r"connect|network|unreachable|resolve|\bdns\b|name or service|timed? ?out|ssl|certificate|"
     r"proxy|socket|\bhttps?://|\bdisplay\b|x11|wayland|\bgpu\b|cuda|docker|daemon|"
     r"out of memory|killed|no space left|read-only file system|interrupted", re.I)
+_PATHS = re.compile(r"\S*/\S*")  # a word with a slash: a path or URL, read apart
 _SKILL_VARS = frozenset({"SKILL_DIR", "CLAUDE_SKILL_DIR"})  # aeval sets these; no block can
 _REJECTION = re.compile(
     r"usage:|unknown|unrecogni[sz]ed|invalid|not (?:a )?(?:valid|supported|recogni[sz]ed)|"
@@ -319,7 +320,7 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     context = context_refusal(rel, output, skill_dir)
     if context is not None:  # the reader's repository, files, login or network
         return context
-    if _ENVIRONMENT.search(output):
+    if _ENVIRONMENT.search(_PATHS.sub(" ", output)):  # not a "503" or "auth" in a path
         return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the environment looks "
                                          f"incomplete: {_last_line(output)}")
     inputs = _inputs_missing(args, skill_dir, block)

@@ -57,7 +57,7 @@ from aeval.artifacts.case import AssertionSpec
 from aeval.isolation.memory import is_memory_kill
 from aeval.verdicts.checks import CheckOutcome
 from aeval.verdicts.doctest import DocTestSummary, doc_test_verdict
-from aeval.verdicts.static_check import StaticFinding
+from aeval.verdicts.finding import StaticFinding
 from aeval.verdicts.status import case_status
 
 NO_GRADER = "no grader model configured (--grader-model or AEVAL_GRADER_MODEL)"

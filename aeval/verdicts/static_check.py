@@ -56,8 +56,6 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from aeval.skill import markdown
 from aeval.skill.script_interface import Interface, read_interface
 from aeval.skill.shell_blocks import counter_example, generic_example, placeholder
@@ -74,45 +72,13 @@ from aeval.skill.shellparse import (
 from aeval.skill.skill_md import SKILL_FILE, Skill
 from aeval.verdicts.deep_check import Run, deep_check, helper_path
 from aeval.verdicts.doctest import interpreter_problem, own_file
+from aeval.verdicts.finding import StaticFinding
 from aeval.verdicts.resource_check import call_problems, check_resources
 
 MAX_REFERENCE_BYTES = 2_000_000
 MAX_SCRIPT_BYTES = 1_000_000  # a larger script is not read for its interface
 MAX_FINDINGS = 50
 _METAVAR = re.compile(r"^(?:[A-Z][A-Z0-9_-]*|command|action|subcommand|cmd|args?|options?)$")
-
-
-class StaticFinding(BaseModel):
-    """One problem the static check found, tied to the line that names it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    file: str = Field(description="The skill file whose line names the problem (SKILL.md, or "
-                                  "a reference file it links to).")
-    line: int = Field(description="That file's line (1-based).")
-    via: int | None = Field(None, description="For a reference file: the SKILL.md line that "
-                                              "links to it.")
-    kind: str = Field(description="missing | not_executable | rejected | corrupt; the deep "
-                                  "tier's (the code of what runs): syntax_error | "
-                                  "undefined_name | broken_import | shell_error")
-    path: str = Field(description="The skill-relative path concerned.")
-    problem: str = Field(description="What is wrong, in one line.")
-    severity: Literal["defect", "warning"] = Field(
-        "defect", description="defect: the skill fails S0 (what a block runs, what a link or "
-                              "SKILL.md names). warning: shown to the user, never a fail (a "
-                              "mention in a reference file's prose, a generic example name, a "
-                              "layout tree's entry).")
-
-    def located(self, root: Path | str) -> str:
-        """The finding as one line naming the file under ``root`` (``aeval validate``)."""
-        via = f" (linked from {SKILL_FILE} line {self.via})" if self.via is not None else ""
-        return f"{Path(root) / self.file}:{self.line}: {self.problem}{via}"
-
-    def __str__(self) -> str:
-        where = f"{self.file} line {self.line}"
-        if self.via is not None:
-            where += f" (linked from {SKILL_FILE} line {self.via})"
-        return f"{where}: {self.problem}"
 
 
 class _Checker:

@@ -27,6 +27,7 @@ from aeval.isolation.redact import Redactor
 from aeval.isolation.sandbox import SandboxPolicy
 from aeval.isolation.shell import base_env, run_command
 from aeval.isolation.workspace import prepare_workspace
+from aeval.run.layout import EVENTS
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, Limits
 from aeval.skill.contract_draft import documented_blocks
 from aeval.skill.skill_md import Skill
@@ -74,7 +75,7 @@ def probe_doc_test(skill: Skill, sandbox: str = "auto",
     root = Path(tempfile.mkdtemp(prefix="aeval-init-"))
     try:
         ws, box = _sandboxed(skill, [], sandbox, root)
-        recorder = _Progress(root / "events.jsonl", [b.line for b in blocks], say)
+        recorder = _Progress(root / EVENTS, [b.line for b in blocks], say)
         request = ExecutionRequest(
             prompt=f"Run the shell blocks of {skill.name}'s SKILL.md as documented.",
             case_id="aeval-init", workspace=ws.path, home=ws.home, skill_name=skill.name,

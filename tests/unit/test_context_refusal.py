@@ -221,3 +221,15 @@ def test_a_shipped_file_named_by_claude_ais_install_path_is_the_skills(tmp_path)
         'echo "error: /mnt/skills/user/form-fill/assets/fields.yaml not found" >&2; exit 1\n')})
     dg = ran(d, "bash scripts/fill.sh --mode fast")
     assert dg.kind == "defect", dg
+
+
+def test_a_path_that_looks_like_an_http_status_or_a_login_is_still_a_path(tmp_path):
+    """A CI runner's build folder (``/builds/503/auth-service/...``) in a script's message is
+    no HTTP 503 and no login: the shipped template that is gone still fails the skill (this
+    test failed whenever pytest's own temp folder was numbered 500-599)."""
+    d = skill(tmp_path / "builds" / "503" / "auth-service", "frontend-kit", {
+        "scripts/add_component.sh":
+            'echo "error: template $SKILL_DIR/templates/Component.tsx not found" >&2; exit 1\n',
+        "templates/Page.tsx": "export {}\n"})
+    dg = ran(d, "bash scripts/add_component.sh Button")
+    assert dg.kind == "defect", dg

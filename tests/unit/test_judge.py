@@ -10,8 +10,8 @@ from aeval.artifacts.case import AssertionSpec
 from aeval.skill.contract import FileExists
 from aeval.verdicts.checks import CheckOutcome
 from aeval.verdicts.doctest import DocTestSummary
+from aeval.verdicts.finding import StaticFinding
 from aeval.verdicts.judge import NO_GRADER, change_evidence, judge
-from aeval.verdicts.static_check import StaticFinding
 
 CHECK = AssertionSpec(id="A1", text="File out.json exists", kind="deterministic",
                       source="author", check=FileExists(type="file_exists", path="out.json"))
