@@ -17,7 +17,7 @@ from aeval.tasks.deliver.bodies import write_code_quality_report
 from aeval.tasks.deliver.read_run import CODE_QUALITY_FILE, load_run
 from aeval.tasks.run.prefect_artifacts import artifact_key
 
-CI_REPORTS_KEY = "ci-reports"
+CI_REPORTS_KEY = artifact_key("ci", "reports")  # "ci-reports": both sides use this one key
 REPORT_FILES = (JUNIT, CODE_QUALITY_FILE)
 _SECTION = re.compile(r"^## (?P<name>\S+)\n(?P<fence>`{3,})\w*\n(?P<body>.*?)\n(?P=fence)$",
                       re.M | re.S)
@@ -58,6 +58,6 @@ def publish_ci_reports(run_dir: Path, run_id: str, repo_root: Path | None = None
     files = {n: (run_dir / n).read_text(encoding="utf-8") for n in REPORT_FILES
              if (run_dir / n).is_file()}
     create_markdown_artifact(ci_reports_markdown(run_id, files),
-                             key=artifact_key(CI_REPORTS_KEY),
+                             key=CI_REPORTS_KEY,
                              description=f"junit.xml and {CODE_QUALITY_FILE} of aeval run "
                                          f"{run_id}, for the CI job")

@@ -98,9 +98,11 @@ def test_coverage_names_executed_read_and_untouched_files(skill, tmp_path, monke
     from prefect import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
+    from aeval.tasks.run.prefect_artifacts import artifact_key
+
     with get_client(sync_client=True) as client:
         arts = client.read_artifacts(artifact_filter=ArtifactFilter(
-            key=ArtifactFilterKey(any_=["coverage-csv-stats-builtin"])))
+            key=ArtifactFilterKey(any_=[artifact_key("coverage", "csv-stats", "builtin")])))
     (art,) = [a for a in arts if run_dir.name in (a.description or "")]
     assert art.type == "table"
     rows = json.loads(art.data) if isinstance(art.data, str) else art.data

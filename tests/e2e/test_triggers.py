@@ -63,6 +63,8 @@ def test_precision_and_recall_from_what_the_agent_loaded(marketplace, tmp_path, 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
+    from aeval.tasks.run.prefect_artifacts import artifact_key
+
     monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
     skills = marketplace / "skills"
     add_triggers(skills / "csv-stats", [CSV_SHOULD], [CSV_NOT])
@@ -111,7 +113,7 @@ def test_precision_and_recall_from_what_the_agent_loaded(marketplace, tmp_path, 
 
     with get_client(sync_client=True) as client:
         (art,) = client.read_artifacts(artifact_filter=ArtifactFilter(
-            key=ArtifactFilterKey(any_=[f"triggers-{run_dir.name}"])))
+            key=ArtifactFilterKey(any_=[artifact_key("triggers", run_dir.name)])))
     assert art.type == "table"
     rows = json.loads(art.data) if isinstance(art.data, str) else art.data
     assert {r["skill"]: r["recall"] for r in rows} == {"csv-stats": 1.0, "release-notes": 0.5}

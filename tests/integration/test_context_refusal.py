@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from textwrap import dedent
 
@@ -257,6 +258,7 @@ def test_the_planted_counterparts_still_fail(tmp_path):
         "sales-profile": "fail"}, found
     assert "--remote" in found["release-notes"][1]
     assert "templates/Component.tsx not found" in found["react-components"][1]
-    assert "cannot import name 'get_token'" in found["pr-digest"][1]
+    # S0's deep tier names it before anything runs; the run itself says it the same way
+    assert re.search(r"get_token.*ghlib|cannot import name 'get_token'", found["pr-digest"][1])
     assert "--top" in found["sales-profile"][1]
     assert code == 1
