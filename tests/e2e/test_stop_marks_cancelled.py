@@ -75,3 +75,54 @@ def test_a_run_stopped_by_a_signal_is_cancelled_in_prefect(tmp_path, command, si
     for fid, state in states.items():
         assert state is not None and state.type.value == "CANCELLED", (fid, state)
         assert signal.Signals(sig).name in (state.message or ""), state
+
+
+def test_an_uplift_stopped_by_sigterm_is_cancelled_in_prefect(tmp_path):
+    """`aeval uplift` (two arms, the builtin runtime against the scripted model server) is
+    stopped by SIGTERM while the agent runs the skill's slow script: it exits 143 and no flow
+    run it made is left Running or Completed; the uplift's own flow run is Cancelled and
+    names the signal."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterParentFlowRunId,
+    )
+    from prefect.settings import PREFECT_API_URL
+
+    from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
+
+    aeval = os.path.join(os.path.dirname(sys.executable), "aeval")
+    market = sleepy_marketplace(tmp_path)
+    run = ToolCall(name="bash", arguments={
+        "command": "python3 .agents/skills/slow-report/scripts/report.py out.txt || "
+                   "python3 \"$SKILL_DIR/scripts/report.py\" out.txt"})
+    scripts = [Script(name="report", match="Write the report", turns=[
+        Turn(tool_calls=[run]), Turn(text="The report is in out.txt.")])]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_API_URL=PREFECT_API_URL.value(), AEVAL_WARM="0",
+               PREFECT_HOME=str(tmp_path / "prefect-home"), OPENAI_API_KEY="sk-test",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    with get_client(sync_client=True) as client:
+        before = {r.id for r in client.read_flow_runs(flow_filter=FlowFilter(
+            name=FlowFilterName(any_=["aeval-uplift"])))}
+    with ScriptedModelServer(scripts) as srv:
+        code, err = stop_when_running(
+            [aeval, "uplift", str(market), "--runtime", "builtin", "--model", "openai/scripted",
+             "--api-base", srv.base_url_openai, "--no-grader", "--epochs", "1",
+             "--concurrency", "2", "--out", str(tmp_path / "store")], env, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err[-2000:]
+    with get_client(sync_client=True) as client:
+        runs = [r for r in client.read_flow_runs(flow_filter=FlowFilter(
+            name=FlowFilterName(any_=["aeval-uplift"]))) if r.id not in before]
+        assert len(runs) == 1, runs
+        (up,) = runs
+        children = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[up.id])))
+    assert up.state is not None and up.state.type.value == "CANCELLED", up.state
+    assert "SIGTERM" in (up.state.message or ""), up.state
+    assert children, "the arms' evaluate runs are the uplift's subflows"
+    for child in children:  # the arms' evaluate runs: none still Running, none a green pass
+        assert child.state is not None and child.state.type.value in (
+            "CANCELLED", "FAILED", "CRASHED"), (child.name, child.state)
