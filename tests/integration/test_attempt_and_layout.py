@@ -10,6 +10,7 @@ import pytest
 
 from aeval.deployments.cli.main import main
 from aeval.run.layout import RunLayout, skill_keys
+from aeval.tasks.run.prefect_artifacts import artifact_key
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.segmentation_case import load, segmentation_copy
 
@@ -232,7 +233,7 @@ def test_the_publish_step_attaches_a_table_per_skill_and_the_summary_to_its_task
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id])))
     tables = {a.key: a for a in artifacts if (a.key or "").startswith("skill-")}
-    assert sorted(tables) == [f"skill-{n}" for n in names]
+    assert sorted(tables) == sorted(artifact_key("skill", n) for n in names)
     (summary,) = [a for a in artifacts if a.key == "run-summary"]
     assert "Gate: exit 0" in summary.data
     publish = {a.task_run_id for a in [*tables.values(), summary]}
