@@ -185,6 +185,9 @@ def render_transcript(events: list[Event], title: str) -> str:
     calls = calls_by_id(events)
     out = [f"# {title}", "", "_[n] is the event number (`seq` in events.jsonl), which evidence "
            "cites as `event n`._", ""]
+    if skipped := getattr(events, "skipped", 0):
+        out += [f"_{skipped} line(s) of events.jsonl were not events (torn by a killed "
+                "process, or not the runtime's) and are not shown._", ""]
     for e in events:
         if isinstance(e, MessageEvent):
             out += [f"## [{e.seq}] {e.role}", "", e.text.rstrip(), ""]

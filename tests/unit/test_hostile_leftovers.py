@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from aeval.events import ToolCallEvent, ToolResultEvent, read_events
+from aeval.events import ToolCallEvent, ToolResultEvent, read_events, render_transcript
 from aeval.isolation.redact import Redactor
 from aeval.runtime.protocol import EventRecorder
 from aeval.tasks.run.prefect_artifacts import artifact_key
@@ -41,6 +41,12 @@ def test_a_broken_line_in_the_middle_of_events_loses_only_that_line(tmp_path):
                      + b"\n".join(line.encode() for line in lines[1:]) + b"\n")
     events = read_events(path)  # a line that is not even UTF-8
     assert len(events) == len(lines) and events.skipped == 1
+    # the transcript the grader and the reader see says a line is missing, and that nothing
+    # is missing when nothing is
+    shown = render_transcript(events, "q3 summary")
+    assert "1 line(s) of events.jsonl were not events" in shown and "total: 48210" in shown
+    path.write_text("\n".join(lines) + "\n")
+    assert "were not events" not in render_transcript(read_events(path), "q3 summary")
 
 
 def test_a_tool_input_nested_hundreds_deep_is_recorded_cut(tmp_path):
