@@ -439,9 +439,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     manifest = run_flow(call, RunStore(store).run_dir(run_id))
     if manifest is None:
         return ENVIRONMENT
-    print_summary(manifest, RunStore(store).run_dir(run_id))
-    if args.compare_base:
+    if args.compare_base:  # before the summary, whose last line is the gate
         print_head_vs_base(RunStore(store).run_dir(run_id))
+    print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"post: {manifest.delivery}")
         if manifest.delivery.startswith("failed") and manifest.gate.exit_code == OK:

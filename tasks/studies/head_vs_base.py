@@ -214,8 +214,8 @@ def compare_runs(request: EvalRequest, head_dir: Path, base_dir: Path | None,
     """head_vs_base.json's content: every case of a changed skill paired with the base's run
     of it (skill folder x runtime x case x epoch), and judged in both orders."""
     head = read_run(head_dir)
-    base = read_run(base_dir) if base_dir is not None and (base_dir / "run.json").is_file() \
-        else None
+    base = read_run(base_dir) if base_dir is not None \
+        and RunLayout(base_dir).manifest.is_file() else None
     base_skills = {s.path: s for s in (base.manifest.skills if base else [])}
     judge = _Judge(request, head, base, tree)
     todo: list[tuple[CasePairwise, str, str]] = []
@@ -250,8 +250,9 @@ def _n(x: float | None, spec: str = "{:.0f}") -> str:
 def markdown_table(report: HeadVsBase) -> str:
     """The per-skill table (outcome: wins/ties/losses for the head; cost: head vs base),
     then one line per case that was not a plain win or loss."""
-    lines = [f"Head against base ({report.base[:12] if report.base else 'base'}): the "
-             "comparative grader, both orders", "",
+    base = f"the merge base {report.base[:12]}" if report.base else "the base"
+    lines = [f"Head against base ({base}, run {report.base_run}): the comparative grader "
+             "in both orders; a disagreement between them is a tie", "",
              "| skill | runtime | wins | ties | losses | ungraded | turns head/base "
              "| tokens head/base | wall s head/base |",
              "|---|---|---|---|---|---|---|---|---|"]

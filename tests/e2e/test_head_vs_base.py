@@ -227,3 +227,32 @@ def test_a_grader_biased_to_the_first_position_cannot_make_either_version_win(tm
     assert (skill["wins"], skill["ties"], skill["losses"], skill["position_bias"]) == \
         (0, 1, 0, 1)
     assert "1 (1 position bias)" in printed
+
+
+def test_the_mr_flow_compares_head_with_base_when_asked(tmp_path):
+    """The MR flow (its own clone at head) with `compare_base`: the same comparison, and the
+    flow run ends as the head's gate."""
+    from aeval.flows.mr import evaluate_mr
+    from aeval.run.requests import MrRequest
+
+    repo = marketplace(tmp_path / "mp", SKIPS_LAST_ROW)
+    merge_request(repo, CORRECT)
+    sh(repo, "checkout", "-q", "main")  # the serving checkout is not the MR's head
+    with ScriptedModelServer([CASE_GRADER, *CAREFUL]) as srv:
+        state = evaluate_mr(MrRequest(
+            repo=str(repo), base="main", head="mr", runtimes=["literal"],
+            grader_model="openai/scripted", api_base=srv.base_url_openai,
+            store=str(tmp_path / "s"), compare_base=True), return_state=True)
+    assert state.is_completed(), state
+    (head_dir,) = [d for d in (tmp_path / "s" / "runs").iterdir()
+                   if not d.name.endswith("-base")]
+    report = json.loads((head_dir / "head_vs_base.json").read_text())
+    assert [(s["skill"], s["wins"], s["losses"]) for s in report["skills"]] == \
+        [("ledger-balance", 1, 0)]
+
+
+def test_compare_base_without_a_change_is_a_usage_error(tmp_path, capsys):
+    repo = marketplace(tmp_path / "mp", CORRECT)
+    assert main(["run", str(repo), "--compare-base", "--out", str(tmp_path / "s")]) == 2
+    assert "--compare-base needs --changed-since BASE" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
