@@ -172,10 +172,16 @@ def compare_base(repo: Path, out: Path, scripts: list[Script], capsys) -> tuple[
         code = main(["run", str(repo), "--changed-since", "main", "--compare-base",
                      "--runtime", "literal", "--grader-model", "openai/scripted",
                      "--api-base", srv.base_url_openai, "--out", str(out), "-q"])
+        asked = [r for r in srv.requests if r.script in {s.name for s in scripts}]
     printed = capsys.readouterr().out
     (head_dir,) = [d for d in (out / "runs").iterdir() if not d.name.endswith("-base")]
     report = json.loads((head_dir / "head_vs_base.json").read_text())
     jsonschema.validate(report, json_schema("head-vs-base"))
+    # blind: nothing the comparative grader saw names a version or either run
+    assert len(asked) == 2 * len(report["cases"])
+    for r in asked:
+        sent = json.dumps(r.body["messages"])
+        assert head_dir.name not in sent and "-base" not in sent and "/mr" not in sent
     return code, report, printed
 
 
