@@ -281,6 +281,11 @@ def write_head_vs_base_files(request: EvalRequest, head_dir: Path, base_dir: Pat
                              tree: BaseTree) -> HeadVsBase:
     """head_vs_base.json in the head run's folder (atomic), and that run's report.html
     again, now with its Head against base section."""
+    if base_dir is not None and RunLayout(base_dir).manifest.is_file():
+        gate = read_run(base_dir).manifest.gate
+        if gate is not None:  # its gate line above is the base's, not this run's
+            progress("head vs base: the base's run %s ended exit %d: data for the comparison, "
+                     "not the gate", base_dir.name, gate.exit_code)
     report = compare_runs(request, head_dir, base_dir, tree)
     run = read_run(head_dir)
     write_model(run.layout.head_vs_base, report)
