@@ -7,7 +7,8 @@ from importlib.resources import files
 
 AGENTS_DIR = files("aeval.eval_skill") / "agents"
 PROMPTS = ("executor", "executor_no_skill", "assertion_writer", "grader", "analyzer",
-           "comparator", "suggester", "trigger_executor", "contract_writer")
+           "comparator", "suggester", "trigger_executor", "contract_writer",
+           "comparative_grader")
 
 
 @cache

@@ -24,6 +24,7 @@ from prefect.states import Completed, Failed, State
 from aeval.adapters.git import changed_skills
 from aeval.errors import GateFailed
 from aeval.flows.evaluate import evaluate, gate_state, manifest_of, misconfigured
+from aeval.flows.head_vs_base import head_vs_base
 from aeval.isolation.hardening import harden_process
 from aeval.run.layout import RunLayout
 from aeval.run.requests import EvalRequest, MrRequest
@@ -98,15 +99,21 @@ def evaluate_mr(request: MrRequest) -> State:
         if not changes["skills"]:
             log.info("no skill changed between %s and %s", request.base, request.head)
             return Completed(message="no skill changed")
-        runner = task_runner(request.concurrency, request.dask, request.dask_allow_insecure_tcp)
-        run = evaluate.with_options(task_runner=runner)
-        manifest = manifest_of(run(EvalRequest(
+        change = EvalRequest(
             paths=[co.root], run_id=new_run_id(), skill_roots=changes["skills"],
             base=changes["base"], head=changes["head"], post=request.post,
             mr_iid=request.mr_iid, project_id=request.project_id,
             gitlab_url=request.gitlab_url, report_url=request.report_url,
             **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
-                                          "store"})), return_state=True))
+                                          "store"}))
+        if request.compare_base:  # the head's run, then the base's, then the comparison
+            manifest = manifest_of(head_vs_base(change, request.concurrency,
+                                                return_state=True))
+        else:
+            runner = task_runner(request.concurrency, request.dask,
+                                 request.dask_allow_insecure_tcp)
+            run = evaluate.with_options(task_runner=runner)
+            manifest = manifest_of(run(change, return_state=True))
         # junit.xml and the Code Quality report for the CI job that triggered this run
         run_dir = RunLayout.of(request.store, manifest.run_id).run_dir
         publish_ci_reports(run_dir, manifest.run_id, repo_root=Path(co.root))

@@ -62,6 +62,15 @@ from aeval.artifacts.grading import (
     SelfCorrection,
     Timing,
 )
+from aeval.artifacts.pairwise import (
+    CasePairwise,
+    ComparativeAnswer,
+    ComparativeReason,
+    HeadVsBase,
+    OrderVerdict,
+    SideCost,
+    SkillPairwise,
+)
 from aeval.artifacts.triggers import TriggerScore, TriggersReport, TriggerTrial
 from aeval.artifacts.uplift import (
     ArmStats,
@@ -95,6 +104,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "regrade": RegradeReport,
     "uplift": UpliftReport,
     "triggers": TriggersReport,
+    "head-vs-base": HeadVsBase,
+    "comparative-answer": ComparativeAnswer,
 }
 
 
@@ -128,10 +139,13 @@ __all__ = [
     "BaselineEntry",
     "Baselines",
     "Benchmark",
+    "CasePairwise",
     "CaseResult",
     "CaseUplift",
     "ChangeMade",
     "Claim",
+    "ComparativeAnswer",
+    "ComparativeReason",
     "CompareReport",
     "CompareRow",
     "EvalFeedback",
@@ -148,7 +162,9 @@ __all__ = [
     "GraderVerdict",
     "Grading",
     "GradingSummary",
+    "HeadVsBase",
     "MultiEvalReport",
+    "OrderVerdict",
     "PairOutcome",
     "ProbeResult",
     "RateStats",
@@ -161,6 +177,8 @@ __all__ = [
     "RejectedSuggestion",
     "RunManifest",
     "SelfCorrection",
+    "SideCost",
+    "SkillPairwise",
     "SkillResult",
     "SkillUplift",
     "SuggesterAnswer",

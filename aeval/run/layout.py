@@ -3,6 +3,7 @@ the name of a run folder's file; `aeval.run.read` reads them back.
 
     <store>/runs/<run-id>/                                    RunLayout.run_dir
         run.json  junit.xml  report.html  uplift.json          .manifest .junit .report .uplift
+        head_vs_base.json                                      .head_vs_base
         <skill-key>/<runtime>/                                 .skill(key, runtime): SkillFiles
             benchmark.json analysis_notes.json fix_suggestions.json
             multi_eval_report.json summary.md regression.json
@@ -39,6 +40,7 @@ RUN_MANIFEST = "run.json"
 JUNIT = "junit.xml"
 REPORT = "report.html"
 UPLIFT = "uplift.json"
+HEAD_VS_BASE = "head_vs_base.json"
 # one skill x runtime
 BENCHMARK = "benchmark.json"
 ANALYSIS_NOTES = "analysis_notes.json"
@@ -71,7 +73,7 @@ FILE_SCHEMAS = {
     FIX_SUGGESTIONS: "fix-suggestions", MULTI_EVAL_REPORT: "multi-eval-report",
     REGRESSION: "regression", EVENTS: "event", "baselines.json": "baselines",
     "verdicts.json": "verdicts", "compare.json": "compare", UPLIFT: "uplift",
-    "triggers.json": "triggers",
+    "triggers.json": "triggers", HEAD_VS_BASE: "head-vs-base",
 }
 """Artifact file name -> the name of its JSON Schema (`aeval.artifacts.json_schema`), for
 validating a run folder."""
@@ -88,7 +90,7 @@ def schema_for(filename: str) -> str | None:
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _ORDINARY = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,98}[A-Za-z0-9_])?")
 _OWN_NAMES = frozenset(n.casefold() for n in (
-    RUN_MANIFEST, JUNIT, REPORT, UPLIFT, BENCHMARK, ANALYSIS_NOTES, FIX_SUGGESTIONS,
+    RUN_MANIFEST, JUNIT, REPORT, UPLIFT, HEAD_VS_BASE, BENCHMARK, ANALYSIS_NOTES, FIX_SUGGESTIONS,
     MULTI_EVAL_REPORT, SUMMARY, REGRESSION, EVAL_METADATA, ASSERTIONS, EVENTS, TRANSCRIPT,
     GRADING, SKILL_DIFF, SKILL_AFTER, OUTPUTS, ATTEMPTS, ATTEMPT_RECORD, PROBE, UNRECORDED,
     CODE_QUALITY, *STUDY_FILES,
@@ -277,6 +279,11 @@ class RunLayout:
     def uplift(self) -> Path:
         """uplift.json of the with-skill arm of `aeval uplift`."""
         return self.run_dir / UPLIFT
+
+    @property
+    def head_vs_base(self) -> Path:
+        """head_vs_base.json of a run of a change with `--compare-base`."""
+        return self.run_dir / HEAD_VS_BASE
 
     def skill_dir(self, skill_key: str, runtime: str) -> Path:
         """Folder of the per skill x runtime artifacts."""

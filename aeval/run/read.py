@@ -31,6 +31,7 @@ from aeval.artifacts import (
     EvalMetadata,
     FixSuggestions,
     Grading,
+    HeadVsBase,
     RunManifest,
     SkillResult,
     UpliftReport,
@@ -141,6 +142,10 @@ class RunRecord:
     def uplift(self) -> UpliftReport | None:
         """uplift.json (the with-skill arm of `aeval uplift`), or None."""
         return read_if_there(self.layout.uplift, UpliftReport)
+
+    def head_vs_base(self) -> HeadVsBase | None:
+        """head_vs_base.json (a run of a change with `--compare-base`), or None."""
+        return read_if_there(self.layout.head_vs_base, HeadVsBase)
 
 
 def read_run(path: Path | str) -> RunRecord:

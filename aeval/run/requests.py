@@ -183,6 +183,11 @@ class MrRequest(ModelChoice, TaskRunnerChoice):
     report_url: str | None = Field(None, description="Where the run folders are browsable "
                                                      "(the run id is appended): the link in "
                                                      "the Prefect artifacts and MR notes.")
+    compare_base: bool = Field(
+        False, description="Also run the changed skills as they were at the merge base, on "
+                           "the same cases, and compare head with base case by case (a "
+                           "comparative grader in both orders; head_vs_base.json). Never "
+                           "changes the gate.")
 
 
 class SweepRequest(ModelChoice, TaskRunnerChoice):

@@ -260,6 +260,30 @@ def endpoint_unreachable(api_base: str | None, models: bool) -> str | None:
     return endpoint_problem(api_base)
 
 
+def compare_base_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--compare-base`` cannot be used with these options, or None."""
+    if not args.compare_base:
+        return None
+    if not args.changed_since:
+        return "--compare-base needs --changed-since BASE: the base it compares with"
+    if args.dask:
+        return "--compare-base runs on threads: leave out --dask"
+    return None
+
+
+def print_head_vs_base(run_dir: Path) -> None:
+    """The head against base table of a `--compare-base` run (head_vs_base.json)."""
+    from aeval.run.read import read_run
+    from aeval.tasks.studies.head_vs_base import markdown_table
+
+    report = read_run(run_dir).head_vs_base()
+    if report is None:
+        print("head vs base: no comparison was written (see the log)")
+        return
+    print(markdown_table(report), end="")
+    print(f"comparison: {run_dir / 'head_vs_base.json'}")
+
+
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `run` subcommand (returned: `init` parses its first run with it)."""
     r = sub.add_parser("run", help="evaluate skills", epilog=EPILOG,
@@ -273,6 +297,11 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "repository at PATH")
     r.add_argument("--head", default="HEAD", help="head ref for --changed-since (default HEAD;"
                                                   " the working tree must be at it)")
+    r.add_argument("--compare-base", action="store_true",
+                   help="with --changed-since: also run each changed skill as it was at the "
+                        "merge base on the same cases, and compare head and base case by case "
+                        "with a comparative grader asked in both orders (head_vs_base.json; "
+                        "needs a grader model for the outcome; never changes the gate)")
     r.add_argument("--post", action="store_true",
                    help="post the results on the merge or pull request: GitLab "
                         "(AEVAL_GITLAB_TOKEN; MR from CI variables or --mr/--project/"
@@ -327,7 +356,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{p}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
     opts = resolve(args)
-    if problem := run_option_problem(args, opts):
+    if problem := run_option_problem(args, opts) or compare_base_problem(args):
         print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
@@ -398,10 +427,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         runtimes=runtimes, epochs=args.epochs, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
         gitlab_url=args.gitlab_url)
-    manifest = run_flow(lambda: manifest_of(flow(return_state=True, request=request)),
-                        RunStore(store).run_dir(run_id))
+    if args.compare_base:
+        from aeval.flows.head_vs_base import head_vs_base
+
+        def call() -> RunManifest:
+            return manifest_of(head_vs_base(return_state=True, request=request,
+                                            concurrency=opts.concurrency))
+    else:
+        def call() -> RunManifest:
+            return manifest_of(flow(return_state=True, request=request))
+    manifest = run_flow(call, RunStore(store).run_dir(run_id))
     if manifest is None:
         return ENVIRONMENT
+    if args.compare_base:  # before the summary, whose last line is the gate
+        print_head_vs_base(RunStore(store).run_dir(run_id))
     print_summary(manifest, RunStore(store).run_dir(run_id))
     if manifest.delivery:
         print(f"post: {manifest.delivery}")

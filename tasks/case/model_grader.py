@@ -172,6 +172,10 @@ def _block(tag: str, text: str) -> str:
     return f"<{tag} id={h}>\n{text}\n</{tag} id={h}>"
 
 
+data_block = _block
+"""A fenced block of data for a grader's message (its closing tag cannot be forged)."""
+
+
 def render_outputs(outputs_dir: Path, entries: list[dict], lines: set[str]) -> str:
     parts, total = [], 0
     for e in entries:

@@ -55,7 +55,8 @@ def environment() -> Environment:
 
 
 def render_report(run_dir: Path, manifest: RunManifest) -> str:
-    """report.html of a run (with its uplift section when ``uplift.json`` is there)."""
+    """report.html of a run (with its uplift section when ``uplift.json`` is there, its head
+    against base section when ``head_vs_base.json`` is)."""
     run = RunRecord.of(run_dir, manifest)
     details = []
     fixes = []
@@ -76,7 +77,8 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
             if bench is not None and bench.coverage is not None:
                 coverage.append({"skill": s.name, "runtime": rt, "cov": bench.coverage})
     return environment().get_template("report.html").render(
-        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift())
+        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift(),
+        head_vs_base=run.head_vs_base())
 
 
 def render_triggers_report(report: TriggersReport) -> str:

@@ -1,0 +1,98 @@
+"""Head against base: the two orders of the comparative grader reduced to one verdict per case,
+and the verdicts counted per skill. Pure: reads nothing, writes nothing.
+
+A grader that prefers a position (the first output shown, whatever it holds) names A in both
+orders: once the head, once the base. The two orders then disagree, and the case is a tie,
+recorded as position bias. Only a version preferred in both orders wins. An order with no
+valid answer (a failed call, a refusal, garbage) leaves the case ungraded, never a win.
+"""
+
+from __future__ import annotations
+
+from statistics import mean
+
+from aeval.artifacts.pairwise import (
+    CasePairwise,
+    ComparativeAnswer,
+    ComparativeReason,
+    Label,
+    OrderVerdict,
+    PairVerdict,
+    SkillPairwise,
+)
+
+POSITION_BIAS = "the two orders disagreed (position bias, cancelled): a tie"
+
+
+def order_verdict(head_as: Label, answer: ComparativeAnswer | None, error: str | None = None,
+                  attempts: int = 0) -> OrderVerdict:
+    """One order's answer, its winner translated back to the version it names."""
+    if answer is None:
+        return OrderVerdict(head_as=head_as, error=error or "no answer", attempts=attempts)
+    preferred = "tie" if answer.winner == "tie" else (
+        "head" if answer.winner == head_as else "base")
+    return OrderVerdict(head_as=head_as, winner=answer.winner, preferred=preferred,
+                        reasons=answer.reasons, attempts=attempts)
+
+
+def reduce_orders(orders: list[OrderVerdict]) -> tuple[PairVerdict, str]:
+    """The case's verdict from both orders (head as A, then base as A) and why."""
+    missing = [o for o in orders if o.preferred is None]
+    if missing or len(orders) != 2:
+        o = missing[0] if missing else None
+        which = f"order with the head as {o.head_as}" if o else "orders"
+        return "ungraded", f"ungraded: the {which} got no judgement: {o.error if o else '-'}"
+    first, second = (o.preferred for o in orders)
+    if first == second:
+        if first == "tie":
+            return "tie", "a tie in both orders"
+        return first, f"the {first} preferred in both orders"  # type: ignore[return-value]
+    return "tie", POSITION_BIAS
+
+
+def skill_tally(cases: list[CasePairwise]) -> list[SkillPairwise]:
+    """Wins, ties, losses and ungraded per skill x runtime (head's side), with each
+    version's mean turns, tokens and wall seconds over the case runs that ran."""
+    groups: dict[tuple[str, str | None, str], list[CasePairwise]] = {}
+    for c in cases:
+        groups.setdefault((c.skill, c.skill_key, c.runtime), []).append(c)
+    out = []
+    for (skill, key, runtime), cs in groups.items():
+        def avg(values: list[float | int | None]) -> float | None:
+            got = [v for v in values if v is not None]
+            return round(mean(got), 3) if got else None
+
+        head = [c.head for c in cs if c.head.status is not None]
+        base = [c.base for c in cs if c.base.status is not None]
+        out.append(SkillPairwise(
+            skill=skill, skill_key=key, runtime=runtime,
+            wins=sum(c.verdict == "head" for c in cs), ties=sum(c.verdict == "tie" for c in cs),
+            losses=sum(c.verdict == "base" for c in cs),
+            ungraded=sum(c.verdict == "ungraded" for c in cs),
+            position_bias=sum(c.reason == POSITION_BIAS for c in cs),
+            head_mean_turns=avg([s.turns for s in head]),
+            base_mean_turns=avg([s.turns for s in base]),
+            head_mean_tokens=avg([s.tokens for s in head]),
+            base_mean_tokens=avg([s.tokens for s in base]),
+            head_mean_wall_s=avg([s.wall_s for s in head]),
+            base_mean_wall_s=avg([s.wall_s for s in base])))
+    return out
+
+
+def grounded(answer: ComparativeAnswer, shown: dict[str, str]) -> None:
+    """Raise ValueError unless every reason quotes the output it names (whitespace aside) and
+    a winner other than a tie has at least one reason."""
+    if answer.winner != "tie" and not answer.reasons:
+        raise ValueError(f"winner {answer.winner} without a reason: quote the outputs")
+    for r in answer.reasons:
+        if not _quoted(r, shown):
+            raise ValueError(f"the quote {r.quote[:80]!r} is not in output {r.output}: "
+                             "quote the outputs verbatim")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _quoted(reason: ComparativeReason, shown: dict[str, str]) -> bool:
+    return _squash(reason.quote) in _squash(shown.get(reason.output, ""))

@@ -1,0 +1,313 @@
+"""Head against base: the base version of each changed skill, its run's request, the pairing
+of the two runs' cases, the comparative grader on each pair, and head_vs_base.json, the
+report.html section and the Prefect table from them.
+
+    <store>/runs/<run-id>/        the head's run (the normal run of the change); + head_vs_base.json
+                                  and a "Head against base" section in its report.html
+    <store>/runs/<run-id>-base/   a normal run of the skills as they were at the merge base,
+                                  with the head's cases (its eval.config, or the marketplace's
+                                  per-name config) and the head run's assertions.json reused
+                                  per case and epoch: both versions answer the same case
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
+
+from aeval.adapters.git import export_tree, git_toplevel, merge_base
+from aeval.artifacts import AssertionsFile, CaseResult, EvalMetadata, HeadVsBase, SkillResult
+from aeval.artifacts.pairwise import CasePairwise, SideCost
+from aeval.run.layout import RunLayout
+from aeval.run.read import RunRecord, read_if_there, read_run
+from aeval.run.requests import EvalRequest
+from aeval.run.store import atomic_write_text, write_model
+from aeval.skill.contract import CONFIG_NAMES, SKILL_CREATOR_EVALS, find_marketplace
+from aeval.skill.skill_md import SKILL_FILE
+from aeval.tasks.case.model_grader import skill_lines
+from aeval.tasks.run.prefect_artifacts import artifact_key, inert
+from aeval.tasks.run.progress import progress
+from aeval.tasks.run.report import render_report
+from aeval.tasks.studies.comparative_grader import ask_both_orders, shown_output
+from aeval.verdicts.pairwise import reduce_orders, skill_tally
+
+COMPARABLE = ("pass", "fail")
+GRADER_THREADS = 4
+SCRUBBED = "RUN"
+
+
+class BaseTree(BaseModel):
+    """The changed skills as they were at the merge base, exported into one folder."""
+
+    commit: str | None = Field(None, description="The merge base the skills were taken from.")
+    root: str = Field(description="The folder they were exported to (the repository's layout).")
+    skills: dict[str, str | None] = Field(
+        default_factory=dict, description="Head skill folder -> its base folder (None: the "
+                                          "skill is new in the change).")
+
+    def roots(self) -> list[str]:
+        return [b for b in self.skills.values() if b is not None]
+
+
+def base_run_id(run_id: str) -> str:
+    return f"{run_id}-base"
+
+
+def _overlay_contract(head: Path, base: Path) -> None:
+    """The head's per-skill contract in place of the base's: the same cases on both."""
+    for name in (*CONFIG_NAMES, SKILL_CREATOR_EVALS):
+        (base / name).unlink(missing_ok=True)
+        if (head / name).is_file():
+            (base / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(head / name, base / name)
+
+
+def export_base_skills(skill_roots: list[str], base: str, head: str | None,
+                       dest: Path) -> BaseTree:
+    """Write each changed skill's folder as it was at the merge base of ``base`` and ``head``
+    under ``dest`` (the repository's layout), with the head's cases: its per-skill contract,
+    and the marketplace's ``.aeval/evals`` as the head has it."""
+    if not skill_roots:
+        return BaseTree(root=str(dest))
+    repo = git_toplevel(Path(skill_roots[0])).resolve()
+    commit = merge_base(repo, base, head or "HEAD")
+    rels = {r: Path(r).resolve().relative_to(repo).as_posix() for r in skill_roots}
+    present = set(export_tree(repo, commit, sorted(set(rels.values())), dest))
+    tree = BaseTree(commit=commit, root=str(dest))
+    for head_root, rel in rels.items():
+        b = dest / rel
+        if rel not in present or not (b / SKILL_FILE).is_file():
+            tree.skills[head_root] = None  # new in the change: nothing to compare with
+            continue
+        _overlay_contract(Path(head_root), b)
+        mp = find_marketplace(Path(head_root))
+        if mp is not None and mp.resolve().is_relative_to(repo):
+            evals = mp.resolve() / ".aeval" / "evals"
+            target = dest / mp.resolve().relative_to(repo) / ".aeval" / "evals"
+            if not target.exists():
+                shutil.copytree(evals, target, symlinks=True)
+        tree.skills[head_root] = str(b)
+    return tree
+
+
+@task(name="export-base", task_run_name="export-base {base}", cache_policy=NO_CACHE)
+def export_base(skill_roots: list[str], base: str, head: str | None, dest: str) -> BaseTree:
+    """The changed skills at the merge base (`export_base_skills`)."""
+    return export_base_skills(skill_roots, base, head, Path(dest))
+
+
+def head_assertions(head_dir: Path, tree: BaseTree) -> dict[str, str]:
+    """``skill/case#epoch`` -> the head run's case folder for every case of the head that
+    wrote assertions.json, keyed by the base run's skill key (the skill's name, as the base
+    run keys it): the base run reuses them, so both are held to the same assertions. SKILL.md's
+    doc test is left out: each version's is its own."""
+    run = read_run(head_dir)
+    out: dict[str, str] = {}
+    for case in run.cases():
+        if case.files.assertions.is_file() and not case.result.supplementary \
+                and tree.skills.get(case.skill.path):
+            c = case.result
+            out[f"{case.skill.key or case.skill.name}/{c.case_id}#{c.epoch}"] = str(case.dir)
+    return out
+
+
+def base_request(request: EvalRequest, tree: BaseTree, head_dir: Path) -> EvalRequest:
+    """The base run's request: the head's, for the base's skill folders, under its own run
+    id, not a run of a change (nothing to post, no introduced errors)."""
+    assert request.run_id
+    progress("head vs base: the base's version of %d skill(s) (run %s)", len(tree.roots()),
+             base_run_id(request.run_id))
+    return request.model_copy(update={
+        "run_id": base_run_id(request.run_id), "paths": [tree.root],
+        "skill_roots": tree.roots(), "base": None, "head": None, "post": False,
+        "resume": False, "skip_unchanged": False,
+        "recordings": head_assertions(head_dir, tree)})
+
+
+def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
+    """One version's case: its status, turns, tokens and wall time."""
+    if c is None:
+        return SideCost()
+    files = run.layout.case_files(c.dir)
+    meta = read_if_there(files.eval_metadata, EvalMetadata)
+    grading = run.grading(c)
+    u = meta.usage if meta is not None else None
+    return SideCost(
+        status=c.status, dir=c.dir,
+        turns=grading.execution_metrics.turns if grading is not None else None,
+        requests=u.requests if u else 0, input_tokens=u.input_tokens if u else 0,
+        cached_input_tokens=u.cached_input_tokens if u else 0,
+        output_tokens=u.output_tokens if u else 0,
+        wall_s=meta.wall_s if meta is not None else None)
+
+
+def _skill_text(root: Path) -> set[str]:
+    if not root.is_dir():
+        return set()
+    contract = {ln.strip() for name in (*CONFIG_NAMES, SKILL_CREATOR_EVALS)
+                if (root / name).is_file()
+                for ln in (root / name).read_text(errors="replace").splitlines()}
+    return skill_lines(root) - contract
+
+
+def _index(skill: SkillResult) -> dict[tuple, CaseResult]:
+    return {(c.runtime, c.case_id, c.epoch): c for c in skill.cases if not c.supplementary}
+
+
+class _Judge:
+    """The comparative grader over the pairs of one head and one base run."""
+
+    def __init__(self, request: EvalRequest, head: RunRecord, base: RunRecord | None,
+                 tree: BaseTree):
+        self.request, self.head, self.base, self.tree = request, head, base, tree
+        self.scrub = {base.run_dir.name if base else "": SCRUBBED,
+                      head.run_dir.name: SCRUBBED, tree.root: "/tree"}
+        self._lines: dict[str, set[str]] = {}
+
+    def lines(self, *roots: str) -> set[str]:
+        """The lines of the skills' files the comparative grader must not see: the skill's
+        text, not its contract (the grader is shown the case; an output that repeats the
+        expected outcome must stay visible)."""
+        out: set[str] = set()
+        for r in roots:
+            if r not in self._lines:
+                self._lines[r] = _skill_text(Path(r))
+            out |= self._lines[r]
+        return out
+
+    def judge(self, pair: CasePairwise, head_root: str, base_root: str) -> CasePairwise:
+        h, b = pair.head, pair.base
+        if h.status is None or b.status is None:
+            missing = "head" if h.status is None else "base"
+            return pair.model_copy(update={"reason": f"ungraded: the {missing} has no run of "
+                                                     "this case"})
+        if h.status not in COMPARABLE or b.status not in COMPARABLE:
+            return pair.model_copy(update={"reason": f"ungraded: not both ran to an end "
+                                                     f"(head {h.status}, base {b.status})"})
+        if not self.request.grader_model:
+            return pair.model_copy(update={"reason": "ungraded: no grader model "
+                                                     "(--grader-model) to compare the outputs"})
+        assert self.base is not None and h.dir and b.dir
+        hd, bd = self.head.layout.case(h.dir), self.base.layout.case(b.dir)
+        lines = self.lines(head_root, base_root)
+        meta = read_if_there(self.head.layout.case_files(h.dir).eval_metadata, EvalMetadata)
+        spec = self.head.layout.case_files(h.dir)
+        asserted = read_if_there(spec.assertions, AssertionsFile)
+        texts = [a.text for a in asserted.assertions if a.kind != "structural"] \
+            if asserted else []
+        orders = ask_both_orders(
+            self.request.grader_model, self.request.api_base,
+            meta.prompt if meta else "", meta.expected_outcome if meta else "", texts,
+            shown_output(hd, lines, self.scrub), shown_output(bd, lines, self.scrub))
+        verdict, reason = reduce_orders(orders)
+        return pair.model_copy(update={"verdict": verdict, "reason": reason, "orders": orders})
+
+
+def compare_runs(request: EvalRequest, head_dir: Path, base_dir: Path | None,
+                 tree: BaseTree) -> HeadVsBase:
+    """head_vs_base.json's content: every case of a changed skill paired with the base's run
+    of it (skill folder x runtime x case x epoch), and judged in both orders."""
+    head = read_run(head_dir)
+    base = read_run(base_dir) if base_dir is not None \
+        and RunLayout(base_dir).manifest.is_file() else None
+    base_skills = {s.path: s for s in (base.manifest.skills if base else [])}
+    judge = _Judge(request, head, base, tree)
+    todo: list[tuple[CasePairwise, str, str]] = []
+    new = []
+    for s in head.manifest.skills:
+        base_root = tree.skills.get(s.path)
+        if base_root is None:
+            if s.path in tree.skills:
+                new.append(s.name)
+            continue
+        bs = base_skills.get(base_root)
+        theirs = _index(bs) if bs is not None else {}
+        for key, c in _index(s).items():
+            todo.append((CasePairwise(
+                skill=s.name, skill_key=s.key, runtime=c.runtime, case_id=c.case_id,
+                epoch=c.epoch, verdict="ungraded", reason="",
+                head=side_cost(head, c),
+                base=side_cost(base, theirs.get(key)) if base else SideCost()),
+                s.path, base_root))
+    with ThreadPoolExecutor(max_workers=GRADER_THREADS) as pool:
+        cases = list(pool.map(lambda t: judge.judge(*t), todo))
+    return HeadVsBase(head_run=head.run_dir.name, base_run=base_run_id(head.run_dir.name),
+                      base=tree.commit, head=head.manifest.head,
+                      grader_model=request.grader_model, skills=skill_tally(cases),
+                      cases=cases, new_skills=new)
+
+
+def _n(x: float | None, spec: str = "{:.0f}") -> str:
+    return "–" if x is None else spec.format(x)
+
+
+def markdown_table(report: HeadVsBase) -> str:
+    """The per-skill table (outcome: wins/ties/losses for the head; cost: head vs base),
+    then one line per case that was not a plain win or loss."""
+    base = f"the merge base {report.base[:12]}" if report.base else "the base"
+    lines = [f"Head against base ({base}, run {report.base_run}): the comparative grader "
+             "in both orders; a disagreement between them is a tie", "",
+             "| skill | runtime | wins | ties | losses | ungraded | turns head/base "
+             "| tokens head/base | wall s head/base |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in report.skills:
+        bias = f" ({s.position_bias} position bias)" if s.position_bias else ""
+        lines.append(
+            f"| {_cell(s.label())} | {_cell(s.runtime)} | {s.wins} | {s.ties}{bias} | "
+            f"{s.losses} | {s.ungraded} | {_n(s.head_mean_turns, '{:.1f}')} / "
+            f"{_n(s.base_mean_turns, '{:.1f}')} | {_n(s.head_mean_tokens)} / "
+            f"{_n(s.base_mean_tokens)} | {_n(s.head_mean_wall_s, '{:.2f}')} / "
+            f"{_n(s.base_mean_wall_s, '{:.2f}')} |")
+    for name in report.new_skills:
+        lines.append(f"| {_cell(name)} | – | new in the change: nothing to compare with "
+                     "| | | | | | |")
+    notes = [f"- {_cell(c.skill)} / {_cell(c.case_id)}"
+             f"{f' #{c.epoch}' if c.epoch is not None else ''} [{c.runtime}]: {c.verdict}: "
+             f"{_cell(c.reason)}" for c in report.cases if c.verdict in ("tie", "ungraded")]
+    return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"
+
+
+def _cell(text: str) -> str:
+    return inert(text).replace("|", "\\|").replace("\n", " ")
+
+
+def write_head_vs_base_files(request: EvalRequest, head_dir: Path, base_dir: Path | None,
+                             tree: BaseTree) -> HeadVsBase:
+    """head_vs_base.json in the head run's folder (atomic), and that run's report.html
+    again, now with its Head against base section."""
+    if base_dir is not None and RunLayout(base_dir).manifest.is_file():
+        gate = read_run(base_dir).manifest.gate
+        if gate is not None:  # its gate line above is the base's, not this run's
+            progress("head vs base: the base's run %s ended exit %d: data for the comparison, "
+                     "not the gate", base_dir.name, gate.exit_code)
+    report = compare_runs(request, head_dir, base_dir, tree)
+    run = read_run(head_dir)
+    write_model(run.layout.head_vs_base, report)
+    atomic_write_text(run.layout.report, render_report(head_dir, run.manifest))
+    for s in report.skills:
+        if s.losses:
+            progress("head vs base: %s [%s] is worse than its base in %d case run(s)",
+                     s.label(), s.runtime, s.losses, warning=True)
+    return report
+
+
+@task(name="head-vs-base", task_run_name="head-vs-base {request.run_id}",
+      cache_policy=NO_CACHE)
+def write_head_vs_base(request: EvalRequest, tree: BaseTree, base_ran: bool) -> HeadVsBase:
+    """Pair the head's and the base's runs, judge each pair in both orders, write
+    head_vs_base.json and the report section, and show the table as a Prefect artifact."""
+    assert request.run_id
+    head_dir = RunLayout.of(request.store, request.run_id).run_dir
+    base_dir = RunLayout.of(request.store, base_run_id(request.run_id)).run_dir \
+        if base_ran else None
+    report = write_head_vs_base_files(request, head_dir, base_dir, tree)
+    create_markdown_artifact(markdown_table(report),
+                             key=artifact_key("head", "vs", "base", request.run_id),
+                             description=f"aeval run {request.run_id}: head against base")
+    return report

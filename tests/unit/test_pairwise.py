@@ -1,0 +1,68 @@
+"""Head against base: two orders reduced to one verdict, and the verdicts counted per skill."""
+
+from __future__ import annotations
+
+import pytest
+
+from aeval.artifacts.pairwise import CasePairwise, ComparativeAnswer, SideCost
+from aeval.verdicts.pairwise import (
+    POSITION_BIAS,
+    grounded,
+    order_verdict,
+    reduce_orders,
+    skill_tally,
+)
+
+
+def ans(winner: str) -> ComparativeAnswer:
+    return ComparativeAnswer.model_validate({"winner": winner, "reasons": [
+        {"output": "A", "quote": "total 42.50", "why": "right total"}]})
+
+
+@pytest.mark.parametrize("first, second, verdict", [
+    ("A", "B", "head"),  # the head, shown as A then as B, preferred both times
+    ("B", "A", "base"),
+    ("A", "A", "tie"),  # the first position both times: position bias
+    ("B", "B", "tie"),  # the second position both times
+    ("tie", "tie", "tie"),
+    ("A", "tie", "tie"),  # preferred in one order only: not a win
+])
+def test_two_orders_reduce_to_one_verdict(first, second, verdict):
+    got, reason = reduce_orders([order_verdict("A", ans(first)), order_verdict("B", ans(second))])
+    assert got == verdict
+    if first == second and first != "tie":
+        assert reason == POSITION_BIAS
+
+
+def test_an_order_without_an_answer_is_ungraded_never_a_win():
+    got, reason = reduce_orders([order_verdict("A", ans("A")),
+                                 order_verdict("B", None, "the grader model failed: 401")])
+    assert got == "ungraded" and "401" in reason and "head as B" in reason
+
+
+def test_a_reason_must_quote_the_output_it_names():
+    shown = {"A": "closing balance   42.50 over 3 rows", "B": "closing balance 42.49"}
+    grounded(ComparativeAnswer.model_validate({"winner": "A", "reasons": [
+        {"output": "A", "quote": "balance 42.50 over", "why": "w"}]}), shown)
+    with pytest.raises(ValueError, match="not in output B"):
+        grounded(ComparativeAnswer.model_validate({"winner": "A", "reasons": [
+            {"output": "B", "quote": "42.50", "why": "w"}]}), shown)
+
+
+def side(status="pass", turns=3, tokens=100, wall=2.0) -> SideCost:
+    return SideCost(status=status, turns=turns, input_tokens=tokens, wall_s=wall)
+
+
+def case(verdict: str, reason: str = "", **kw) -> CasePairwise:
+    return CasePairwise(skill="ledger", runtime="literal", case_id="c", verdict=verdict,
+                        reason=reason or verdict, head=kw.get("head", side()),
+                        base=kw.get("base", side()))
+
+
+def test_the_tally_counts_from_the_heads_side_with_each_versions_costs():
+    (s,) = skill_tally([case("head"), case("tie", POSITION_BIAS), case("base"),
+                        case("ungraded", base=SideCost()),
+                        case("head", head=side(turns=5, tokens=300, wall=4.0))])
+    assert (s.wins, s.ties, s.losses, s.ungraded, s.position_bias) == (2, 1, 1, 1, 1)
+    assert s.head_mean_turns == 3.4 and s.base_mean_turns == 3
+    assert s.head_mean_tokens == 140 and s.base_mean_wall_s == 2.0
