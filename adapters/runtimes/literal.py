@@ -43,6 +43,11 @@ from aeval.verdicts.documented import skill_files
 NO_STEPS = "no steps: the literal runtime has nothing to run (add `steps` to eval.config, " \
            "or use an agent runtime with --model)"
 EVIDENCE_CAP = 2_000
+# the skill folder's spellings other than its variables (`{baseDir}`, the install path, a
+# plugin root's skills/<name>) run as this variable: the copy, whatever the skill later
+# assigns to $SKILL_DIR (which bash, with it set, follows as written)
+ROOT_VAR = "AEVAL_SKILL_ROOT"
+ROOT_REF = "${" + ROOT_VAR + "}"
 
 
 def comment_only(step: str) -> bool:
@@ -157,7 +162,8 @@ class LiteralRuntime:
         shipped = skill_files(skill_dir)
         # Claude Code's variable too: a block that names ${CLAUDE_SKILL_DIR}, or a script of
         # the skill that reads it, finds the copy
-        env = {**request.env, "SKILL_DIR": str(skill_dir), "CLAUDE_SKILL_DIR": str(skill_dir)}
+        env = {**request.env, "SKILL_DIR": str(skill_dir), "CLAUDE_SKILL_DIR": str(skill_dir),
+               ROOT_VAR: str(skill_dir)}
         plans = plan_blocks(blocks)
         declared = frozenset(host_tools)
         outcomes: list[BlockOutcome] = []
@@ -180,11 +186,15 @@ class LiteralRuntime:
             call_id = f"block-{i}"
             recorder.tool_call(call_id, "bash", {"command": plan.code})
             nonce = secrets.token_hex(8)
-            # `{baseDir}/x`, `/mnt/skills/user/<name>/x`: the copy's x (the line count holds)
-            code = as_skill_var(plan.code, names, to="${SKILL_DIR}")
+            # `{baseDir}/x`, `/mnt/skills/user/<name>/x`, `${CLAUDE_PLUGIN_ROOT}/skills/<name>/x`:
+            # the copy's x, whatever the skill assigned to $SKILL_DIR in an earlier block
+            # (`SKILL_DIR="${CLAUDE_PLUGIN_ROOT}/skills/<name>/scripts"` twice is not
+            # scripts/scripts); $SKILL_DIR itself stays for bash (the line count holds)
+            code = as_skill_var(plan.code, names, to=ROOT_REF, variables=False)
             # the skill's own `SKILL_DIR=~/.claude/skills/<name>/scripts` is followed: bash
             # gets the copy's folder, the diagnosis reads the words as the skill meant them
-            read, after = follow_skill_dir(code, names, skill_vars)
+            read, after = follow_skill_dir(plan.code, names, skill_vars)
+            read = as_skill_var(read, names)
             ran_code = skill_dir_sets_in(code, names, str(skill_dir))
             block_env = {**env, **{var: str(skill_dir) + value.removeprefix("$SKILL_DIR")
                                    for var, value in skill_vars.items()
@@ -219,7 +229,8 @@ class LiteralRuntime:
             else:
                 # the code that ran: its words are what bash's ERR trap names
                 if failed is not None:
-                    failed = follow_skill_dir(failed, names, after)[0]
+                    failed = follow_skill_dir(failed, names, after)[0].replace(
+                        ROOT_REF, "$SKILL_DIR")
                 code = read
                 d = diagnose(code, r.exit_code, output, skill_dir, declared, failed, names)
                 if d.tool is not None and d.tool in declared:

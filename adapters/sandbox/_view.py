@@ -41,19 +41,10 @@ import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
+# the lists the verdicts read too (a path outside them is the reader's machine's)
+from aeval.isolation.shown import ETC_NAMES, SYSTEM_TREES
+
 TMP = Path("/tmp")
-SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-ETC_NAMES = (
-    "passwd", "group", "nsswitch.conf", "hosts", "host.conf", "gai.conf", "networks",
-    "protocols", "services", "ssl", "ca-certificates", "ca-certificates.conf", "pki",
-    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
-    "locale.alias", "locale.conf", "default/locale", "os-release", "debian_version",
-    "lsb-release", "profile", "bash.bashrc", "inputrc", "mime.types", "magic", "magic.mime",
-    "python3", "perl", "gitconfig", "mailcap", "xdg",
-)
-"""What of the host's /etc a command sees (when the host has it): nothing that holds a
-credential (shadow files, pip.conf, npmrc, netrc), a machine's identity (machine-id) or a
-service's configuration."""
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """PATH's system folders inside (every one lies in a system tree)."""
 RESOLV_CONF = "nameserver 10.0.2.3\noptions timeout:2 attempts:2\n"

@@ -56,14 +56,17 @@ MAX_SPELLING_TEXT = 4_000_000  # a longer text is left as written (linear, but b
 
 
 def as_skill_var(text: str, names: tuple[str, ...] = (), to: str = "$SKILL_DIR",
-                 installed_to: str | None = None) -> str:
+                 installed_to: str | None = None, variables: bool = True) -> str:
     """``text`` with every spelling of the skill folder written ``to`` (``$SKILL_DIR``):
     ``${CLAUDE_SKILL_DIR}``, ``$CLAUDE_SKILL_DIR``, ``{baseDir}``, ``${SKILL_DIR}``, and
     ``/mnt/skills/user/<name>`` or ``/mnt/skills/public/<name>`` when ``<name>`` is one of
     ``names`` (the skill's names; another skill's install path is not this skill's folder).
     Nothing else changes: no line is added or removed. ``{baseDir}`` is the folder, never a
     placeholder; ``${baseDir}`` is a variable the reader sets. ``installed_to``: what the
-    install path of ``<name>`` becomes instead (coverage: the folder of that name)."""
+    install path of ``<name>`` becomes instead (coverage: the folder of that name).
+    ``variables=False``: ``$SKILL_DIR`` and ``$CLAUDE_SKILL_DIR`` stay as written (bash, with
+    them set, follows the skill's own assignment to them; the other spellings are the folder
+    whatever the skill assigns)."""
     if len(text) > MAX_SPELLING_TEXT or not any(k in text for k in ("SKILL_DIR", "{baseDir}",
                                                                      "/skills/")):
         return text
@@ -71,6 +74,8 @@ def as_skill_var(text: str, names: tuple[str, ...] = (), to: str = "$SKILL_DIR",
     def sub(m: re.Match[str]) -> str:
         name = m.group("name") or m.group("plugin_skill")
         if name is None:
+            if not variables and m.group(0).startswith("$"):
+                return m.group(0)
             return to
         if name not in names:
             return m.group(0)

@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from aeval.isolation.shown import shown_by_name
 from aeval.skill.shell_blocks import SCRIPT_EXT, generic_example
 from aeval.skill.shellparse import (
     Command,
@@ -191,6 +192,13 @@ def _own_command(cmd: Command, skill_dir: Path, names: tuple[str, ...]) -> tuple
     return rel, args, cmd.runs_directly()
 
 
+def _in(path: str, folder: Path) -> bool:
+    try:
+        return Path(path).is_relative_to(folder) or Path(path).is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
 def _inputs_missing(args: list[str], skill_dir: Path, block: Effects) -> list[str]:
     """The path-like arguments that name nothing that exists (inputs the reader supplies),
     the block's own outputs aside."""
@@ -200,7 +208,9 @@ def _inputs_missing(args: list[str], skill_dir: Path, block: Effects) -> list[st
         if not path_like(value) or any(related(norm(value), w) for w in block.writes):
             continue
         p = norm(value)
-        if not (Path(p) if p.startswith("/") else skill_dir / p).exists():
+        if p.startswith("/") and not _in(p, skill_dir) and not shown_by_name(p):
+            out.append(value)  # `/var/log`: the reader's machine's; no case sees it
+        elif not (Path(p) if p.startswith("/") else skill_dir / p).exists():
             out.append(value)
     return out
 

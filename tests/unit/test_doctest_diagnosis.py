@@ -209,11 +209,18 @@ def test_an_input_the_reader_supplies_is_found_in_every_argument_form(skill):
         assert _own(skill, code, 1, said) == (
             "inconclusive", "scripts/fill.py exited 1; it needs an input the reader "
                             f"supplies: {missing}")
-    # what exists, in the skill or at an absolute path, or what the block makes, is no input
+    # an absolute path outside what a case's sandbox shows is the reader's machine's, even
+    # where the host running aeval has it (a case never sees the host's /tmp, /var or /srv)
     (skill.parent / "inbox").mkdir()
     (skill.parent / "inbox" / "tax.pdf").write_text("%PDF-1.4\n")
+    for missing in [f"{skill.parent}/inbox/tax.pdf", "/var/log", "/srv/forms/tax.pdf"]:
+        assert _own(skill, f"python scripts/fill.py fill {missing}", 1, said) == (
+            "inconclusive", "scripts/fill.py exited 1; it needs an input the reader "
+                            f"supplies: {missing}")
+    # what exists, in the skill or at an absolute path every case sees, or what the block
+    # makes, is no input
     for code in ["python scripts/fill.py fill --input=form.pdf",
-                 f"python scripts/fill.py fill {skill.parent}/inbox/tax.pdf",
+                 "python scripts/fill.py fill /etc/hosts",
                  "mkdir -p out && python scripts/fill.py fill form.pdf out/filled.pdf"]:
         shown = code.split("fill.py ", 1)[1]
         assert _own(skill, code, 1, said) == (
