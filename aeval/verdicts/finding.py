@@ -29,7 +29,8 @@ class StaticFinding(BaseModel):
     problem: str = Field(description="What is wrong, in one line.")
     word: str | None = Field(None, description="The word of the line the problem is, as "
                                                "written there, when it is not `path` (a "
-                                               "rejected option: `--out`); what a static fix "
+                                               "rejected option `--out` or subcommand "
+                                               "`segment_train`); what a static fix "
                                                "replaces (`aeval.verdicts.static_fix`).")
     severity: Literal["defect", "warning"] = Field(
         "defect", description="defect: the skill fails S0 (what a block runs, what a link or "

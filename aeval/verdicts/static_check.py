@@ -390,7 +390,7 @@ class _Checker:
             known = ", ".join(sorted(iface.actions or ()))
             self.add(file, line, via, "rejected", rel,
                      f"documents `{words[0]}` for {rel}, which does not accept it "
-                     f"(it accepts: {known})")
+                     f"(it accepts: {known})", word=words[0])
         for a in words:
             if a == "--":
                 return  # the words after it are operands, whatever they look like

@@ -11,6 +11,10 @@ derived from the skill's own files, or nothing.
   (``rejected``, `StaticFinding.word`) whose evident spelling is exactly one option of the
   script's parser: the same but for case and ``_`` / ``-`` (``--dry_run`` -> ``--dry-run``),
   or the only close match (``--out`` -> ``--output``). The option is replaced on its line;
+- **a subcommand the script names otherwise**: a documented action the script refuses whose
+  evident name is exactly one action it accepts: the same but for case and ``_`` / ``-``,
+  the only close match (``summarize`` -> ``summary``), or the only accepted action the word
+  holds as a ``_`` / ``-`` part (``segment_train`` -> ``train``);
 - **a dropped executable bit**: a file the docs run directly that is not executable while its
   interpreter line is usable: the fix is the command ``chmod +x <file>`` (a mode is no line).
 
@@ -25,7 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from aeval.skill.script_interface import read_interface
+from aeval.skill.script_interface import Interface, read_interface
 from aeval.verdicts.doctest import interpreter_problem
 from aeval.verdicts.finding import StaticFinding
 from aeval.verdicts.missing import shipped_files
@@ -93,25 +97,50 @@ def moved_to(root: Path, rel: str, files: list[str]) -> tuple[str, str] | None:
     return stems[close[0]], f"the only close match among the {path.suffix} files of {where}"
 
 
-def spelled_as(root: Path, rel: str, flag: str) -> str | None:
-    """The one option of ``rel``'s parser that is evidently ``flag`` spelled otherwise."""
-    if not flag.startswith("--") or len(flag) < 4:
-        return None
+def _interface(root: Path, rel: str) -> Interface | None:
     try:
         if (root / rel).stat().st_size > MAX_SCRIPT_BYTES:
             return None
         source = (root / rel).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    iface = read_interface(source, PurePosixPath(rel).suffix)
+    return read_interface(source, PurePosixPath(rel).suffix)
+
+
+def _evident(word: str, known: list[str], cutoff: float) -> str | None:
+    """The one of ``known`` that is ``word`` but for case and ``_`` / ``-``, else the only
+    close match; None when none is, or two are."""
+    same = [k for k in known if k.lower().replace("_", "-") == word.lower().replace("_", "-")]
+    if same:
+        return same[0] if len(same) == 1 else None
+    close = difflib.get_close_matches(word, known, n=2, cutoff=cutoff)
+    return close[0] if len(close) == 1 else None
+
+
+def spelled_as(root: Path, rel: str, flag: str) -> str | None:
+    """The one option of ``rel``'s parser that is evidently ``flag`` spelled otherwise."""
+    if not flag.startswith("--") or len(flag) < 4:
+        return None
+    iface = _interface(root, rel)
     if iface is None or not iface.options or flag in iface.options:
         return None
     options = sorted(o for o in iface.options if o.startswith("--") and o != "--help")
-    same = [o for o in options if o.lower().replace("_", "-") == flag.lower().replace("_", "-")]
-    if same:
-        return same[0] if len(same) == 1 else None
-    close = difflib.get_close_matches(flag, options, n=2, cutoff=OPTION_CUTOFF)
-    return close[0] if len(close) == 1 else None
+    return _evident(flag, options, OPTION_CUTOFF)
+
+
+def action_as(root: Path, rel: str, word: str) -> str | None:
+    """The one action (subcommand) of ``rel`` that is evidently the documented ``word``."""
+    iface = _interface(root, rel)
+    if iface is None or not iface.actions or word in iface.actions or len(word) < 3:
+        return None
+    actions = sorted(iface.actions)
+    found = _evident(word, actions, PATH_CUTOFF)
+    if found is not None or any(k.lower().replace("_", "-") == word.lower().replace("_", "-")
+                                for k in actions):
+        return found
+    parts = re.split(r"[_-]", word)
+    held = [a for a in actions if len(parts) > 1 and a in (parts[0], parts[-1])]
+    return held[0] if len(held) == 1 else None
 
 
 def _where(lines: list[str], f: StaticFinding, pattern: re.Pattern[str]) -> int | None:
@@ -161,13 +190,20 @@ def static_fixes(root: Path, findings: list[StaticFinding]) -> list[StaticFix]:
             pattern = _path_pattern(f.path)
             why = f"{f.path} is not in the skill; {new} is {how}"
             old = f.path
-        elif f.kind == "rejected" and f.word:
+        elif f.kind == "rejected" and f.word and f.word.startswith("-"):
             new = spelled_as(root, f.path, f.word)
             if new is None:
                 continue
             pattern, old = _option_pattern(f.word), f.word
             why = (f"{f.path} does not accept {f.word}; {new} is the only option of its "
                    f"parser spelled so")
+        elif f.kind == "rejected" and f.word:
+            new = action_as(root, f.path, f.word)
+            if new is None:
+                continue
+            pattern, old = _option_pattern(f.word), f.word
+            why = (f"{f.path} does not accept `{f.word}`; `{new}` is the only action it "
+                   f"accepts named so")
         else:
             continue
         at = _where(lines, f, pattern)

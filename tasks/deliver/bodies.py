@@ -103,6 +103,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
                        f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed}) "
                        f"| {_pct(terminal_rate(c))} | {c.self_corrections} |")
     evidence, corrections = [], []
+    shown: set[int] = set()  # the fixes an earlier case showed in full
     for c in sk.cases:
         # "epoch 2", not "#2": GitLab would link issue 2
         head = f"**`{c.case_id}`**" + (f" epoch {c.epoch}" if c.epoch is not None else "") + \
@@ -111,7 +112,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         if c.status == "error" or (c.status == "fail" and g is None):
             evidence += [f"{head} {c.status}: {_cell(c.reason)}", ""]
         fixes = case_fix_lines(report, c, [e.id for e in g.expectations
-                                           if e.status == "failed"]) if g else {}
+                                           if e.status == "failed"], shown) if g else {}
         for e in (g.expectations if g else []):
             if e.status == "failed":
                 fix = " (passed only after a correction)" if passed_after_correction(
@@ -170,10 +171,12 @@ def command_lines(s: LocatedSuggestion) -> list[str]:
             "edit):", "", fenced(cmd, "sh")]
 
 
-def case_fix_lines(report: SkillReport, c: CaseResult, ids: list[str]
-                   ) -> dict[str, list[str]]:
+def case_fix_lines(report: SkillReport, c: CaseResult, ids: list[str],
+                   shown: set[int] | None = None) -> dict[str, list[str]]:
     """Per failed assertion or self-correction of one case run, its fixes as short markdown:
-    the edit as a diff, or the command."""
+    the edit as a diff, or the command; one already in ``shown`` (ids of the suggestions an
+    earlier case showed; updated) only by its place."""
+    shown = set() if shown is None else shown
     located = {id(s.suggestion): s for s in report.suggestions
                if not s.problem and c.runtime in s.runtimes}
     key = c.case_id if c.epoch is None else f"{c.case_id}#{c.epoch}"
@@ -182,6 +185,11 @@ def case_fix_lines(report: SkillReport, c: CaseResult, ids: list[str]
         for x in xs:
             s = located[id(x)]
             where = f"{_code(s.repo_path or x.path)} line {x.start_line}"
+            if id(x) in shown:
+                out.setdefault(i, []).extend([f"Fix ({x.level}, {x.source}) at {where}: as "
+                                              "above.", ""])
+                continue
+            shown.add(id(x))
             out.setdefault(i, []).append(f"Fix ({x.level}, {x.source}) at {where}: "
                                          f"{untrusted(x.rationale)}")
             if x.command:

@@ -237,3 +237,39 @@ def test_the_fix_clears_the_finding(tmp_path):
     lines[second[0].line - 1] = second[0].replacement
     (root / "SKILL.md").write_text("\n".join(lines) + "\n")
     assert static_check(load_skill(root)) == []
+
+
+RUNNER = dedent("""\
+    #!/usr/bin/env python3
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="action", required=True)
+    train = sub.add_parser("train")
+    train.add_argument("--data")
+    evaluate = sub.add_parser("evaluate")
+    evaluate.add_argument("--data")
+    summary = sub.add_parser("summary")
+    summary.add_argument("--data")
+    args = ap.parse_args()
+    print(args.action)
+    """)
+
+
+def test_a_subcommand_the_script_names_otherwise(tmp_path):
+    """`summarize` for `summary` (the close match), `seg_train` for `train` (an accepted
+    action the word holds as a part); `train_evaluate` holds two: no fix."""
+    root = make(tmp_path, "runner", dedent("""\
+        # Runner
+
+        ```bash
+        python3 scripts/run.py seg_train --data fixtures
+        python3 scripts/run.py summarize --data fixtures
+        python3 scripts/run.py train_evaluate --data fixtures
+        ```
+        """), {"scripts/run.py": RUNNER})
+    findings, fixes = fixes_of(root)
+    assert [f.word for f in findings] == ["seg_train", "summarize", "train_evaluate"]
+    assert [(f.line, f.replacement) for f in fixes] == [
+        (line_of(root, "seg_train"), "python3 scripts/run.py train --data fixtures"),
+        (line_of(root, "summarize"), "python3 scripts/run.py summary --data fixtures")]
