@@ -139,6 +139,16 @@ def test_fix_suggestions_hold_the_static_fixes(finished):
     assert all(s["grounded_in"] == f"{case}:S0" and not s["validated"] for s in fixes)
 
 
+def test_summary_md_lists_the_fixes(finished):
+    _, _, _, run_dir = finished
+    run = json.loads((run_dir / "run.json").read_text())
+    (sk,) = [s for s in run["skills"] if s["name"] == "csv-summary"]
+    summary = (RunLayout(run_dir).skill_dir(sk["key"], "literal") / "summary.md").read_text()
+    fixes = summary.split("<summary>Fixes (2)</summary>", 1)[1]
+    assert "  chmod +x scripts/preview.sh" in fixes
+    assert "  +   python3 scripts/summarize.py data.csv" in fixes
+
+
 def test_report_shows_each_fix_beside_the_evidence(finished):
     _, _, _, run_dir = finished
     html = (run_dir / "report.html").read_text()
