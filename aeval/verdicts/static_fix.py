@@ -25,6 +25,7 @@ read: no fix. A wrong fix is worse than none. Pure apart from reading the skill'
 from __future__ import annotations
 
 import difflib
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -187,9 +188,14 @@ def static_fixes(root: Path, findings: list[StaticFinding]) -> list[StaticFix]:
             if found is None:
                 continue
             new, how = found
-            pattern = _path_pattern(f.path)
             why = f"{f.path} is not in the skill; {new} is {how}"
             old = f.path
+            base = posixpath.dirname(f.file)
+            if base and _where(lines, f, _path_pattern(old)) is None:
+                # a reference file's link, written from its own folder (`old.md`)
+                old = posixpath.relpath(f.path, base)
+                new = posixpath.relpath(new, base)
+            pattern = _path_pattern(old)
         elif f.kind == "rejected" and f.word and f.word.startswith("-"):
             new = spelled_as(root, f.path, f.word)
             if new is None:

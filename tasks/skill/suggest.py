@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 from pathlib import Path
 
 from aeval.adapters.llm import ask_json
@@ -129,7 +130,11 @@ def static_suggestions(skill_dir: Path, pairs: list[tuple[str, Grading]],
               if any(e.id == STATIC and e.status == "failed" for e in g.expectations)]
     if not failed or not findings:
         return [], set()
-    fixes = static_fixes(skill_dir, findings)
+    try:
+        fixes = static_fixes(skill_dir, findings)
+    except Exception:  # a bug of the derivation must not cost the skill its conclusion
+        logging.getLogger(__name__).exception("aeval: static fixes of %s failed", skill_dir)
+        return [], set()
     ref = f"{failed[0]}:{STATIC}"
     kept = [FixSuggestion(level="LV1", grounded_in=ref, path=f.file, start_line=f.line,
                           end_line=f.line, original=f.original, replacement=f.replacement,

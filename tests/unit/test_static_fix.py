@@ -273,3 +273,24 @@ def test_a_subcommand_the_script_names_otherwise(tmp_path):
     assert [(f.line, f.replacement) for f in fixes] == [
         (line_of(root, "seg_train"), "python3 scripts/run.py train --data fixtures"),
         (line_of(root, "summarize"), "python3 scripts/run.py summary --data fixtures")]
+
+
+def test_a_reference_files_own_link_is_fixed_as_written(tmp_path):
+    """A link of a reference file to its sibling is written from its own folder: the fix
+    replaces the name as written (`instalation.md` -> `installation.md`)."""
+    root = make(tmp_path, "word-count", dedent("""\
+        # Word count
+
+        Read [the guide](references/guide.md) first.
+        """), {"references/guide.md": dedent("""\
+                   # Guide
+
+                   Install first: see [setup](instalation.md), then count.
+                   """),
+               "references/installation.md": "# Installation\n"})
+    findings, fixes = fixes_of(root)
+    assert [(f.file, f.path) for f in findings] == [("references/guide.md",
+                                                     "references/instalation.md")]
+    (fix,) = fixes
+    assert (fix.file, fix.line) == ("references/guide.md", 3)
+    assert fix.replacement == "Install first: see [setup](installation.md), then count."
