@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from textwrap import dedent
 
+from aeval.deployments.cli.main import main
 from aeval.skill.skill_md import load_skill
 from aeval.verdicts.static_check import static_check
 from aeval.verdicts.static_fix import static_fixes
@@ -294,3 +295,25 @@ def test_a_reference_files_own_link_is_fixed_as_written(tmp_path):
     (fix,) = fixes
     assert (fix.file, fix.line) == ("references/guide.md", 3)
     assert fix.replacement == "Install first: see [setup](installation.md), then count."
+
+
+def test_aeval_validate_prints_each_proven_fix_under_its_finding(tmp_path, capsys):
+    root = make(tmp_path, "word-count", dedent("""\
+        # Word count
+
+        ```bash
+        python3 scripts/count.py notes.txt --output counts.json
+        ./scripts/setup.sh
+        python3 scripts/report.py
+        ```
+        """), {"scripts/count.py": COUNT_PY, "scripts/setup.sh": "#!/bin/sh\necho ok\n"})
+    assert main(["validate", str(root)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    at = line_of(root, "--output")
+    i = next(n for n, ln in enumerate(out) if f"SKILL.md:{at}:" in ln)
+    assert out[i + 1] == f"    fix: line {at} -> python3 scripts/count.py notes.txt --out " \
+                         "counts.json"
+    j = next(n for n, ln in enumerate(out) if "setup.sh directly" in ln)
+    assert out[j + 1] == "    fix: run `chmod +x scripts/setup.sh` in the skill's folder"
+    k = next(n for n, ln in enumerate(out) if "scripts/report.py" in ln)
+    assert not out[k + 1].startswith("    fix:")  # nothing evident: no fix
