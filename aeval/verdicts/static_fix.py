@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -246,11 +247,16 @@ def _chmod(root: Path, f: StaticFinding, lines: list[str]) -> StaticFix | None:
         return None
     return StaticFix(
         file=f.file, line=f.line, original=lines[f.line - 1], replacement=lines[f.line - 1],
-        command=f"chmod +x {f.path}", findings=(f,),
+        command=f"chmod +x {_shell_word(f.path)}", findings=(f,),
         rationale=f"Static check (S0), no model: line {f.line} runs {f.path} directly, which "
                   f"is not executable (mode {mode & 0o777:o}) though its interpreter line is "
                   f"usable; run the command in the skill's folder and commit the mode (git "
                   f"update-index --chmod=+x {f.path} where git ignores file modes).")
+
+
+def _shell_word(rel: str) -> str:
+    """A skill path as one inert shell word (quoted when it needs it, never an option)."""
+    return shlex.quote(f"./{rel}" if rel.startswith("-") else rel)
 
 
 def _lines(root: Path, rel: str) -> list[str] | None:

@@ -212,6 +212,20 @@ def test_a_dropped_exec_bit_is_a_chmod_command(tmp_path):
     assert "mode 644" in fix.rationale
 
 
+def test_the_chmod_command_quotes_a_path_the_shell_would_read(tmp_path):
+    """A file name is the skill's text: copied into a shell it stays one word."""
+    root = make(tmp_path, "odd-names", dedent("""\
+        # Odd names
+
+        ```bash
+        './scripts/tag & push.sh' --dry-run
+        ```
+        """), {"scripts/tag & push.sh": "#!/bin/sh\necho tagged\n"})
+    findings, fixes = fixes_of(root)
+    assert [f.kind for f in findings] == ["not_executable"]
+    assert [f.command for f in fixes] == ["chmod +x 'scripts/tag & push.sh'"]
+
+
 def test_the_fix_clears_the_finding(tmp_path):
     """Applied, the fixes leave S0 with nothing to say: each is the exact replacement."""
     root = make(tmp_path, "word-count", dedent("""\
