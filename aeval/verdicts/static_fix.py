@@ -5,8 +5,9 @@ derived from the skill's own files, or nothing.
   evident new place is exactly one file of the skill: the only file of that name elsewhere
   (``scripts/count.py`` -> ``tools/count.py``), the only one that differs in letter case,
   or the only close match (difflib) among the files of its folder with its extension
-  (``scripts/count_word.py`` -> ``scripts/count_words.py``). The path is replaced on the
-  line that names it;
+  (``scripts/count_word.py`` -> ``scripts/count_words.py``), or, with none there, the only
+  closer match among the skill's files of that extension (``tools/count_words.py``). The
+  path is replaced on the line that names it;
 - **an option the parser spells otherwise**: a documented option the script refuses
   (``rejected``, `StaticFinding.word`) whose evident spelling is exactly one option of the
   script's parser: the same but for case and ``_`` / ``-`` (``--dry_run`` -> ``--dry-run``),
@@ -37,6 +38,7 @@ from aeval.verdicts.finding import StaticFinding
 from aeval.verdicts.missing import shipped_files
 
 PATH_CUTOFF = 0.75  # difflib ratio of two file stems in one folder: a rename, not another file
+MOVED_CUTOFF = 0.85  # ... of a file's stem elsewhere in the skill: renamed and moved
 OPTION_CUTOFF = 0.7  # difflib ratio of two long options: a spelling of the same option
 MAX_SCRIPT_BYTES = 1_000_000
 
@@ -89,14 +91,29 @@ def moved_to(root: Path, rel: str, files: list[str]) -> tuple[str, str] | None:
                           "case-sensitive)") if len(cased) == 1 else None
     if not path.suffix:
         return None
-    folder = [f for f in others if PurePosixPath(f).parent == path.parent
-              and PurePosixPath(f).suffix == path.suffix]
-    stems = {PurePosixPath(f).stem: f for f in folder}
-    close = difflib.get_close_matches(path.stem, list(stems), n=2, cutoff=PATH_CUTOFF)
+    kind = [f for f in others if PurePosixPath(f).suffix == path.suffix]
+    folder = [f for f in kind if PurePosixPath(f).parent == path.parent]
+    close = _close(path.stem, folder, PATH_CUTOFF)
+    if close:
+        if len(close) != 1:
+            return None
+        where = f"{path.parent}/" if str(path.parent) != "." else "the skill's root"
+        return close[0], f"the only close match among the {path.suffix} files of {where}"
+    # renamed and moved: a closer match still, and the only one in the whole skill
+    close = _close(path.stem, kind, MOVED_CUTOFF)
     if len(close) != 1:
         return None
-    where = f"{path.parent}/" if str(path.parent) != "." else "the skill's root"
-    return stems[close[0]], f"the only close match among the {path.suffix} files of {where}"
+    return close[0], f"the only close match among the skill's {path.suffix} files"
+
+
+def _close(stem: str, files: list[str], cutoff: float) -> list[str]:
+    """The files whose stem is a difflib close match of ``stem`` (at most two: one is
+    evident, two are ambiguous)."""
+    by_stem: dict[str, list[str]] = {}
+    for f in files:
+        by_stem.setdefault(PurePosixPath(f).stem, []).append(f)
+    found = difflib.get_close_matches(stem, list(by_stem), n=2, cutoff=cutoff)
+    return [f for s in found for f in by_stem[s]][:2]
 
 
 def _interface(root: Path, rel: str) -> Interface | None:

@@ -331,3 +331,22 @@ def test_aeval_validate_prints_each_proven_fix_under_its_finding(tmp_path, capsy
     assert out[j + 1] == "    fix: run `chmod +x scripts/setup.sh` in the skill's folder"
     k = next(n for n, ln in enumerate(out) if "scripts/report.py" in ln)
     assert not out[k + 1].startswith("    fix:")  # nothing evident: no fix
+
+
+def test_a_script_renamed_and_moved_and_one_with_two_look_alikes(tmp_path):
+    """Nothing close in its own folder: the only closer match in the whole skill is the fix;
+    two such matches (two folders) are none."""
+    root = make(tmp_path, "word-count", dedent("""\
+        # Word count
+
+        ```bash
+        python3 scripts/count_word.py notes.txt
+        python3 scripts/plot_count.py counts.json
+        ```
+        """), {"tools/count_words.py": COUNT_PY, "scripts/report.py": COUNT_PY,
+               "tools/plot_counts.py": COUNT_PY, "lib/plot_counts.py": COUNT_PY})
+    findings, fixes = fixes_of(root)
+    assert [f.path for f in findings] == ["scripts/count_word.py", "scripts/plot_count.py"]
+    (fix,) = fixes
+    assert fix.replacement == "python3 tools/count_words.py notes.txt"
+    assert "the only close match among the skill's .py files" in fix.rationale
