@@ -25,6 +25,7 @@ from aeval.artifacts.aggregate import (
     SuggesterItem,
     VerdictEntry,
     VerdictIndex,
+    case_fixes,
 )
 from aeval.artifacts.case import (
     SCHEMA_VERSION,
@@ -193,5 +194,6 @@ __all__ = [
     "UpliftStats",
     "VerdictEntry",
     "VerdictIndex",
+    "case_fixes",
     "json_schema",
 ]

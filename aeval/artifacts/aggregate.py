@@ -88,7 +88,28 @@ class FixSuggestion(StrictModel):
     validated: bool = Field(
         description="True when the run itself proved the replacement (the executor's own edit)."
     )
-    source: Literal["delta", "model"] = "model"
+    source: Literal["delta", "model", "static"] = Field(
+        "model", description="delta: the executor's own edit (Δ); model: the suggester "
+                             "model's; static: derived with no model from the static skill "
+                             "check (S0), which proves the replacement from the skill's own "
+                             "files (a moved script, an option the parser spells otherwise, "
+                             "a dropped executable bit).")
+    command: str | None = Field(
+        None, description="A fix that is no line edit: a command to run in the skill's "
+                          "folder (`chmod +x scripts/x.sh` for a dropped executable bit). The "
+                          "lines start..end are then the line that needs it, and "
+                          "`replacement` equals `original`.")
+
+
+def case_fixes(suggestions: list[FixSuggestion], case_key: str, ids: list[str]
+               ) -> dict[str, list[FixSuggestion]]:
+    """The suggestions that answer each of ``ids`` (failed assertions, self-corrections) of
+    one case run (``case_key``: ``case`` or ``case#epoch``): those grounded in it, and for a
+    static check the static fixes grounded in the same check of another case (each case
+    of a skill fails S0 on the same findings; the fix is grounded in the first)."""
+    out = {i: [x for x in suggestions if x.grounded_in == f"{case_key}:{i}" or (
+        x.source == "static" and x.grounded_in.rsplit(":", 1)[-1] == i)] for i in ids}
+    return {i: xs for i, xs in out.items() if xs}
 
 
 class RejectedSuggestion(StrictModel):

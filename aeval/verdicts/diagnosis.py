@@ -26,6 +26,7 @@ from aeval.skill.shellparse import (
 )
 from aeval.verdicts.context import context_refusal, exception_context
 from aeval.verdicts.doctest import Diagnosis, interpreter_problem, own_file
+from aeval.verdicts.loading import loaded_file
 from aeval.verdicts.missing import frames_in_skill, install_advice, missing, shipped_named
 
 _EXC_LINE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt|KeyError)\b.*)$", re.M)
@@ -431,8 +432,11 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
         if context is not None:  # KeyError: 'GITHUB_TOKEN', a name that does not resolve
             return context
         kind = exc.split(":")[0].split(".")[-1]
-        return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}", file=file,
-                         own="file" if kind in _UNPARSABLE else "crash")
+        loading = loaded_file(exc, output, skill_dir, frames)
+        what = f", loading the skill's {loading[0]}, which is not valid {loading[1]}" \
+            if loading else ""
+        return Diagnosis("defect", f"{exc} raised in the skill's {file}:{line}{what}",
+                         file=file, own="file" if kind in _UNPARSABLE else "crash")
 
     advice = install_advice(output, exit_code, declared)
     if advice is not None:

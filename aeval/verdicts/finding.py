@@ -27,6 +27,11 @@ class StaticFinding(BaseModel):
                                   "undefined_name | broken_import | shell_error")
     path: str = Field(description="The skill-relative path concerned.")
     problem: str = Field(description="What is wrong, in one line.")
+    word: str | None = Field(None, description="The word of the line the problem is, as "
+                                               "written there, when it is not `path` (a "
+                                               "rejected option `--out` or subcommand "
+                                               "`segment_train`); what a static fix "
+                                               "replaces (`aeval.verdicts.static_fix`).")
     severity: Literal["defect", "warning"] = Field(
         "defect", description="defect: the skill fails S0 (what a block runs, what a link or "
                               "SKILL.md names). warning: shown to the user, never a fail (a "

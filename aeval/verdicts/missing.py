@@ -146,6 +146,12 @@ def shipped_named(skill_dir: Path, name: str) -> list[str]:
             if e.name == name and e.is_file(follow_symlinks=False)]
 
 
+def shipped_files(skill_dir: Path) -> list[str]:
+    """Every file of the skill (skill-relative, sorted; bounded, as `_walk`)."""
+    return sorted(rel for e, rel in _walk(skill_dir, _MAX_OWN_ENTRIES)
+                  if e.is_file(follow_symlinks=False))
+
+
 def _near_own_module(missing: str, output: str, skill_dir: Path) -> Diagnosis | None:
     """A defect when the module Python could not find is a near miss (difflib ratio >= 0.85)
     of one the skill ships, and the import is in the skill's own file: ``import wordcountr``

@@ -102,7 +102,7 @@ class _Checker:
 
     # ---- recording ------------------------------------------------------------------------
     def add(self, file: str, line: int, via: int | None, kind: str, path: str,
-            problem: str, warning: bool = False) -> None:
+            problem: str, warning: bool = False, word: str | None = None) -> None:
         key = (file, line, problem)
         severity = "warning" if warning else self.severity
         if key in self.seen:  # the same on one line: a defect outweighs a warning
@@ -114,7 +114,7 @@ class _Checker:
             return
         self.seen[key] = len(self.findings)
         self.findings.append(StaticFinding(file=file, line=line, via=via, kind=kind, path=path,
-                                           problem=problem, severity=severity))
+                                           problem=problem, severity=severity, word=word))
 
     # ---- the filesystem of the skill ------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -390,7 +390,7 @@ class _Checker:
             known = ", ".join(sorted(iface.actions or ()))
             self.add(file, line, via, "rejected", rel,
                      f"documents `{words[0]}` for {rel}, which does not accept it "
-                     f"(it accepts: {known})")
+                     f"(it accepts: {known})", word=words[0])
         for a in words:
             if a == "--":
                 return  # the words after it are operands, whatever they look like
@@ -399,7 +399,8 @@ class _Checker:
             flag = a.split("=", 1)[0]
             if iface.rejects_option(flag):
                 self.add(file, line, via, "rejected", rel,
-                         f"documents the option {flag} for {rel}, which does not accept it")
+                         f"documents the option {flag} for {rel}, which does not accept it",
+                         word=flag)
         for problem in call_problems(iface, rel, args, whole):  # required, choices
             self.add(file, line, via, "rejected", rel, problem)
 

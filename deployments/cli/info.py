@@ -28,9 +28,19 @@ def add_validate_parser(sub: argparse._SubParsersAction) -> None:
     v.set_defaults(func=cmd_validate)
 
 
+def fix_line(fix) -> str:
+    """A static fix in one line: the command, or the line's new text."""
+    from aeval.isolation.text import escape_controls
+
+    if fix.command:
+        return f"run `{fix.command}` in the skill's folder"
+    return escape_controls(f"line {fix.line} -> {fix.replacement.strip()}")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from aeval.skill.skill_md import discover
     from aeval.tasks.run.examine import examine
+    from aeval.verdicts.static_fix import static_fixes
 
     roots = []
     for p in args.paths:
@@ -54,8 +64,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif ex.static_findings:
             defective += 1
             print(f"DEFECT  {root}  ({ex.name})")
+            fixes = {f: x for x in static_fixes(root, ex.static_findings) for f in x.findings}
             for f in ex.static_findings:
                 print(f"  {f.located(root)}")
+                if f in fixes:
+                    print(f"    fix: {fix_line(fixes[f])}")
         else:
             print(f"ok      {root}  ({ex.name}: {len(ex.cases)} case(s), tier {ex.tier})")
         for w in ex.warnings:

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, TypeAdapter
 
 from aeval.adapters.forges.gitlab import disarm_quick_actions
-from aeval.artifacts import FixSuggestion, RunManifest
+from aeval.artifacts import CaseResult, FixSuggestion, RunManifest, case_fixes
 from aeval.isolation.text import code_span, escape_controls
 from aeval.run.store import atomic_write_text
 from aeval.strict import StrictModel
@@ -103,6 +103,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
                        f"{_pct(c.first_attempt_pass_rate)} ({c.passed}/{c.passed + c.failed}) "
                        f"| {_pct(terminal_rate(c))} | {c.self_corrections} |")
     evidence, corrections = [], []
+    shown: set[int] = set()  # the fixes an earlier case showed in full
     for c in sk.cases:
         # "epoch 2", not "#2": GitLab would link issue 2
         head = f"**`{c.case_id}`**" + (f" epoch {c.epoch}" if c.epoch is not None else "") + \
@@ -110,12 +111,14 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         g = report.gradings.get(c.dir)
         if c.status == "error" or (c.status == "fail" and g is None):
             evidence += [f"{head} {c.status}: {_cell(c.reason)}", ""]
+        fixes = case_fix_lines(report, c, [e.id for e in g.expectations
+                                           if e.status == "failed"], shown) if g else {}
         for e in (g.expectations if g else []):
             if e.status == "failed":
                 fix = " (passed only after a correction)" if passed_after_correction(
                     e, c.runtime) else ""
                 evidence += [f"{head} {e.id}: {_cell(e.text)}{fix}", fenced(tail(e.evidence)),
-                             ""]
+                             "", *fixes.get(e.id, [])]
         for ch in (g.self_correction.changes_made if g else []):
             where = f", event {ch.event_seq}" if ch.event_seq is not None else ""
             corrections.append(f"- {head} {ch.id}: {ch.change} {_code(ch.path)} "
@@ -150,6 +153,55 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
     return disarm("\n".join(out).strip() + "\n")
 
 
+def skill_folder(s: LocatedSuggestion) -> str:
+    """The skill's folder from the repository root (``.`` at the root; the skill's name when
+    the suggestion is not mapped into the repository)."""
+    repo, rel = s.repo_path, s.suggestion.path
+    if repo and (repo == rel or repo.endswith("/" + rel)):
+        return repo[:-len(rel)].rstrip("/") or "."
+    return s.skill
+
+
+def command_lines(s: LocatedSuggestion) -> list[str]:
+    """A fix that is a command (a file mode): where to run it, and the command, fenced."""
+    cmd = s.suggestion.command
+    if not cmd:
+        return []
+    return [f"Run in the skill's folder {_code(skill_folder(s))} (a file mode is no line "
+            "edit):", "", fenced(cmd, "sh")]
+
+
+def case_fix_lines(report: SkillReport, c: CaseResult, ids: list[str],
+                   shown: set[int] | None = None) -> dict[str, list[str]]:
+    """Per failed assertion or self-correction of one case run, its fixes as short markdown:
+    the edit as a diff, or the command; one already in ``shown`` (ids of the suggestions an
+    earlier case showed; updated) only by its place."""
+    shown = set() if shown is None else shown
+    located = {id(s.suggestion): s for s in report.suggestions
+               if not s.problem and c.runtime in s.runtimes}
+    key = c.case_id if c.epoch is None else f"{c.case_id}#{c.epoch}"
+    out: dict[str, list[str]] = {}
+    for i, xs in case_fixes([s.suggestion for s in located.values()], key, ids).items():
+        for x in xs:
+            s = located[id(x)]
+            where = f"{_code(s.repo_path or x.path)} line {x.start_line}"
+            if id(x) in shown:
+                out.setdefault(i, []).extend([f"Fix ({x.level}, {x.source}) at {where}: as "
+                                              "above.", ""])
+                continue
+            shown.add(id(x))
+            out.setdefault(i, []).append(f"Fix ({x.level}, {x.source}) at {where}: "
+                                         f"{untrusted(x.rationale)}")
+            if x.command:
+                out[i] += ["", *command_lines(s)]
+            if x.replacement != x.original:
+                out[i] += ["", fenced("\n".join([*(f"-{ln}" for ln in x.original.splitlines()),
+                                                 *(f"+{ln}" for ln in
+                                                   x.replacement.splitlines())]), "diff")]
+            out[i].append("")
+    return out
+
+
 def _grounding_lines(s: LocatedSuggestion) -> list[str]:
     out = [f"**Grounded in** {_code(s.suggestion.grounded_in)}: {_cell(s.grounded_text)}"]
     if s.grounded_evidence:
@@ -169,6 +221,9 @@ def suggestion_body(s: LocatedSuggestion) -> str:
         block = ("Not offered as a one-click suggestion: a line of it starts with `/`, which "
                  "GitLab would read as a quick action. The replacement (each line indented by "
                  "one space):\n\n" + fenced(disarm(sg.replacement.removesuffix("\n"))))
+    if sg.command:  # a command-only fix: nothing to replace on the line
+        block = "\n".join(command_lines(s) + (["", block] if sg.replacement != sg.original
+                                               else []))
     out = [suggestion_marker(s.fingerprint, s.folder or s.skill),
            f"**aeval {sg.level}** for {_code(s.skill)}: {_LEVEL_MEANING[sg.level]}.", "",
            block, "", f"**Why:** {untrusted(sg.rationale)}", "", *_grounding_lines(s)]
@@ -187,6 +242,9 @@ def github_suggestion_body(s: LocatedSuggestion) -> str:
     sg = s.suggestion
     repl = sg.replacement.removesuffix("\n")
     block = fenced(repl, "suggestion") if repl.strip("\n") else "```suggestion\n```"
+    if sg.command:  # a command-only fix: nothing to replace on the line
+        block = "\n".join(command_lines(s) + (["", block] if sg.replacement != sg.original
+                                               else []))
     out = [suggestion_marker(s.fingerprint, s.folder or s.skill),
            f"**aeval {sg.level}** for {_code(s.skill)}: {_LEVEL_MEANING[sg.level]}.", "",
            block, "", f"**Why:** {code_span(sg.rationale)}", "", *_grounding_lines(s)]
@@ -243,6 +301,10 @@ def agent_prompt(items: list[LocatedSuggestion]) -> str:
            "holds the quoted original lines, skip that edit and say so.", ""]
     for i, s in enumerate(items, 1):
         sg = s.suggestion
+        if sg.command and sg.replacement == sg.original:
+            out += [f"{i}. In the folder `{skill_folder(s)}`, run: `{sg.command}`",
+                    f"Reason ({sg.level}): {sg.rationale}", ""]
+            continue
         out += [f"{i}. In `{s.repo_path}`, replace lines {sg.start_line}-{sg.end_line}, which "
                 f"currently read:", "<<<", sg.original.rstrip("\n"), ">>>", "with:", "<<<",
                 sg.replacement.rstrip("\n"), ">>>", f"Reason ({sg.level}): {sg.rationale}", ""]
@@ -267,12 +329,16 @@ def fallback_note_body(items: list[LocatedSuggestion], manifest: RunManifest,
     for i, s in enumerate(items, 1):
         sg = s.suggestion
         out += [f"### {i}. {sg.level} · {_code(s.repo_path or '')} lines {sg.start_line}-"
-                f"{sg.end_line} · {_code(s.skill)}", "", f"**Why:** {untrusted(sg.rationale)}",
+                f"{sg.end_line} · {_code(s.skill)}", "", *command_lines(s),
+                *([""] if sg.command else []), f"**Why:** {untrusted(sg.rationale)}",
                 "", *_grounding_lines(s), ""]
-    out += ["### Patches", ""]
     by_file: dict[str, list[FixSuggestion]] = {}
     for s in items:
+        if s.suggestion.replacement == s.suggestion.original:
+            continue  # a command-only fix: shown above, no patch
         by_file.setdefault(s.repo_path or s.suggestion.path, []).append(s.suggestion)
+    if by_file:
+        out += ["### Patches", ""]
     for path, group in by_file.items():
         file = repo_file(repo_root, path) if repo_root else None
         current = file.read_text(encoding="utf-8") if file else None

@@ -27,6 +27,7 @@ from aeval.tasks.run.cases import plan_cases, run_credentials
 from aeval.tasks.run.examine import duplicate_name_warnings, examine
 from aeval.tasks.run.progress import progress, redact_logs
 from aeval.tasks.run.reuse import fingerprint_plans, reuse_unchanged
+from aeval.verdicts.finding import StaticFinding
 
 
 class SkillGroup(BaseModel):
@@ -45,6 +46,9 @@ class SkillGroup(BaseModel):
     inputs: list[str] = Field(
         default_factory=list, description="The cases' `files` entries (fixtures copied into "
                                           "the workspace): not the skill's resources.")
+    static_findings: list[StaticFinding] = Field(
+        default_factory=list, description="The skill's static check defects (S0): their "
+                                          "proven fixes are suggested with no model.")
 
 
 class PreparedRun(BaseModel):
@@ -88,7 +92,7 @@ class PreparedRun(BaseModel):
                     out.append(SkillGroup(skill_key=ex.key, name=ex.name, root=ex.root,
                                           runtime=rt, case_keys=keys[(ex.key, rt)],
                                           run_credentials=self.run_credentials,
-                                          inputs=inputs))
+                                          inputs=inputs, static_findings=ex.static_findings))
         return out
 
 

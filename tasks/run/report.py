@@ -17,8 +17,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from aeval.artifacts import (
+    FixSuggestion,
     RunManifest,
     TriggersReport,
+    case_fixes,
 )
 from aeval.isolation.text import escape_controls
 from aeval.run.read import RunRecord
@@ -44,13 +46,24 @@ def _finalize(value: Any) -> Any:
         value, "__html__") else value
 
 
+def fix_diff(x: FixSuggestion) -> str:
+    """A suggestion's line edit as a diff (empty for a command-only fix)."""
+    if x.original == x.replacement:
+        return ""
+    head = f"--- {x.path} line {x.start_line}" + (
+        f"-{x.end_line}" if x.end_line != x.start_line else "")
+    return "\n".join([head, *(f"-{ln}" for ln in x.original.splitlines()),
+                      *(f"+{ln}" for ln in x.replacement.splitlines())])
+
+
 @cache
 def environment() -> Environment:
     """The templates' environment (one per process)."""
     env = Environment(loader=PackageLoader("aeval.tasks", "templates"),
                       autoescape=select_autoescape(), finalize=_finalize,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(pct=_pct, signed=_signed, num=_num, rates=rate_cells)
+    env.filters.update(pct=_pct, signed=_signed, num=_num, rates=rate_cells,
+                       fix_diff=fix_diff)
     return env
 
 
@@ -62,15 +75,22 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
     fixes = []
     coverage = []
     for s in manifest.skills:
+        suggested = {rt: run.suggestions(s, rt) for rt in manifest.runtimes}
         if s.status != "invalid":
             for case, g in run.gradings(s):
                 c = case.result
                 if c.status != "pass":
                     name = c.case_id + (f" #{c.epoch}" if c.epoch is not None else "")
+                    fx = suggested.get(c.runtime)
+                    key = c.case_id if c.epoch is None else f"{c.case_id}#{c.epoch}"
+                    ids = [e.id for e in g.expectations if e.status == "failed"] + [
+                        ch.id for ch in g.self_correction.changes_made]
                     details.append({"skill": s.name, "case": name, "runtime": c.runtime,
-                                    "grading": g, "reason": c.reason})
+                                    "grading": g, "reason": c.reason,
+                                    "fixes": case_fixes(fx.suggestions if fx else [], key,
+                                                        ids)})
         for rt in manifest.runtimes:
-            fx = run.suggestions(s, rt)
+            fx = suggested[rt]
             if fx is not None and fx.suggestions:
                 fixes.append({"skill": s.name, "runtime": rt, "suggestions": fx.suggestions})
             bench = run.benchmark(s, rt)

@@ -16,6 +16,8 @@ from aeval.artifacts import (
     Benchmark,
     CaseResult,
     EvalMetadata,
+    FixSuggestion,
+    FixSuggestions,
     Grading,
     MultiEvalReport,
     RateStats,
@@ -178,7 +180,24 @@ SUMMARY_TEMPLATE = """\
 """
 
 
-def render_summary(report: MultiEvalReport) -> str:
+def render_fixes(fixes: list[FixSuggestion]) -> str:
+    """The suggested fixes as a folded list (empty without any): each with its place, why,
+    and the edit as a diff or the command to run in the skill's folder."""
+    if not fixes:
+        return ""
+    out = [f"<details><summary>Fixes ({len(fixes)})</summary>", ""]
+    for x in fixes:
+        out.append(f"- **{x.level}** ({x.source}) `{x.path}` line {x.start_line}, grounded "
+                   f"in `{x.grounded_in}`: {x.rationale}")
+        if x.command:
+            out += ["  ```sh", f"  {x.command}", "  ```"]
+        if x.replacement != x.original:
+            out += ["  ```diff", *(f"  -{ln}" for ln in x.original.splitlines()),
+                    *(f"  +{ln}" for ln in x.replacement.splitlines()), "  ```"]
+    return "\n".join([*out, "", "</details>", ""])
+
+
+def render_summary(report: MultiEvalReport, fixes: list[FixSuggestion] | None = None) -> str:
     rows = "\n".join(
         f"| {c.case_id}{'' if c.epoch is None else f' #{c.epoch}'} | {c.status} | "
         f"{' | '.join(rate_cells(c))} | {c.ungraded} | "
@@ -191,7 +210,7 @@ def render_summary(report: MultiEvalReport) -> str:
     return SUMMARY_TEMPLATE.format(skill=report.skill, runtime=report.runtime,
                                    verdict=report.verdict.upper(), callout=callout,
                                    headline=f"{passed}/{n} case(s) passed on the first attempt",
-                                   rows=rows, reasons=reasons)
+                                   rows=rows, reasons=reasons) + render_fixes(fixes or [])
 
 
 class AnalyzerAnswer(BaseModel):
@@ -253,7 +272,8 @@ def aggregate(run_dir: Path, out: Path, skill: str, runtime: str, cases: list[Ca
     fidelity = all(g.grader.protocol_fidelity for _, g in pairs)
     report = MultiEvalReport(skill=skill, runtime=runtime, cases=cases,
                              verdict=skill_status(cases), protocol_fidelity=fidelity)
-    summary = render_summary(report)
+    suggested = read_if_there(files.fix_suggestions, FixSuggestions)  # written just before
+    summary = render_summary(report, suggested.suggestions if suggested else [])
     if template_problems(summary):
         report.protocol_fidelity = False
     write_model(files.multi_eval_report, report, redactor)

@@ -33,7 +33,7 @@ def conclude(layout: RunLayout, group: SkillGroup, cases: list[CaseResult],
     redactor = Redactor(declared_values(group.run_credentials))  # every secret of the run
     if request.install_skill:
         suggest(layout.run_dir, out, group.name, group.root, group.runtime, cases,
-                request.grader_model, request.api_base, redactor)
+                request.grader_model, request.api_base, redactor, group.static_findings)
         regression_for(layout, out, group.skill_key, group.name, group.runtime, cases,
                        Path(request.store), request.baseline, redactor)
     # coverage only with the skill installed: without it every file would look untouched

@@ -1,5 +1,9 @@
 """Suggest: grounded LV1 / LV2 fixes mapped to exact lines of the skill's files.
 
+- LV1 from the static skill check (S0), with no model: where its findings prove the exact
+  replacement (`aeval.verdicts.static_fix`: a moved or renamed script, an option the parser
+  spells otherwise, a dropped executable bit as a `command`), grounded in the case's failed
+  S0 assertion; `validated` stays False (the run did not try it).
 - LV1 straight from Δ: each hunk of an executor's edit to a skill file becomes a line
   replacement whose `replacement` is the executor's own text (validated by the run when the
   case then passed terminally), grounded in its `changes_made` entry.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 from pathlib import Path
 
 from aeval.adapters.llm import ask_json
@@ -33,6 +38,9 @@ from aeval.prompts import load_prompt
 from aeval.run.layout import CaseFiles, SkillFiles
 from aeval.run.read import read_grading, read_if_there
 from aeval.run.store import write_model
+from aeval.verdicts.finding import StaticFinding
+from aeval.verdicts.judge import STATIC
+from aeval.verdicts.static_fix import static_fixes
 
 MAX_FILE_CHARS = 20_000
 
@@ -114,6 +122,30 @@ def delta_suggestions(skill_dir: Path, case: str, g: Grading, case_dir: Path
     return kept, rejected
 
 
+def static_suggestions(skill_dir: Path, pairs: list[tuple[str, Grading]],
+                       findings: list[StaticFinding]) -> tuple[list[FixSuggestion], set[str]]:
+    """LV1 from S0's findings where they prove the fix, grounded in the first case whose S0
+    assertion failed; and the failed S0 assertions they explain (every finding fixed)."""
+    failed = [k for k, g in pairs
+              if any(e.id == STATIC and e.status == "failed" for e in g.expectations)]
+    if not failed or not findings:
+        return [], set()
+    try:
+        fixes = static_fixes(skill_dir, findings)
+    except Exception:  # a bug of the derivation must not cost the skill its conclusion
+        logging.getLogger(__name__).exception("aeval: static fixes of %s failed", skill_dir)
+        return [], set()
+    ref = f"{failed[0]}:{STATIC}"
+    kept = [FixSuggestion(level="LV1", grounded_in=ref, path=f.file, start_line=f.line,
+                          end_line=f.line, original=f.original, replacement=f.replacement,
+                          rationale=f.rationale, validated=False, source="static",
+                          command=f.command)
+            for f in fixes]
+    fixed = {x for f in fixes for x in f.findings}
+    whole = all(f in fixed for f in findings if f.severity == "defect")
+    return kept, {f"{k}:{STATIC}" for k in failed} if whole else set()
+
+
 def check_suggestion(item: dict, skill_dir: Path, failed: set[str], changes: set[str]
                      ) -> FixSuggestion | str:
     """A kept suggestion, or the reason it is rejected."""
@@ -169,9 +201,11 @@ def suggester_input(skill_dir: Path, pairs: list[tuple[str, Grading]],
 
 def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: str,
             cases: list[CaseResult], model: str | None = None,
-            api_base: str | None = None, redactor: Redactor | None = None) -> FixSuggestions:
+            api_base: str | None = None, redactor: Redactor | None = None,
+            findings: list[StaticFinding] | None = None) -> FixSuggestions:
     """Compute fix_suggestions.json for one skill x runtime and write it into ``out_dir``,
-    redacted with ``redactor`` (the run's credentials)."""
+    redacted with ``redactor`` (the run's credentials); ``findings``: the skill's S0 defects,
+    whose proven fixes come first and need no model."""
     skill_dir = Path(skill_dir)
     pairs, dirs = [], {}
     for c in sorted(cases, key=lambda c: (c.case_id, c.epoch or 0)):
@@ -179,7 +213,7 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
         if (g := read_grading(case_dir)) is not None:
             pairs.append((_case_key(c), g))
             dirs[_case_key(c)] = case_dir
-    kept: list[FixSuggestion] = []
+    kept, explained_static = static_suggestions(skill_dir, pairs, findings or [])
     rejected: list[RejectedSuggestion] = []
     for key, g in pairs:
         k, r = delta_suggestions(skill_dir, key, g, dirs[key])
@@ -195,6 +229,7 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
     # whose executor then edited the skill: the edit is the fix it needed
     explained |= {f"{k}:{e.id}" for k, g in pairs if g.self_correction.changes_made
                   for e in g.expectations if e.kind == "structural" and e.status == "failed"}
+    explained |= explained_static  # S0's findings, each with its proven fix
     wants_model = any(f not in explained for f in failed) or any(
         g.eval_feedback.suggestions for _, g in pairs)
     model_error = None
@@ -219,7 +254,7 @@ def suggest(run_dir: Path, out_dir: Path, skill: str, skill_dir: Path, runtime: 
     unique: dict[tuple, FixSuggestion] = {}
     for s in sorted(kept, key=lambda s: (s.level, s.path, s.start_line, s.end_line,
                                          s.grounded_in)):
-        unique.setdefault((s.path, s.start_line, s.end_line, s.replacement), s)
+        unique.setdefault((s.path, s.start_line, s.end_line, s.replacement, s.command), s)
     final = sorted(unique.values(), key=lambda s: (s.path, s.start_line, s.level))
     lv1 = sum(s.level == "LV1" for s in final)
     doc = FixSuggestions(skill=skill, runtime=runtime, suggestions=final, rejected=rejected,

@@ -180,6 +180,26 @@ def test_report_html_shows_the_failure_and_escapes_evidence(example_run):
     assert "<script" not in html
 
 
+def test_each_defect_s0_proves_gets_its_fix_with_no_model(example_run):
+    """A zero-key run of the examples suggests a fix for each documented action the scripts
+    name otherwise (issue 46, item 4): LV1, static, the exact line, shown in report.html."""
+    _, rd, mp, _ = example_run
+    fixed = {}
+    for skill in ("segmentation", "invoice-totals"):
+        doc = load(rd / skill / "literal" / "fix_suggestions.json")
+        lines = (mp / "skills" / skill / "SKILL.md").read_text().splitlines()
+        for s in doc["suggestions"]:
+            assert (s["level"], s["source"], s["validated"], s["path"]) == (
+                "LV1", "static", False, "SKILL.md")
+            assert s["original"] == lines[s["start_line"] - 1]
+            assert s["grounded_in"].endswith(":S0")
+            fixed[(skill, s["start_line"])] = s["replacement"]
+    assert sorted(v.split("run.py " if "run.py" in v else "totals.py ")[1].split()[0]
+                  for v in fixed.values()) == ["evaluate", "inference", "summary", "train"]
+    html = (rd / "report.html").read_text()
+    assert all(f"+{v}" in html for v in fixed.values())  # beside the evidence, as a diff
+
+
 def test_show_reprints_the_run(example_run, capsys):
     _, rd, _, _ = example_run
     assert main(["show", str(rd)]) == 1

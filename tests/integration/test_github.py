@@ -279,8 +279,11 @@ def test_aeval_run_post_inside_actions_posts_on_the_pull_request(github, monkeyp
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the skill's defect, posted
     assert f"post: posted on GitHub, {github.repo} pull request #{github.number}" \
         in proc.stdout, proc.stdout + proc.stderr
-    (summary,) = github.issue_comments
+    summary, fallback = github.issue_comments
     assert summary["body"].startswith("<!-- aeval:skill=segmentation ")
+    # S0's documented actions, fixed with no model, on lines outside the PR's diff
+    assert fallback["body"].startswith("<!-- aeval:fallback -->")
+    assert "scripts/run.py train --data fixtures" in fallback["body"]
     (check,) = github.check_runs
     assert check["conclusion"] == "failure" and check["head_sha"] == github.head_sha
     assert "## aeval · gate: exit 1" in Path(os.environ["GITHUB_STEP_SUMMARY"]).read_text()

@@ -241,8 +241,11 @@ def test_the_fork_safe_pair_runs_then_posts_with_the_token_only_where_it_posts(
             "Cache pip", "Install aeval", "Download the run folder", "Post on the pull request"]
         holders = [name for name, env in post.envs.items() if TOKEN in env.values()]
         assert holders == ["Post on the pull request"]
-        (summary,) = fake.issue_comments
-        assert summary["body"].startswith("<!-- aeval:skill=segmentation ")
+        comments = {c["body"].split("\n", 1)[0]: c["body"] for c in fake.issue_comments}
+        assert [k for k in comments if k.startswith("<!-- aeval:skill=segmentation ")]
+        # S0's documented actions, fixed with no model on lines outside the PR's diff
+        assert "scripts/run.py train --data fixtures" in comments["<!-- aeval:fallback -->"]
+        assert len(comments) == 2
         (check,) = fake.check_runs
         assert (check["head_sha"], check["conclusion"]) == (head, "failure")
         assert "## aeval · gate: exit 1" in post.summary.read_text()

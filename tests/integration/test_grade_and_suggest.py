@@ -93,7 +93,12 @@ def test_all_pass_grader_cannot_hide_a_skill_edit(skill, tmp_path):
     assert g["grader"] == {"model": "openai/scripted", "protocol_fidelity": True, "attempts": 1}
     assert {e["id"]: e["graded_by"] for e in g["expectations"]}["A3"] == "grader"
     fx = load(out / "fix_suggestions.json")
-    (s,) = fx["suggestions"]
+    static = [s for s in fx["suggestions"] if s["source"] == "static"]
+    (s,) = [s for s in fx["suggestions"] if s["source"] != "static"]
+    # S0's documented actions (`segment_train` ...) are fixed with no model too, on their lines
+    assert [(x["grounded_in"], x["validated"]) for x in static] == [("train:S0", False)] * 3
+    assert [x["replacement"].split("run.py ")[1].split()[0] for x in static] == [
+        "train", "evaluate", "inference"]
     n, line = skill_md_line("| `segment_train` |")
     assert (s["level"], s["path"], s["start_line"], s["end_line"]) == ("LV1", "SKILL.md", n, n)
     assert s["original"] == line
@@ -153,8 +158,11 @@ def test_ungrounded_and_stale_suggestions_are_rejected(skill, tmp_path):
     assert [e["terminal_passed"] for e in g["expectations"]] == [True, True, False, False, True,
                                                                   True]
     fx = load(out / "fix_suggestions.json")
-    assert [s["grounded_in"] for s in fx["suggestions"]] == ["train:A3"]
-    assert fx["suggestions"][0]["validated"] is False
+    model = [s for s in fx["suggestions"] if s["source"] != "static"]
+    assert [s["grounded_in"] for s in model] == ["train:A3"]
+    assert model[0]["validated"] is False
+    assert {s["grounded_in"] for s in fx["suggestions"] if s["source"] == "static"} == {
+        "train:S0"}
     reasons = [r["reason"] for r in fx["rejected"]]
     assert len(reasons) == 4
     assert any("'train:A9' is neither a failed assertion" in r for r in reasons)

@@ -35,6 +35,7 @@ from aeval.tasks.deliver.bodies import (
     fallback_note_body,
     fenced,
     file_patch,
+    github_suggestion_body,
     skill_note_body,
     suggestion_body,
     write_code_quality_report,
@@ -253,6 +254,31 @@ def test_fallback_note_has_patch_that_applies_and_a_prompt(tmp_path):
     patch = re.search(r"^```diff\n(.*?)^```$", body, re.M | re.S).group(1)
     assert patch.startswith(f"--- a/{REPO_PATH}\n+++ b/{REPO_PATH}\n")
     _git_apply(tmp_path / "ctx", patch)
+
+
+def test_a_command_fix_is_shown_as_a_command_never_as_a_patch(tmp_path):
+    """A static fix whose fix is a file mode (``chmod +x``): the fallback note, the agent
+    prompt and a GitHub review comment give the command and where to run it; no patch and no
+    one-click suggestion stand for it, while a line fix beside it keeps its patch."""
+    line = LINES[WORKFLOW_LINE - 1]
+    chmod = FixSuggestion(level="LV1", grounded_in="train:S0", path="SKILL.md",
+                          start_line=WORKFLOW_LINE, end_line=WORKFLOW_LINE, original=line,
+                          replacement=line, rationale="scripts/run.py is not executable.",
+                          validated=False, source="static",
+                          command="chmod +x scripts/run.py")
+    bundle = load_run(make_run(tmp_path, "r1", [chmod, train_row_fix(source="static")]), ROOT)
+    by_cmd = {s.suggestion.command: s for s in bundle.suggestions()}
+    body = fallback_note_body(bundle.suggestions(), bundle.manifest, ROOT)
+    assert f"Run in the skill's folder `{SEG_FOLDER}`" in body
+    assert "```sh\nchmod +x scripts/run.py\n```" in body
+    assert f"In the folder `{SEG_FOLDER}`, run: `chmod +x scripts/run.py`" in body
+    (patch,) = re.findall(r"^```diff\n(.*?)^```$", body, re.M | re.S)
+    added = [ln for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("++")]
+    assert added == [f"+{train_row_fix().replacement}"]  # the line fix only
+    review = github_suggestion_body(by_cmd["chmod +x scripts/run.py"])
+    assert "```suggestion" not in review and "chmod +x scripts/run.py" in review
+    assert "```suggestion\n" + train_row_fix().replacement in github_suggestion_body(
+        by_cmd[None])
 
 
 def test_zero_context_patch_applies(tmp_path):
