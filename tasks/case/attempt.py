@@ -153,23 +153,24 @@ class Attempt:
 
     def _provision(self) -> dict[str, str]:
         """The provisioning phase (`aeval.adapters.sandbox.provision`): the packages the
-        skill's documented ``uv run`` scripts declare, fetched (or found in the cache) before
-        anything of the attempt runs; the wheelhouse shown read-only to the attempt. Returns
+        skill's documented scripts declare (PEP 723, ``requirements.txt``, ``pyproject.toml``),
+        fetched (or found in the cache) before anything of the attempt runs; the wheelhouse
+        and its installed ``site`` shown read-only to the attempt. Returns
         what the attempt's commands get in their environment ({} when nothing was
         declared; what could not be fetched is named in the record)."""
         plan = self.plan
         commands = [f.code for f in plan.skill.skill.fences() if f.shell]
         commands += [*plan.case.setup, *plan.case.steps]
-        record, wheels = provision(plan.skill.path, commands, plan.run.sandbox)
+        record, entry = provision(plan.skill.path, commands, plan.run.sandbox)
         self.record.provisioning = record
         if record is None:
             return {}
         progress("%s: %s", plan.label, record.line())
-        if wheels is not None:
+        if entry is not None:
             assert self.sandbox is not None
             self.sandbox.policy = self.sandbox.policy.model_copy(
-                update={"readonly": [*self.sandbox.policy.readonly, wheels]})
-        return attempt_env(wheels, plan.case.network)
+                update={"readonly": [*self.sandbox.policy.readonly, entry]})
+        return attempt_env(entry, plan.case.network, record.importable)
 
     def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws

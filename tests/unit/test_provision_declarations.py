@@ -83,3 +83,86 @@ def test_a_broken_header_declares_nothing():
 def test_a_package_uv_cannot_get_is_the_environments_need(tmp_path, output, name):
     d = missing(output, tmp_path, frozenset())
     assert d is not None and d.kind == "missing_tool" and d.reason == f"needs {name}", d
+
+
+REQUIREMENTS = dedent('''\
+    # what report.py imports
+    tabulate>=0.9            # the table
+    python-dateutil==2.9.0 \\
+        --hash=sha256:0123abcd
+    rich[jupyter]; python_version >= "3.9"
+    -r extra.txt
+    -e git+https://example.com/acme/internal.git#egg=internal
+    --index-url https://pypi.example.com/simple
+    acme-sdk @ https://example.com/acme_sdk-1.0-py3-none-any.whl
+    ./vendor/localpkg
+    ''')
+
+
+@pytest.fixture
+def report_skill(tmp_path: Path) -> Path:
+    """A CSV report skill: scripts/report.py with its requirements.txt beside it."""
+    (tmp_path / "scripts" / "lib").mkdir(parents=True)
+    (tmp_path / "scripts" / "report.py").write_text("import tabulate\n")
+    (tmp_path / "scripts" / "lib" / "fmt.py").write_text("import dateutil\n")
+    (tmp_path / "scripts" / "requirements.txt").write_text(REQUIREMENTS)
+    (tmp_path / "scripts" / "extra.txt").write_text("humanize\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", [
+    "python3 scripts/report.py data.csv",
+    'python "$SKILL_DIR/scripts/report.py" --out report.md',
+    "cd {baseDir} && uv run scripts/report.py data.csv",
+    "python scripts/lib/fmt.py",  # a script below: the nearest requirements.txt above it
+])
+def test_the_requirements_txt_beside_a_script_the_commands_run_is_declared(report_skill,
+                                                                           command):
+    declared, reqs = declarations(report_skill, [command])
+    assert declared == ["scripts/requirements.txt (requirements.txt)"]
+    # names the registry serves; hashes, options, URLs and local paths are left out
+    assert reqs == ["tabulate>=0.9", "python-dateutil==2.9.0",
+                    'rich[jupyter]; python_version >= "3.9"', "humanize"]
+
+
+def test_a_requirements_txt_at_the_skill_root_and_one_pip_installs_are_declared(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "report.py").write_text("import tabulate\n")
+    (tmp_path / "requirements.txt").write_text("tabulate\n")
+    (tmp_path / "requirements-dev.txt").write_text("pytest>=8\n")
+    assert declarations(tmp_path, ["python scripts/report.py x.csv"]) == (
+        ["requirements.txt (requirements.txt)"], ["tabulate"])
+    assert declarations(tmp_path, ["pip install -r $SKILL_DIR/requirements-dev.txt"]) == (
+        ["requirements-dev.txt (requirements.txt)"], ["pytest>=8"])
+
+
+def test_the_pyproject_dependencies_above_a_script_are_declared(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "report.py").write_text("import tabulate\n")
+    (tmp_path / "pyproject.toml").write_text(dedent('''\
+        [project]
+        name = "csv-report"
+        version = "0.1.0"
+        dependencies = ["tabulate>=0.9", "acme @ git+https://example.com/acme.git"]
+
+        [project.optional-dependencies]
+        dev = ["pytest"]
+        '''))
+    assert declarations(tmp_path, ["uv run scripts/report.py a.csv"]) == (
+        ["pyproject.toml (pyproject)"], ["tabulate>=0.9"])
+
+
+@pytest.mark.parametrize("command", [
+    "cat scripts/requirements.txt",  # named, not installed
+    "python -c 'import tabulate'",  # no script of the skill
+    "python scripts/missing.py",  # not a file of the skill
+    "pip install -r requirements.txt",  # the reader's own file
+])
+def test_nothing_is_declared_where_no_command_leads_to_a_declaration(report_skill, command):
+    assert declarations(report_skill, [command]) == ([], [])
+
+
+def test_a_broken_pyproject_declares_nothing(tmp_path):
+    (tmp_path / "x.py").write_text("print(1)\n")
+    (tmp_path / "pyproject.toml").write_text("[project\ndependencies = [\n")
+    assert declarations(tmp_path, ["python x.py"]) == ([], [])
