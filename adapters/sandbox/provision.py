@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -325,6 +325,39 @@ def _build_available(requirements: list[str], dest: Path, mode: SandboxMode
     return False, "; ".join(missing)
 
 
+def cached_build(record: Provisioning, build: Callable[[Path], tuple[bool, str | None]]
+                 ) -> Path | None:
+    """The cache entry named ``record.key``: built by ``build(folder)`` (built, why not all)
+    once per key under a file lock (threads and processes), renamed into place whole, never
+    changed after; ``record``'s outcome and reason set. None when it could not be built."""
+    key, root = record.key, cache_root()
+    entry = root / key
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (entry / "done.json").is_file():
+            record.outcome = "cached"
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                record.reason = json.loads((entry / "done.json").read_text()).get("missing")
+        elif key in _FAILED:
+            record.outcome, record.reason = "not provisioned", _FAILED[key]
+        else:
+            tmp = root / f".{key}.{uuid.uuid4().hex}"
+            try:
+                built, why = build(tmp)
+                if built:
+                    (tmp / "done.json").write_text(json.dumps(
+                        {"requirements": record.requirements, "missing": why}))
+                    os.rename(tmp, entry)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            record.reason = why
+            if not built:  # unreachable, or a resolver error: retried by the next run
+                _FAILED[key] = why or "unknown"
+                record.outcome = "not provisioned"
+    return None if record.outcome == "not provisioned" else entry
+
+
 def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
               ) -> tuple[Provisioning | None, Path | None]:
     """(the record, the cache entry: ``wheels/`` and ``site/``) for the skill at
@@ -336,35 +369,16 @@ def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
     key = provision_key(reqs, platform.python_version(), f"{sys.platform}-{platform.machine()}",
                         uv_version())
     record = Provisioning(declared=declared, requirements=reqs, outcome="built", key=key)
-    root = cache_root()
-    entry = root / key
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{key}.lock", "a") as lock:  # one build per key, threads and processes
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (entry / "done.json").is_file():
-            record.outcome = "cached"
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                record.reason = json.loads((entry / "done.json").read_text()).get("missing")
-        elif key in _FAILED:
-            record.outcome, record.reason = "not provisioned", _FAILED[key]
-        else:
-            tmp = root / f".{key}.{uuid.uuid4().hex}"
-            try:
-                built, why = _build_available(reqs, tmp, mode)
-                if built and (failed := _install_site(tmp, mode)) is not None:
-                    built, why = False, failed
-                if built:
-                    shutil.rmtree(tmp / "home", ignore_errors=True)
-                    (tmp / "done.json").write_text(json.dumps(
-                        {"requirements": reqs, "missing": why}))
-                    os.rename(tmp, entry)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-            record.reason = why
-            if not built:  # unreachable, or a resolver error: retried by the next run
-                _FAILED[key] = why or "unknown"
-                record.outcome = "not provisioned"
-    if record.outcome == "not provisioned":
+
+    def build(tmp: Path) -> tuple[bool, str | None]:
+        built, why = _build_available(reqs, tmp, mode)
+        if built and (failed := _install_site(tmp, mode)) is not None:
+            return False, failed
+        shutil.rmtree(tmp / "home", ignore_errors=True)
+        return built, why
+
+    entry = cached_build(record, build)
+    if entry is None:
         return record, None
     wheels = entry / "wheels"
     record.packages = sorted(p.name for p in wheels.iterdir()) if wheels.is_dir() else []

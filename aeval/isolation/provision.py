@@ -19,6 +19,7 @@ This module only reads: which declaration files the documented commands lead to
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -241,3 +242,97 @@ def provision_key(requirements: list[str], python: str, platform: str, uv: str) 
     """The cache key of a wheelhouse: what it holds depends on nothing else."""
     blob = "\n".join(["aeval-provision-2", python, platform, uv, *requirements])
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# ---- npm: a package.json beside the JS/TS scripts the commands run, and npx tools ---------
+
+_ANY_JS = re.compile(r"[\"']?([^\s\"';|&()<>=]+\.(?:js|mjs|cjs|ts|mts|cts|jsx|tsx))\b")
+_NPX = re.compile(r"(?:^|[;&|(`]|\$\()[^\S\n]*(?:\w+=\S*[^\S\n]+)*(?:npx|npm\s+exec)[^\S\n]+"
+                  r"([^\n;&|)`]*)", re.M)
+# a package spec the registry serves: ``semver``, ``@scope/name@^2``
+_NPM_SPEC = re.compile(r"^(?:@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*(?:@[\w.^~<>=*|-]+)?$")
+_NPM_NAME = re.compile(r"^(?:@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*$")
+_NPX_FLAGS = frozenset({"-y", "--yes", "-q", "--quiet", "--silent", "--no-install",
+                        "--prefer-offline", "--prefer-online", "--ignore-existing"})
+
+
+def npx_tools(text: str) -> list[str]:
+    """The package specs ``npx`` / ``npm exec`` commands of ``text`` fetch: the first word
+    after the options (``npx -y semver -i minor 1.4.2``: ``semver``), or each ``-p`` /
+    ``--package`` given. Placeholders and paths are not specs."""
+    specs: list[str] = []
+    for m in _NPX.finditer(text):
+        words = m.group(1).split()
+        given: list[str] = []
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w.startswith("--package="):
+                given.append(w.split("=", 1)[1])
+            elif w in ("-p", "--package") and i + 1 < len(words):
+                given.append(words[i + 1])
+                i += 1
+            elif w == "--" or not w.startswith("-"):
+                if not given and w != "--":
+                    given.append(w)
+                elif not given and i + 1 < len(words):
+                    given.append(words[i + 1])
+                break
+            elif w not in _NPX_FLAGS and "=" not in w:
+                break  # an option npx has no meaning for: read no further
+            i += 1
+        specs += [g.strip("\"'") for g in given if _NPM_SPEC.match(g.strip("\"'"))]
+    return list(dict.fromkeys(specs))
+
+
+def package_dependencies(text: str) -> dict[str, str] | None:
+    """``dependencies`` and ``devDependencies`` of a ``package.json`` that the registry serves
+    (a reader's ``npm install`` installs both); ``file:``, ``link:``, git and URL ones are
+    the reader's. None: no such object, or a broken file."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    out: dict[str, str] = {}
+    for field in ("dependencies", "devDependencies"):
+        deps = data.get(field)
+        if not isinstance(deps, dict):
+            continue
+        for name, spec in deps.items():
+            if (isinstance(name, str) and isinstance(spec, str) and _NPM_NAME.match(name)
+                    and not re.match(r"^(?:file|link|git|git\+\w+|https?|workspace|github):|"
+                                     r"^[\w.-]+/[\w.-]+(?:#.*)?$|^[./~]", spec.strip())):
+                out.setdefault(name, spec.strip() or "*")
+    return out or None
+
+
+def npm_declarations(skill_dir: Path, commands: list[str]
+                     ) -> tuple[list[str], dict[str, str], list[str], list[str]]:
+    """(declarations, dependencies, npx tools, package.json folders) that ``commands`` lead
+    to: the nearest ``package.json`` beside (or above, up to the skill root) each JS/TS
+    script of the skill they name (kind ``package.json``), and the packages their ``npx``
+    fetches (kind ``npx``). The folders (skill-relative) are where a reader's
+    ``npm install`` puts ``node_modules``."""
+    skill_dir = Path(skill_dir)
+    text = "\n".join(commands)
+    declared: list[str] = []
+    deps: dict[str, str] = {}
+    folders: list[str] = []
+    scripts = [p for m in _ANY_JS.finditer(text)
+               if (p := _within(skill_dir, m.group(1))) is not None]
+    for path in dict.fromkeys(scripts):
+        found = _nearest(path, skill_dir, "package.json")
+        label = f"{found.relative_to(skill_dir).as_posix()} (package.json)" if found else ""
+        if found is None or label in declared:
+            continue
+        listed = package_dependencies(_read(found))
+        if listed:
+            declared.append(label)
+            folders.append(found.parent.relative_to(skill_dir).as_posix())
+            for name, spec in listed.items():
+                deps.setdefault(name, spec)
+    tools = npx_tools(text)
+    declared += [f"npx {t} (npx)" for t in tools]
+    return declared, deps, tools, folders

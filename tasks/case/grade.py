@@ -254,10 +254,11 @@ def _with_provisioning(status: str, reason: str, seen: Observation) -> str:
     """An untested case's reason, with what the provisioning phase could not fetch for it
     (``not provisioned: needs X (not on the package registry)``): the attempt lacked it."""
     last = seen.attempts[-1] if seen.attempts else None
-    lacking = last.provisioning.lacking() if last is not None and last.provisioning else None
-    if status != "untested" or lacking is None or lacking in reason:
+    records = [last.provisioning, last.npm_provisioning] if last is not None else []
+    lacking = [w for r in records if r is not None and (w := r.lacking()) and w not in reason]
+    if status != "untested" or not lacking:
         return reason
-    return f"{reason} ({lacking})"
+    return f"{reason} ({'; '.join(lacking)})"
 
 
 def _not_executed(plan: CasePlan, assertions: AssertionsFile, reason: str,

@@ -3,12 +3,13 @@ uv's word that it lacks one reads: the reader's environment (``needs X``), never
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
-from aeval.isolation.provision import declarations, script_requirements
+from aeval.isolation.provision import declarations, npm_declarations, script_requirements
 from aeval.verdicts.missing import missing
 
 HEADER = dedent('''\
@@ -166,3 +167,56 @@ def test_a_broken_pyproject_declares_nothing(tmp_path):
     (tmp_path / "x.py").write_text("print(1)\n")
     (tmp_path / "pyproject.toml").write_text("[project\ndependencies = [\n")
     assert declarations(tmp_path, ["python x.py"]) == ([], [])
+
+
+@pytest.mark.parametrize("output, name", [
+    ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'markdown-table' imported from "
+     "/ws/.agents/skills/changelog-table/scripts/table.mjs\n    at packageResolve",
+     "markdown-table"),
+    ("Error: Cannot find module 'yaml'\nRequire stack:\n- /ws/scripts/build.js", "yaml"),
+    ("npm error code ENOTCACHED\nnpm error request to https://registry.npmjs.org/"
+     "@mermaid-js%2fmermaid-cli failed: cache mode is 'only-if-cached' but no cached response "
+     "is available.", "@mermaid-js/mermaid-cli"),
+])
+def test_a_node_package_the_attempt_lacks_is_the_environments_need(tmp_path, output, name):
+    d = missing(output, tmp_path, frozenset())
+    assert d is not None and d.kind == "missing_tool" and d.reason == f"needs {name}", d
+
+
+PACKAGE_JSON = json.dumps({
+    "name": "changelog-table", "type": "module",
+    "dependencies": {"markdown-table": "^3.0.3", "local-lib": "file:../lib",
+                     "forked": "github:acme/forked", "pinned": "acme/pinned#v1"},
+    "devDependencies": {"tsx": "^4.19.0"}})
+
+
+@pytest.mark.parametrize("command", [
+    "node scripts/table.mjs data.csv",
+    'npx tsx "$SKILL_DIR/scripts/table.ts"',
+    "cd {baseDir} && bun scripts/lib/util.js",
+])
+def test_the_package_json_above_a_script_the_commands_run_is_declared(tmp_path, command):
+    (tmp_path / "scripts" / "lib").mkdir(parents=True)
+    for f in ("table.mjs", "table.ts", "lib/util.js"):
+        (tmp_path / "scripts" / f).write_text("console.log(1)\n")
+    (tmp_path / "package.json").write_text(PACKAGE_JSON)
+    declared, deps, tools, folders = npm_declarations(tmp_path, [command])
+    assert declared[0] == "package.json (package.json)" and folders == ["."]
+    # registry specs only: file:, GitHub shorthands and the like are the reader's
+    assert deps == {"markdown-table": "^3.0.3", "tsx": "^4.19.0"}
+    assert tools == (["tsx"] if command.startswith("npx") else [])
+
+
+@pytest.mark.parametrize("command, tools", [
+    ("npx -y semver -i minor 1.4.2", ["semver"]),
+    ("npx --yes @mermaid-js/mermaid-cli@11 -i diagram.mmd -o out.svg",
+     ["@mermaid-js/mermaid-cli@11"]),
+    ("cd app && npx -p typescript tsc --noEmit", ["typescript"]),
+    ("npx --package=@biomejs/biome biome check .", ["@biomejs/biome"]),
+    ("npm exec -- prettier --check .", ["prettier"]),
+    ("npx <tool> --help", []),  # a placeholder
+    ("echo 'npx is how you run it'", []),  # prose in an echo
+])
+def test_the_packages_npx_fetches_are_declared(tmp_path, command, tools):
+    declared, _, found, _ = npm_declarations(tmp_path, [command])
+    assert found == tools and declared == [f"npx {t} (npx)" for t in tools]
