@@ -120,13 +120,16 @@ def test_uv_run_in_a_skill_with_a_pyproject_uses_its_dependencies_and_edits_noth
 
 def test_a_contract_that_pip_installs_the_root_requirements_runs_offline(tmp_path):
     """The contract's own `setup: pip install -r $SKILL_DIR/requirements.txt` (a skill-root
-    file) installs from the wheelhouse, offline; the steps run the script with python."""
+    file) installs from the wheelhouse, offline; the steps run the script with python, and
+    so does a `command` check, in its fresh sandbox."""
     step = "python $SKILL_DIR/scripts/report.py $SKILL_DIR/examples/releases.csv"
     contract = {"evals": [{
         "id": "table", "prompt": "Print the release table.",
         "expected_outcome": "The table lists 1.0.0 and 1.1.0 with their weekdays.",
         "setup": ["pip install -r $SKILL_DIR/requirements.txt"], "steps": [step],
-        "assertions": [{"type": "transcript_contains", "text": "Tue 17 Mar 2026"}]}]}
+        "assertions": [{"type": "transcript_contains", "text": "Tue 17 Mar 2026"},
+                       # a check that runs the script imports what the steps did
+                       {"type": "command", "run": step, "stdout": "Mon 05 Jan 2026"}]}]}
     make_skill(tmp_path / "mp", "python scripts/report.py examples/releases.csv",
                "tabulate==0.9.0\npython-dateutil\n", requirements_at=".", contract=contract)
     code, cases, rd = run(tmp_path)
