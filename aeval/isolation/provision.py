@@ -37,7 +37,8 @@ _WITH = re.compile(r"--with[ =]([^\s\"']+)")
 # any ``.py`` word of a command (``python3 "$SKILL_DIR/scripts/x.py"``, ``uv run``, a direct run)
 _ANY_PY = re.compile(r"[\"']?([^\s\"';|&()<>=]+\.py)\b")
 # ``pip install -r path``, ``--requirement=path``: a requirements file the commands name
-_REQ_FLAG = re.compile(r"(?:^|\s)(?:-r|--requirement)(?:[ =]|(?=[^\s-]))[\"']?([^\s\"';|&()]+)")
+_REQ_FLAG = re.compile(r"\b(?:pip3?|uv\s+pip|python3?\s+-m\s+pip)\s+install\b[^\n;&|]*?\s"
+                       r"(?:-r|--requirement)(?:[ =]|(?=[^\s-]))[\"']?([^\s\"';|&()]+)")
 # a requirement on the registry: a name, extras, versions, markers (not a URL or a path)
 _NAMED = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*(?:\[[^\]]*\])?\s*"
                     r"(?:[<>=!~;(].*)?$")

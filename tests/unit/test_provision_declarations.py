@@ -133,8 +133,11 @@ def test_a_requirements_txt_at_the_skill_root_and_one_pip_installs_are_declared(
     (tmp_path / "requirements-dev.txt").write_text("pytest>=8\n")
     assert declarations(tmp_path, ["python scripts/report.py x.csv"]) == (
         ["requirements.txt (requirements.txt)"], ["tabulate"])
-    assert declarations(tmp_path, ["pip install -r $SKILL_DIR/requirements-dev.txt"]) == (
-        ["requirements-dev.txt (requirements.txt)"], ["pytest>=8"])
+    for command in ("pip install -r $SKILL_DIR/requirements-dev.txt",
+                    "python3 -m pip install --quiet --requirement={baseDir}/requirements-dev.txt",
+                    "uv pip install -r requirements-dev.txt"):
+        assert declarations(tmp_path, [command]) == (
+            ["requirements-dev.txt (requirements.txt)"], ["pytest>=8"]), command
 
 
 def test_the_pyproject_dependencies_above_a_script_are_declared(tmp_path):
@@ -158,6 +161,7 @@ def test_the_pyproject_dependencies_above_a_script_are_declared(tmp_path):
     "python -c 'import tabulate'",  # no script of the skill
     "python scripts/missing.py",  # not a file of the skill
     "pip install -r requirements.txt",  # the reader's own file
+    "sort -r scripts/extra.txt",  # -r of another program
 ])
 def test_nothing_is_declared_where_no_command_leads_to_a_declaration(report_skill, command):
     assert declarations(report_skill, [command]) == ([], [])
