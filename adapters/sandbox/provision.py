@@ -11,13 +11,17 @@ package registries, once per content, before the offline attempts that need it.
   the CLI runtimes reach the key proxy), so the host's loopback, its addresses and aeval's
   services stay out of reach: a ``CONNECT 127.0.0.1:4200`` is refused like any other host.
 - **What it does**: ``pip wheel`` of the declared requirements into a wheelhouse (wheels of
-  every package the resolution needs, sdists built there).
+  every package the resolution needs, sdists built there), then ``pip install --target`` of
+  those wheels, offline, into the entry's ``site`` folder: what plain ``python`` imports
+  when a ``requirements.txt`` or ``pyproject.toml`` declared them (`attempt_env`).
 - **Cached by content**: the key is the requirements, the Python version, the platform and
   uv's version (`aeval.isolation.provision.provision_key`); a wheelhouse is built once under a
   file lock (the cases of one skill that start together wait for the first one's build, across
   processes too) in ``$AEVAL_CACHE_DIR/provision`` (default ``~/.cache/aeval``), and never
   changed after: attempts see it read-only. ``uv run`` inside an attempt installs from it
-  offline (`attempt_env`: ``UV_FIND_LINKS`` and ``UV_OFFLINE``).
+  offline (`attempt_env`: ``UV_FIND_LINKS`` and ``UV_OFFLINE``), so does ``pip install``
+  (``PIP_FIND_LINKS``, ``PIP_NO_INDEX``), and ``python`` imports the ``site`` folder
+  (``PYTHONPATH``) when a ``requirements.txt`` or ``pyproject.toml`` declared the packages.
 - **What it cannot fetch** is named (``needs X (not on the package registry)``, the
   resolver's own line, the registry unreachable) and the attempt runs without it, so the
   case ends ``untested: needs X`` by the usual diagnosis, never ``fail``. A failure is
@@ -40,7 +44,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -202,7 +206,8 @@ _UNREACHABLE = re.compile(r"ProxyError|Max retries exceeded|Tunnel connection fa
 def _reason(output: str, proxy: RegistryProxy | None, failures_before: int) -> str:
     m = _NOT_FOUND.search(output)
     if m:
-        return f"needs {m.group(1)} {NOT_ON_REGISTRY}"
+        project = re.split(r"[<>=!~\[;(@,]", m.group(1), maxsplit=1)[0]  # ``x>=1.0``: x
+        return f"needs {project} {NOT_ON_REGISTRY}"
     if (proxy is not None and proxy.failures > failures_before) or _UNREACHABLE.search(output):
         return "the package registry was unreachable"
     errors = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("ERROR")]
@@ -274,6 +279,24 @@ def _build(requirements: list[str], dest: Path, mode: SandboxMode) -> str | None
     return None
 
 
+def _install_site(dest: Path, mode: SandboxMode) -> str | None:
+    """The wheels of ``dest/wheels`` installed, offline and without resolving again, into
+    ``dest/site`` (what ``PYTHONPATH`` names in the attempt); None when it worked."""
+    wheels = sorted(str(w) for w in (dest / "wheels").glob("*.whl"))
+    (dest / "site").mkdir(parents=True, exist_ok=True)
+    if not wheels:
+        return None
+    env = provisioning_env(dest / "home")
+    pip = [str(toolchain() / "bin" / "python"), "-m", "pip", "install", "--quiet",
+           "--no-index", "--no-deps", "--target", str(dest / "site"), *wheels]
+    with provisioning_sandbox(pip, dest, env, mode) as (argv, _, guard):
+        r = run_argv(argv, dest, env, PROVISION_TIMEOUT_S, 64_000, label="provisioning",
+                     guard=guard)
+    if r.exit_code != 0 or r.timed_out or r.exceeded:
+        return f"installing the wheels failed: {_reason(r.combined(), None, 0)}"
+    return None
+
+
 def _name(requirement: str) -> str:
     """A requirement's project name, normalized (PEP 503)."""
     project = re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0]
@@ -302,21 +325,15 @@ def _build_available(requirements: list[str], dest: Path, mode: SandboxMode
     return False, "; ".join(missing)
 
 
-def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
-              ) -> tuple[Provisioning | None, Path | None]:
-    """(the record, the wheelhouse) for the skill at ``skill_dir`` whose documented commands
-    are ``commands``; (None, None) when they declare nothing to fetch; (record, None) when
-    nothing could be fetched (the record says why)."""
-    declared, reqs = declarations(skill_dir, commands)
-    if not reqs:
-        return None, None
-    key = provision_key(reqs, platform.python_version(), f"{sys.platform}-{platform.machine()}",
-                        uv_version())
-    record = Provisioning(declared=declared, requirements=reqs, outcome="built", key=key)
-    root = cache_root()
+def cached_build(record: Provisioning, build: Callable[[Path], tuple[bool, str | None]]
+                 ) -> Path | None:
+    """The cache entry named ``record.key``: built by ``build(folder)`` (built, why not all)
+    once per key under a file lock (threads and processes), renamed into place whole, never
+    changed after; ``record``'s outcome and reason set. None when it could not be built."""
+    key, root = record.key, cache_root()
     entry = root / key
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{key}.lock", "a") as lock:  # one build per key, threads and processes
+    with open(root / f"{key}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (entry / "done.json").is_file():
             record.outcome = "cached"
@@ -327,11 +344,10 @@ def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
         else:
             tmp = root / f".{key}.{uuid.uuid4().hex}"
             try:
-                built, why = _build_available(reqs, tmp, mode)
+                built, why = build(tmp)
                 if built:
-                    shutil.rmtree(tmp / "home", ignore_errors=True)
                     (tmp / "done.json").write_text(json.dumps(
-                        {"requirements": reqs, "missing": why}))
+                        {"requirements": record.requirements, "missing": why}))
                     os.rename(tmp, entry)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -339,19 +355,53 @@ def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
             if not built:  # unreachable, or a resolver error: retried by the next run
                 _FAILED[key] = why or "unknown"
                 record.outcome = "not provisioned"
-    if record.outcome == "not provisioned":
+    return None if record.outcome == "not provisioned" else entry
+
+
+def provision(skill_dir: Path, commands: list[str], mode: SandboxMode
+              ) -> tuple[Provisioning | None, Path | None]:
+    """(the record, the cache entry: ``wheels/`` and ``site/``) for the skill at
+    ``skill_dir`` whose documented commands are ``commands``; (None, None) when they declare
+    nothing to fetch; (record, None) when nothing could be fetched (the record says why)."""
+    declared, reqs = declarations(skill_dir, commands)
+    if not reqs:
+        return None, None
+    key = provision_key(reqs, platform.python_version(), f"{sys.platform}-{platform.machine()}",
+                        uv_version())
+    record = Provisioning(declared=declared, requirements=reqs, outcome="built", key=key)
+
+    def build(tmp: Path) -> tuple[bool, str | None]:
+        built, why = _build_available(reqs, tmp, mode)
+        if built and (failed := _install_site(tmp, mode)) is not None:
+            return False, failed
+        shutil.rmtree(tmp / "home", ignore_errors=True)
+        return built, why
+
+    entry = cached_build(record, build)
+    if entry is None:
         return record, None
     wheels = entry / "wheels"
     record.packages = sorted(p.name for p in wheels.iterdir()) if wheels.is_dir() else []
-    return record, wheels
+    return record, entry
 
 
-def attempt_env(wheels: Path | None, network: bool) -> dict[str, str]:
-    """What an attempt's commands get so that ``uv run`` installs from the wheelhouse, and,
-    when the case is offline, from it alone (``UV_OFFLINE``: also when nothing could be
-    fetched, so uv says at once which package it lacks instead of retrying a network it
-    does not have)."""
-    env = {"UV_FIND_LINKS": str(wheels)} if wheels is not None else {}
+def attempt_env(entry: Path | None, network: bool, importable: bool = False
+                ) -> dict[str, str]:
+    """What an attempt's commands get so that ``uv run`` and ``pip install`` install from
+    the wheelhouse of ``entry``, and, when the case is offline, from it alone (``UV_OFFLINE``,
+    ``PIP_NO_INDEX``: also when nothing could be fetched, so uv says at once which package it
+    lacks instead of retrying a network it does not have). ``importable`` (a
+    ``requirements.txt`` or ``pyproject.toml`` declared the packages): plain ``python``
+    imports them from the entry's ``site`` folder (``PYTHONPATH``), and ``uv run`` takes them
+    from there too instead of syncing the skill's project into a ``.venv`` and a ``uv.lock``
+    inside the skill copy (``UV_NO_PROJECT``)."""
+    env: dict[str, str] = {}
+    if entry is not None:
+        env |= {"UV_FIND_LINKS": str(entry / "wheels"), "PIP_FIND_LINKS": str(entry / "wheels")}
+        if importable and (entry / "site").is_dir():
+            env["PYTHONPATH"] = str(entry / "site")
+    if importable:
+        env["UV_NO_PROJECT"] = "1"
     if not network:
-        env["UV_OFFLINE"] = "1"
+        env |= {"UV_OFFLINE": "1", "PIP_NO_INDEX": "1"}
     return env

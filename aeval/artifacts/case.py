@@ -100,6 +100,10 @@ class AttemptRecord(BaseModel):
     provisioning: Provisioning | None = Field(
         None, description="What the provisioning phase fetched from the package registries "
                           "for the skill's declared needs (None: it declared nothing).")
+    npm_provisioning: Provisioning | None = Field(
+        None, description="What the provisioning phase installed from the npm registry: the "
+                          "``package.json`` dependencies of the skill's JS/TS scripts and its "
+                          "``npx`` tools (None: it declared none).")
     cut: list[str] = Field(
         default_factory=list,
         description="What a bound of aeval's own work cut in this attempt, one line each: "

@@ -46,7 +46,10 @@ _CMD_NOT_FOUND = re.compile(
     r"^(?:\S*(?:bash|sh|zsh|dash)(?::| -c:)? (?:line )?\d*:? ?)?([\w.+-]+): "
     r"(?:command )?not found\s*$", re.M)
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
-_NODE_NO_MODULE = re.compile(r"Error: Cannot find (?:module|package) '([^'./][^']*)'")
+# CommonJS ``Error: Cannot find module 'x'``, ESM ``Error [ERR_MODULE_NOT_FOUND]: Cannot find
+# package 'x' imported from ...``
+_NODE_NO_MODULE = re.compile(r"Error(?: \[ERR_MODULE_NOT_FOUND\])?: Cannot find "
+                             r"(?:module|package) '([^'./][^']*)'")
 # a program a script starts that is not installed: node, ruby, go
 _NO_PROGRAM = re.compile(r"\bspawn(?:Sync)? ([\w.+-]+) ENOENT\b|"
                          r"Errno::ENOENT: No such file or directory - ([\w.+-]+)\b|"
@@ -55,6 +58,9 @@ _NO_PROGRAM = re.compile(r"\bspawn(?:Sync)? ([\w.+-]+) ENOENT\b|"
 # it) or not on the registry it asked: the reader's environment, never the skill's code
 _UV_UNAVAILABLE = re.compile(r"Because ([A-Za-z0-9][\w.-]*)(?:\[[^\]]*\])? was not found in the "
                              r"(?:cache|package registry)")
+# npm offline (``npx <tool>`` the provisioning phase did not fetch): the reader's registry
+_NPM_NOT_CACHED = re.compile(r"request to https?://\S+?/((?:@[\w.-]+(?:/|%2[fF]))?[\w.-]+) "
+                             r"failed: cache mode is 'only-if-cached'")
 _FRAME = re.compile(r'^[^\S\n]*File "([^"]+)", line (\d+)', re.M)
 
 _MAX_OWN_ENTRIES = 10_000  # a skill folder's entries read for its module names
@@ -94,6 +100,9 @@ def missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
             name = next(g for g in pm.groups() if g)
     if name is None and (um := _UV_UNAVAILABLE.search(output)):
         return Diagnosis("missing_tool", f"needs {um.group(1)}", um.group(1))
+    if name is None and (nm := _NPM_NOT_CACHED.search(output)):
+        pkg = re.sub("%2[fF]", "/", nm.group(1))
+        return Diagnosis("missing_tool", f"needs {pkg}", pkg)
     if name is None or (skill_dir / name).exists() or (skill_dir / f"{name}.py").exists():
         return None
     if m is not None and m.re is _NO_MODULE:

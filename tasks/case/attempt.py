@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aeval.adapters import get_runtime
+from aeval.adapters.sandbox import provision_npm
 from aeval.adapters.sandbox.provision import attempt_env, provision
 from aeval.adapters.sandbox.watch import CHANGES, SkillWatch, Touch
 from aeval.artifacts import AttemptRecord
@@ -100,6 +101,7 @@ class Attempt:
         self.changes: list[FileChange] = []
         self.runs_steps_verbatim = False  # the runtime's flag, once it is known
         self.extra_env: dict[str, str] = {}  # what the provisioning phase adds
+        self.npm_entry: tuple[Path, list[str], bool] | None = None  # (entry, folders, npx)
 
     # ---- the lifecycle -------------------------------------------------------------------
 
@@ -117,7 +119,7 @@ class Attempt:
             self.extra_env = self._provision()
             self.ws = install(self.plan, self.root, runtime.skills_subdir, runtime.config_dirs,
                               credentials, self.dir / "install.log", self.sandbox,
-                              self.extra_env)
+                              self.extra_env, self._npm_placed)
             add_skills(self.ws, self.plan.skill.distractors)
             # the copy pinned from now on: inside the sandbox it cannot be moved aside
             self.sandbox.policy = self.sandbox.policy.model_copy(
@@ -153,23 +155,45 @@ class Attempt:
 
     def _provision(self) -> dict[str, str]:
         """The provisioning phase (`aeval.adapters.sandbox.provision`): the packages the
-        skill's documented ``uv run`` scripts declare, fetched (or found in the cache) before
-        anything of the attempt runs; the wheelhouse shown read-only to the attempt. Returns
+        skill's documented scripts declare (PEP 723, ``requirements.txt``, ``pyproject.toml``),
+        fetched (or found in the cache) before anything of the attempt runs; the wheelhouse
+        and its installed ``site`` shown read-only to the attempt. Returns
         what the attempt's commands get in their environment ({} when nothing was
         declared; what could not be fetched is named in the record)."""
         plan = self.plan
         commands = [f.code for f in plan.skill.skill.fences() if f.shell]
         commands += [*plan.case.setup, *plan.case.steps]
-        record, wheels = provision(plan.skill.path, commands, plan.run.sandbox)
+        env: dict[str, str] = {}
+        record, entry = provision(plan.skill.path, commands, plan.run.sandbox)
         self.record.provisioning = record
-        if record is None:
-            return {}
-        progress("%s: %s", plan.label, record.line())
-        if wheels is not None:
+        if record is not None:
+            progress("%s: %s", plan.label, record.line())
+            self._show(entry)
+            env |= attempt_env(entry, plan.case.network, record.importable)
+        npm, npm_entry, folders, npx = provision_npm.provision_npm(plan.skill.path, commands,
+                                                                   plan.run.sandbox)
+        self.record.npm_provisioning = npm
+        if npm is not None:
+            progress("%s: npm: %s", plan.label, npm.line())
+            self._show(npm_entry)
+            env |= provision_npm.attempt_env(plan.case.network)
+            if npm_entry is not None:
+                self.npm_entry = (npm_entry, folders, npx)
+        return env
+
+    def _show(self, entry: Path | None) -> None:
+        """A provisioned cache entry, shown read-only to the attempt."""
+        if entry is not None:
             assert self.sandbox is not None
             self.sandbox.policy = self.sandbox.policy.model_copy(
-                update={"readonly": [*self.sandbox.policy.readonly, wheels]})
-        return attempt_env(wheels, plan.case.network)
+                update={"readonly": [*self.sandbox.policy.readonly, entry]})
+
+    def _npm_placed(self, ws: Workspace) -> None:
+        """npm's provisioned packages put in place in the fresh workspace, before any of
+        its commands (`aeval.adapters.sandbox.provision_npm.link_into`)."""
+        if self.npm_entry is not None:
+            entry, folders, npx = self.npm_entry
+            provision_npm.link_into(entry, ws.skill_dir, ws.home, folders, npx)
 
     def _run(self, runtime, credentials: dict[str, str]) -> ExecutionResult:
         plan, ws = self.plan, self.ws

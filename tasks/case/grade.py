@@ -232,11 +232,12 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
               doc_test=seen.doc_test.summary() if seen.doc_test is not None else None,
               skill_installed=plan.run.install_skill, findings=plan.skill.static_findings,
               exercised=seen.exercised, exceeded=seen.exceeded)
+    status, reason = j.status, _with_provisioning(j.status, j.reason, seen)
     graded = seen.grader
     wall = seen.executor_wall_s
     return Grading(
-        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=j.status,
-        status_reason=j.reason, expectations=j.expectations,
+        skill=plan.skill.name, case_id=plan.case.id, runtime=plan.runtime, status=status,
+        status_reason=reason, expectations=j.expectations,
         summary=summarize(j.expectations), claims=graded.claims,
         eval_feedback=graded.feedback, injection_attempts=graded.injections,
         self_correction=SelfCorrection(
@@ -247,6 +248,17 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
         timing=Timing(executor_wall_s=round(wall, 3), grader_wall_s=graded.wall_s,
                       total_s=round(wall + seen.observe_s, 3)),
         grader=graded.info, probe=seen.probe)
+
+
+def _with_provisioning(status: str, reason: str, seen: Observation) -> str:
+    """An untested case's reason, with what the provisioning phase could not fetch for it
+    (``not provisioned: needs X (not on the package registry)``): the attempt lacked it."""
+    last = seen.attempts[-1] if seen.attempts else None
+    records = [last.provisioning, last.npm_provisioning] if last is not None else []
+    lacking = [w for r in records if r is not None and (w := r.lacking()) and w not in reason]
+    if status != "untested" or not lacking:
+        return reason
+    return f"{reason} ({'; '.join(lacking)})"
 
 
 def _not_executed(plan: CasePlan, assertions: AssertionsFile, reason: str,

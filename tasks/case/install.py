@@ -4,6 +4,7 @@ files, the manifest; then `setup` and `preflight` commands."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from aeval.errors import EnvironmentFailure, MissingCredential, PreflightFailed
@@ -50,14 +51,19 @@ def tool_env(plan: CasePlan, ws: Workspace, credentials: dict[str, str],
 def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
             config_dirs: tuple[str, ...], credentials: dict[str, str],
             log_path: Path, sandbox: Sandbox | None = None,
-            extra_env: dict[str, str] | None = None) -> Workspace:
-    """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed."""
+            extra_env: dict[str, str] | None = None,
+            prepared: Callable[[Workspace], None] | None = None) -> Workspace:
+    """Prepare the workspace, run setup, then preflight. Raises SetupFailed / PreflightFailed.
+    ``prepared``: called on the fresh workspace before any command (what was provisioned,
+    put in place)."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
                            plan.case.files, config_dirs, plan.run.install_skill,
                            plan.skill.skill.left_out)
     # the Python user site, made while nothing of the attempt has run: its startup hooks
     # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)
+    if prepared is not None:
+        prepared(ws)
     env = tool_env(plan, ws, credentials, extra_env)
     redactor = case_redactor(plan)
     log: list[str] = []

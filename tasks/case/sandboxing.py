@@ -13,6 +13,8 @@ import weakref
 from pathlib import Path
 
 from aeval.adapters.sandbox.bwrap import make_sandbox, sandbox_status
+from aeval.adapters.sandbox.provision import attempt_env, cache_root
+from aeval.adapters.sandbox.provision_npm import attempt_env as npm_attempt_env
 from aeval.isolation.sandbox import Sandbox, SandboxPolicy, SandboxStatus
 from aeval.isolation.shell import base_env
 from aeval.run.plan import CasePlan, ExecutionRecord
@@ -65,11 +67,37 @@ def check_sandbox(plan: CasePlan, execution: ExecutionRecord,
     system's; no folder the attempt wrote), and the rest of the attempt (its HOME) is not
     shown. The empty HOME goes when the sandbox does."""
     home = Path(tempfile.mkdtemp(prefix="aeval-check-home-"))
+    entries, provided = provisioned(plan, execution)
     policy = sandbox_policy(plan, execution.workspace, writable=[home])
+    policy = policy.model_copy(update={"readonly": [*policy.readonly, *entries]})
     sandbox = make_sandbox(plan.run.sandbox, policy)
     weakref.finalize(sandbox, shutil.rmtree, home, True)
-    env = base_env(home, {"SKILL_DIR": str(execution.skill_copy), **credentials})
+    env = base_env(home, {**provided, "SKILL_DIR": str(execution.skill_copy), **credentials})
     return sandbox, env
+
+
+def provisioned(plan: CasePlan, execution: ExecutionRecord
+                ) -> tuple[list[Path], dict[str, str]]:
+    """(cache entries, environment) of what the provisioning phase gave the graded attempt,
+    for its ``command`` checks: a check that runs the skill's script imports what the script
+    did (``PYTHONPATH``, the skill copy's ``node_modules`` link), from aeval's read-only
+    cache entries, never from the attempt's HOME."""
+    last = execution.attempts[-1] if execution.attempts else None
+    entries: list[Path] = []
+    env: dict[str, str] = {}
+    if last is None:
+        return entries, env
+    for record in (last.provisioning, last.npm_provisioning):
+        entry = cache_root() / record.key if record is not None else None
+        if entry is not None and record.outcome != "not provisioned" and entry.is_dir():
+            entries.append(entry)
+    if last.provisioning is not None:
+        entry = cache_root() / last.provisioning.key
+        env |= attempt_env(entry if entry in entries else None, plan.case.network,
+                           last.provisioning.importable)
+    if last.npm_provisioning is not None:
+        env |= npm_attempt_env(plan.case.network)
+    return entries, env
 
 
 def run_sandbox_status(mode: str) -> SandboxStatus:
