@@ -31,6 +31,7 @@ from aeval.artifacts.case import (
     AssertionsFile,
     AssertionSpec,
     AttemptRecord,
+    Efficiency,
     EvalMetadata,
 )
 from aeval.artifacts.compare import (
@@ -134,6 +135,7 @@ __all__ = [
     "Claim",
     "CompareReport",
     "CompareRow",
+    "Efficiency",
     "EvalFeedback",
     "EvalMetadata",
     "ExecutionMetrics",

@@ -22,6 +22,7 @@ from aeval.artifacts import (
 )
 from aeval.isolation.text import escape_controls
 from aeval.run.read import RunRecord
+from aeval.verdicts.efficiency import EFFICIENCY_COLUMNS, efficiency_cells
 from aeval.verdicts.status import rate_cells
 
 
@@ -60,6 +61,11 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
     details = []
     fixes = []
     coverage = []
+    efficiency = [{"skill": s.name, "runtime": c.runtime,
+                   "case": c.case_id + (f" #{c.epoch}" if c.epoch is not None else ""),
+                   "cells": efficiency_cells(c.efficiency, c.stray_files)}
+                  for s in manifest.skills if s.status != "invalid" for c in s.cases
+                  if c.efficiency is not None or c.stray_files is not None]
     for s in manifest.skills:
         if s.status != "invalid":
             for case, g in run.gradings(s):
@@ -76,7 +82,8 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
             if bench is not None and bench.coverage is not None:
                 coverage.append({"skill": s.name, "runtime": rt, "cov": bench.coverage})
     return environment().get_template("report.html").render(
-        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift())
+        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift(),
+        efficiency=efficiency, efficiency_columns=EFFICIENCY_COLUMNS)
 
 
 def render_triggers_report(report: TriggersReport) -> str:

@@ -33,6 +33,7 @@ from aeval.verdicts.coverage import (
     skill_coverage,
     skill_files,
 )
+from aeval.verdicts.efficiency import EFFICIENCY_COLUMNS, efficiency_cells
 from aeval.verdicts.status import rate_cells, skill_status
 
 if TYPE_CHECKING:
@@ -175,7 +176,20 @@ SUMMARY_TEMPLATE = """\
 {reasons}
 
 </details>
+
+<details><summary>Efficiency (graded attempt)</summary>
+
+| case | {efficiency_head} |
+|---|{efficiency_rule}
+{efficiency_rows}
+
+</details>
 """
+
+
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: a `|` in a file name would split it."""
+    return text.replace("|", "\\|")
 
 
 def render_summary(report: MultiEvalReport) -> str:
@@ -188,10 +202,17 @@ def render_summary(report: MultiEvalReport) -> str:
                "internal": "WARNING"}[report.verdict]
     n = len(report.cases)
     passed = sum(1 for c in report.cases if c.status == "pass")
+    efficiency = "\n".join(
+        f"| {c.case_id}{'' if c.epoch is None else f' #{c.epoch}'} | "
+        f"{' | '.join(_md_cell(x) for x in efficiency_cells(c.efficiency, c.stray_files))} |"
+        for c in report.cases)
     return SUMMARY_TEMPLATE.format(skill=report.skill, runtime=report.runtime,
                                    verdict=report.verdict.upper(), callout=callout,
                                    headline=f"{passed}/{n} case(s) passed on the first attempt",
-                                   rows=rows, reasons=reasons)
+                                   rows=rows, reasons=reasons,
+                                   efficiency_head=" | ".join(EFFICIENCY_COLUMNS),
+                                   efficiency_rule="---|" * len(EFFICIENCY_COLUMNS),
+                                   efficiency_rows=efficiency)
 
 
 class AnalyzerAnswer(BaseModel):
