@@ -33,14 +33,11 @@ from aeval.isolation.sandbox import Sandbox
 from aeval.skill.shell_blocks import DocBlock
 from aeval.verdicts.doctest import DocTestReport
 
-DEFAULT_MAX_TURNS = 60
-"""Where a runtime stops an agent when the case sets no `max_turns`."""
-
 
 class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, description="Most model turns.")
+    max_turns: int = Field(60, ge=1, description="Most model turns.")
     timeout_s: float = Field(1800, gt=0, description="Wall-clock seconds for the whole run.")
     output_cap: int = Field(16_000, gt=0, description="Characters kept of one tool's output.")
 

@@ -184,19 +184,19 @@ CHECK_TYPES = tuple(
 FILE_CHECKS = (FileExists, FileContains, JsonPath)
 """The checks whose ``path`` declares an output of the case (`declared_outputs`)."""
 
-BudgetMeasure = Literal["turns", "tokens", "commands", "wall_s"]
-BUDGET_FIELDS: dict[str, BudgetMeasure] = {"max_turns": "turns", "max_tokens": "tokens",
-                                           "max_commands": "commands", "max_wall_s": "wall_s"}
+BudgetMeasure = Literal["tokens", "commands", "wall_s"]
+BUDGET_FIELDS: dict[str, BudgetMeasure] = {"max_tokens": "tokens", "max_commands": "commands",
+                                           "max_wall_s": "wall_s"}
 """eval.config's budget field -> what it bounds, in the order budgets are listed (B1, B2 ...)."""
 
 
 class Budget(_Check):
-    """A budget of the case's graded attempt, from eval.config (`max_turns`, `max_tokens`,
-    `max_commands`, `max_wall_s`): never written among a contract's assertions, but written
-    by aeval into assertions.json (ids B1, B2 ...) before anything runs."""
+    """A budget of the case's graded attempt, from eval.config (`max_tokens`, `max_commands`,
+    `max_wall_s`): never written among a contract's assertions, but written by aeval into
+    assertions.json (ids B1, B2 ...) before anything runs."""
 
     type: Literal["budget"]
-    measure: BudgetMeasure = Field(description="turns, tokens (prompt, cached, cache-write and "
+    measure: BudgetMeasure = Field(description="tokens (prompt, cached, cache-write and "
                                                "output), commands (shell tool calls) or "
                                                "wall_s (the executor's seconds).")
     at_most: float = Field(gt=0, description="The most the attempt may use.")
@@ -248,12 +248,11 @@ class EvalCase(_Strict):
     )
     timeout_s: float = Field(1800, gt=0, le=MAX_TIMEOUT_S,
                              description="Seconds the execution may take (at most a week).")
-    max_turns: int | None = Field(
-        None, ge=1, le=100_000,
-        description="Most model turns the executor may take: the runtime stops the agent "
-                    "there. Unset: it stops at 60, and that is no budget. Set: it is also a "
-                    "budget (B): a run the runtime stopped at it, or that took more turns, "
-                    "fails the case (agent runtimes only).")
+    max_turns: int = Field(60, ge=1, le=100_000,
+                           description="Most model turns the executor may take: the runtime "
+                                       "stops the agent there (a stop, not a budget: what "
+                                       "the run left is graded as usual, and its efficiency "
+                                       "says `stopped_at_turn_limit`).")
     max_tokens: int | None = Field(
         None, ge=1, le=10**12,
         description="Budget: most tokens the graded attempt may use (prompt, cached, "

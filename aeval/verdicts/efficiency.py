@@ -2,13 +2,18 @@
 tokens, wall time), the case's budgets on it, and the files it left outside what the case
 declares. Pure: no IO, no model; the same for every runtime.
 
-Budgets (eval.config `max_turns`, `max_tokens`, `max_commands`, `max_wall_s`) are absolute
-and optional. aeval writes each one as an assertion (B1, B2 ... in that order) before
-anything runs, and a budget the attempt went over fails the case whatever the pass
-threshold, the measured figure as evidence (`ran 57 commands`). `max_turns` is also the
-runtime's stop (unset, the runtime stops at 60 and nothing is a budget): a run stopped there
-fails it. Turns and tokens are a model's: a runtime without one (`literal`) gets no such
-budget.
+Budgets (eval.config `max_tokens`, `max_commands`, `max_wall_s`) are absolute and optional,
+and never stop a run. aeval writes each one as an assertion (B1, B2 ... in that order) before
+anything runs, and a budget the attempt went over fails the case whatever the pass threshold,
+the measured figure as evidence (`ran 57 commands`). Tokens are a model's: a runtime without
+one (`literal`) gets no token budget.
+
+`max_turns` and `timeout_s` are stops, not budgets: the runtime ends the run there and what it
+left is graded as usual (a timeout is the runtime's end; a turn stop shows as
+`stopped_at_turn_limit`). A budget below a stop fails the case without cutting the run short,
+so the report can say how far over it went. There is no turn budget: a run can never take
+more turns than its stop, and failing every run stopped there would change the verdicts of
+the contracts that set `max_turns` as a safety stop.
 """
 
 from __future__ import annotations
@@ -22,9 +27,8 @@ from aeval.skill import contract as c
 
 SHELL_TOOLS = frozenset({"bash"})
 """Normalized names of the tools that run a shell command (every runtime maps its own)."""
-MODEL_MEASURES = frozenset({"turns", "tokens"})
-UNITS = {"turns": "turns", "tokens": "tokens", "commands": "commands",
-         "wall_s": "s of wall time"}
+MODEL_MEASURES = frozenset({"tokens"})
+UNITS = {"tokens": "tokens", "commands": "commands", "wall_s": "s of wall time"}
 
 
 def measure(events: list[Event], usage: Usage, wall_s: float, *, model: bool,
@@ -58,7 +62,7 @@ def budget_text(b: c.Budget) -> str:
 
 def budget_assertions(case: c.EvalCase, model: bool) -> list[AssertionSpec]:
     """The case's budgets as assertions B1, B2 ... (written before anything runs). ``model``
-    False: the runtime runs no model, so turns and tokens are not budgeted."""
+    False: the runtime runs no model, so tokens are not budgeted."""
     out = []
     for field, what in c.BUDGET_FIELDS.items():
         limit = getattr(case, field, None)
@@ -74,19 +78,13 @@ def judge_budget(b: c.Budget, eff: Efficiency | None) -> tuple[bool | None, str]
     """(within the budget, evidence with the measured figure); None: not measured."""
     if eff is None:
         return None, "not measured: the attempt did not run"
-    if b.measure == "turns" and eff.stopped_at_turn_limit:
-        return False, (f"stopped by the runtime at the turn limit after {eff.turns} turns, "
-                       f"unfinished")
-    got = {"turns": eff.turns, "tokens": eff.tokens, "commands": eff.commands,
-           "wall_s": eff.wall_s}[b.measure]
+    got = {"tokens": eff.tokens, "commands": eff.commands, "wall_s": eff.wall_s}[b.measure]
     if got is None:
         return None, f"not measured: no model ran, so no {b.measure}"
     ok = got <= b.at_most
     match b.measure:
         case "commands":
             said = f"ran {got} command{'s' if got != 1 else ''}"
-        case "turns":
-            said = f"took {got} turn{'s' if got != 1 else ''}"
         case "tokens":
             said = (f"used {got:,} tokens (input {eff.input_tokens:,}, cached "
                     f"{eff.cached_input_tokens:,}, output {eff.output_tokens:,})")
@@ -105,14 +103,17 @@ def declared_outputs(case: c.EvalCase) -> list[str] | None:
 
 def is_declared(path: str, declared: Iterable[str]) -> bool:
     """``path`` is a declared output: equal to one, inside a declared folder, or matching a
-    shell pattern (``*`` crosses folders)."""
+    shell pattern (``*`` crosses folders; ``**/`` may also stand for none)."""
     for d in declared:
         d = d.strip()
         if d in ("", ".", "./"):
             return True
         d = d.removeprefix("./")
         folder = d.rstrip("/")
-        if path == folder or path.startswith(folder + "/") or fnmatchcase(path, d):
+        if path == folder or path.startswith(folder + "/"):
+            return True
+        # `**/` also stands for no folder at all (`**/*.log` holds `debug.log`)
+        if any(fnmatchcase(path, p) for p in {d, d.replace("**/", "")}):
             return True
     return False
 

@@ -33,8 +33,8 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
   -> fail, whatever else passed: what the skill or the agent wrote is theirs, and the bound
   is the contract's to raise (``max_disk_mb``); so is a command stopped at the case's memory
   limit ("killed at the case's memory limit of N MiB", ``max_memory_mb``).
-- a budget (B1, B2 ...: eval.config's `max_turns` when set, `max_tokens`, `max_commands`,
-  `max_wall_s`) the attempt went over -> fail, whatever else the case came to (threshold,
+- a budget (B1, B2 ...: eval.config's `max_tokens`, `max_commands`, `max_wall_s`) the
+  attempt went over -> fail, whatever else the case came to (threshold,
   grader, doc test), with the measured figure (`ran 57 commands`) as evidence.
 - a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
   only on a block that broke in the skill's own code, untested, or error; Δ still fails it.

@@ -3,8 +3,8 @@
 Author assertions are kept verbatim; with an evaluator model configured, the assertion writer
 (eval_skill/agents/assertion_writer.md) adds a few from SKILL.md and the expected outcome; the
 structural assertion (skill files unmodified) is always added, and the contract's budgets
-(`max_turns` when set, `max_tokens`, `max_commands`, `max_wall_s`) as B1, B2 ... The file is
-hashed and time-stamped, so a later change would show.
+(`max_tokens`, `max_commands`, `max_wall_s`) as B1, B2 ... The file is hashed and
+time-stamped, so a later change would show.
 """
 
 from __future__ import annotations

@@ -56,13 +56,7 @@ from aeval.run.layout import CaseFiles, RunLayout
 from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.read import read_attempts
 from aeval.run.store import atomic_write_bytes, atomic_write_text, write_model
-from aeval.runtime.protocol import (
-    DEFAULT_MAX_TURNS,
-    EventRecorder,
-    ExecutionRequest,
-    ExecutionResult,
-    Limits,
-)
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult, Limits
 from aeval.skill.shell_blocks import doc_blocks
 from aeval.tasks.case.install import case_redactor, install, resolve_credentials, tool_env
 from aeval.tasks.case.sandboxing import attempt_sandbox
@@ -195,8 +189,8 @@ class Attempt:
             doc_blocks=doc_blocks(plan.skill.skill.fences(), plan.case.steps)
             if plan.case.doc_test else [],
             model=plan.run.model, api_base=plan.run.api_base,
-            limits=Limits(max_turns=plan.case.max_turns or DEFAULT_MAX_TURNS,
-                          timeout_s=plan.case.timeout_s, output_cap=plan.run.output_cap),
+            limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,
+                          output_cap=plan.run.output_cap),
             system_prompt=load_prompt(plan.run.executor_prompt if plan.run.install_skill
                                       else "executor_no_skill"),
             raw_log=raw, sandbox=self.sandbox)
