@@ -229,3 +229,56 @@ def test_stray_files_are_listed_and_no_stray_files_fails_naming_them(tmp_path):
     assert "debug.log, tmp/cache.json |" in summary
     assert "debug.log, tmp/cache.json" in (rd / "report.html").read_text()
     assert code == 1
+
+
+def test_an_agent_runs_tokens_and_turns_are_measured_and_its_token_budget_holds(
+        tmp_path, monkeypatch):
+    """The builtin agent against the scripted model (fixed token counts per turn): turns,
+    tool calls, commands and tokens are the run's own; a token budget fails the case with
+    the tokens it used, and the note the agent left beside the report is stray."""
+    from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-efficiency-test")
+    monkeypatch.setenv("AEVAL_RETRY_DELAY_S", "0.05")
+    spent = {"input_tokens": 1000, "cached_input_tokens": 500, "output_tokens": 50}
+    tool = ".agents/skills/sales-report/scripts/report.py"
+
+    def bash(cmd: str) -> ToolCall:
+        return ToolCall(name="bash", arguments={"command": cmd})
+
+    agent = Script(name="agent", match="Write report.md from data/sales.csv", turns=[
+        Turn(text="Checking the export first.", usage=spent,
+             tool_calls=[bash(f"python3 {tool} validate data/sales.csv")]),
+        Turn(usage=spent, tool_calls=[
+            bash(f"python3 {tool} totals data/sales.csv --out totals.json"),
+            ToolCall(name="write_file", arguments={
+                "path": "notes.md", "content": "north has two rows; totals look right\n"})]),
+        Turn(usage=spent, tool_calls=[
+            bash(f"python3 {tool} render totals.json --out report.md")]),
+        Turn(text="report.md lists the totals per region.", usage=spent)])
+    files = skill("sales-report", [case("agent", max_tokens=5000, max_commands=5,
+                                        outputs=["report.md", "totals.json"])])
+    mp, out = tmp_path / "mp", tmp_path / "store"
+    for rel, text in files.items():
+        (mp / "sales-report" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (mp / "sales-report" / rel).write_text(text)
+    with ScriptedModelServer([agent]) as srv:
+        code = main(["run", str(mp / "sales-report"), "--model", "openai/scripted",
+                     "--api-base", srv.base_url_openai, "--out", str(out), "-q",
+                     "--no-grader"])
+    (rd,) = (out / "runs").iterdir()
+    g = load(rd / "sales-report" / "builtin" / "agent" / "grading.json")
+    eff = g["efficiency"]
+    assert (eff["turns"], eff["tool_calls"], eff["commands"]) == (4, 4, 3), eff
+    assert (eff["input_tokens"], eff["cached_input_tokens"], eff["output_tokens"],
+            eff["tokens"]) == (4000, 2000, 200, 6200), eff
+    assert [(e["id"], e["text"], e["passed"], e["evidence"]) for e in g["expectations"]
+            if e["id"].startswith("B")] == [
+        ("B1", "at most 5,000 tokens", False,
+         "used 6,200 tokens (input 4,000, cached 2,000, output 200)"),
+        ("B2", "at most 5 commands", True, "ran 3 commands")]
+    assert g["status"] == "fail" and g["status_reason"].startswith("over budget: B1"), g
+    assert g["stray_files"] == ["notes.md"]
+    summary = (rd / "sales-report" / "builtin" / "summary.md").read_text()
+    assert "| agent | 4 | 4 | 3 | 4,000 / 2,000 / 200 |" in summary, summary
+    assert code == 1
