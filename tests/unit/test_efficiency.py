@@ -127,3 +127,19 @@ def test_a_case_that_declares_nothing_calls_nothing_stray_unless_it_asks():
     assert stray_files(outputs, case()) is None
     asks = case(assertions=[{"type": "no_stray_files"}])
     assert stray_files(outputs, asks) == ["debug.log", "report.md"]
+
+
+def test_the_prefect_case_artifact_shows_the_efficiency_row_with_stray_names_inert(tmp_path):
+    from aeval.artifacts import CaseResult
+    from aeval.tasks.run.prefect_artifacts import case_markdown
+
+    eff = measure([call(0), call(1), call(2)], Usage(), 2.04, model=False)
+    c = CaseResult(case_id="report", runtime="literal", status="fail", reason="over budget",
+                   dir="messy-report/literal/report", efficiency=eff,
+                   stray_files=["debug.log", "tmp/a|b.json"])
+    md = case_markdown(c, "messy-report", tmp_path)
+    assert "| turns | tool calls | commands | tokens in / cached / out | wall | stray files |" \
+        in md
+    row = md.splitlines()[-1]
+    assert row.startswith("| `–` | `3` | `3` | `–` | `2.0 s` | `debug.log, tmp/a")
+    assert "a\\|b.json" in row  # a `|` in a file name cannot split the row
