@@ -58,6 +58,7 @@ from aeval.artifacts import (
 )
 from aeval.artifacts.case import AssertionSpec
 from aeval.isolation.memory import is_memory_kill
+from aeval.skill.contract import Budget
 from aeval.verdicts.checks import CheckOutcome
 from aeval.verdicts.doctest import DocTestSummary, doc_test_verdict
 from aeval.verdicts.finding import StaticFinding
@@ -197,15 +198,16 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           run_text: str = "", doc_test: DocTestSummary | None = None,
           skill_installed: bool = True,
           findings: list[StaticFinding] | None = None, exercised: list[str] | None = None,
-          exceeded: str | None = None, budgets: list[str] | None = None) -> Judgement:
+          exceeded: str | None = None) -> Judgement:
     """Expectations and status of one case (`judge_case`); then a budget the attempt went
-    over (``budgets``: the ids of the budget assertions) fails the case whatever else it
-    came to, the measured figure as the reason: a budget is the contract's hard limit, not
-    one assertion among others that a threshold could outvote."""
+    over (an assertion whose check is a `Budget`) fails the case whatever else it came to,
+    the measured figure as the reason: a budget is the contract's hard limit, not one
+    assertion among others that a threshold could outvote."""
     j = judge_case(assertions, changes, checks, verdicts, threshold, grader_error, errors,
                    probe, run_status, run_text, doc_test, skill_installed, findings, exercised,
                    exceeded)
-    over = [e for e in j.expectations if e.id in set(budgets or ()) and e.passed is False]
+    budgets = {a.id for a in assertions if isinstance(a.check, Budget)}
+    over = [e for e in j.expectations if e.id in budgets and e.passed is False]
     if not over:
         return j
     why = "; ".join(f"{e.id} {e.text}: {e.evidence}" for e in over)

@@ -241,8 +241,7 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
               run_status=seen.run_status, run_text=seen.run_text,
               doc_test=seen.doc_test.summary() if seen.doc_test is not None else None,
               skill_installed=plan.run.install_skill, findings=plan.skill.static_findings,
-              exercised=seen.exercised, exceeded=seen.exceeded,
-              budgets=[a.id for a in assertions.assertions if isinstance(a.check, Budget)])
+              exercised=seen.exercised, exceeded=seen.exceeded)
     graded = seen.grader
     wall = seen.executor_wall_s
     return Grading(

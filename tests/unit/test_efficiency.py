@@ -100,11 +100,11 @@ def test_a_budget_over_fails_the_case_even_where_the_threshold_would_pass_it():
     b1, = budget_assertions(case(max_commands=3), model=False)
     checks = {"A1": CheckOutcome(True, "report.md:3: north: 140.00"),
               "B1": CheckOutcome(False, "ran 5 commands")}
-    j = judge([a1, b1], [], checks, {}, 0.5, budgets=["B1"])
+    j = judge([a1, b1], [], checks, {}, 0.5)
     assert j.status == "fail"
     assert j.reason.startswith("over budget: B1 at most 3 commands: ran 5 commands"), j.reason
     within = judge([a1, b1], [], {**checks, "B1": CheckOutcome(True, "ran 2 commands")}, {},
-                   1.0, budgets=["B1"])
+                   1.0)
     assert within.status == "pass", within.reason
 
 
