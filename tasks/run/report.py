@@ -38,6 +38,16 @@ def _num(x: float | None, spec: str) -> str:
     return "–" if x is None else spec % x
 
 
+def efficiency_rows(manifest: RunManifest) -> list[dict]:
+    """The Efficiency table of report.html: one row per case that ran (or declares its
+    outputs), its cells as every view shows them (`efficiency_cells`)."""
+    return [{"skill": s.name, "runtime": c.runtime,
+             "case": c.case_id + (f" #{c.epoch}" if c.epoch is not None else ""),
+             "cells": efficiency_cells(c.efficiency, c.stray_files)}
+            for s in manifest.skills if s.status != "invalid" for c in s.cases
+            if c.efficiency is not None or c.stray_files is not None]
+
+
 def _finalize(value: Any) -> Any:
     """What every ``{{ ... }}`` shows: text with its control characters escaped (then
     HTML-escaped by autoescape); numbers and markup as they are."""
@@ -51,7 +61,9 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("aeval.tasks", "templates"),
                       autoescape=select_autoescape(), finalize=_finalize,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(pct=_pct, signed=_signed, num=_num, rates=rate_cells)
+    env.filters.update(pct=_pct, signed=_signed, num=_num, rates=rate_cells,
+                       efficiency_rows=efficiency_rows)
+    env.globals["efficiency_columns"] = EFFICIENCY_COLUMNS
     return env
 
 
@@ -61,11 +73,6 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
     details = []
     fixes = []
     coverage = []
-    efficiency = [{"skill": s.name, "runtime": c.runtime,
-                   "case": c.case_id + (f" #{c.epoch}" if c.epoch is not None else ""),
-                   "cells": efficiency_cells(c.efficiency, c.stray_files)}
-                  for s in manifest.skills if s.status != "invalid" for c in s.cases
-                  if c.efficiency is not None or c.stray_files is not None]
     for s in manifest.skills:
         if s.status != "invalid":
             for case, g in run.gradings(s):
@@ -82,8 +89,7 @@ def render_report(run_dir: Path, manifest: RunManifest) -> str:
             if bench is not None and bench.coverage is not None:
                 coverage.append({"skill": s.name, "runtime": rt, "cov": bench.coverage})
     return environment().get_template("report.html").render(
-        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift(),
-        efficiency=efficiency, efficiency_columns=EFFICIENCY_COLUMNS)
+        m=manifest, details=details, fixes=fixes, coverage=coverage, uplift=run.uplift())
 
 
 def render_triggers_report(report: TriggersReport) -> str:
