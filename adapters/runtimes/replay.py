@@ -2,7 +2,9 @@
 
 It reads ``<recording>/events.jsonl``, restores the recorded outputs into the workspace and
 re-applies the recorded skill edits (``skill_after/``, deletions from grading.json) to the
-skill copy, so deterministic checks and Δ see what the original run left behind.
+skill copy, so deterministic checks and Δ see what the original run left behind. Its wall
+time is the recording's (its usage comes back with the events), so budgets judge the run
+that was recorded.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from aeval.artifacts import EvalMetadata
 from aeval.errors import RuntimeUnavailable
 from aeval.events import EndEvent, read_events
 from aeval.run.layout import CaseFiles
-from aeval.run.read import read_grading
+from aeval.run.read import read_grading, read_if_there
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
 
@@ -35,6 +38,16 @@ def _inside(root: Path, rel: str) -> Path | None:
     if not parts or Path(rel).is_absolute() or ".." in parts:
         return None
     return root / rel
+
+
+def _recorded_wall(rec: CaseFiles) -> float | None:
+    """The recorded executor's wall time (eval_metadata.json), so a regrade judges a
+    `max_wall_s` budget by the run it grades, not by how fast the replay was."""
+    try:
+        meta = read_if_there(rec.eval_metadata, EvalMetadata)
+    except (OSError, ValueError):
+        return None
+    return meta.wall_s if meta is not None else None
 
 
 class ReplayRuntime:
@@ -92,4 +105,5 @@ class ReplayRuntime:
             recorder.emit(type(e), **fields)
         if status not in ("completed", "failed", "timeout", "max_turns"):
             status = "failed"
-        return ExecutionResult(status=status, final_text=final, wall_s=time.monotonic() - start)
+        return ExecutionResult(status=status, final_text=final,
+                               wall_s=_recorded_wall(rec) or time.monotonic() - start)

@@ -32,6 +32,7 @@ from aeval.artifacts.case import (
     AssertionsFile,
     AssertionSpec,
     AttemptRecord,
+    Efficiency,
     EvalMetadata,
 )
 from aeval.artifacts.compare import (
@@ -149,6 +150,7 @@ __all__ = [
     "ComparativeReason",
     "CompareReport",
     "CompareRow",
+    "Efficiency",
     "EvalFeedback",
     "EvalMetadata",
     "ExecutionMetrics",

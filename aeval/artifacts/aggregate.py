@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from aeval.artifacts.case import Artifact, CaseStatus
+from aeval.artifacts.case import Artifact, CaseStatus, Efficiency
 from aeval.artifacts.coverage import SkillCoverage
 from aeval.events import Usage
 from aeval.isolation.sandbox import SandboxStatus
@@ -144,6 +144,9 @@ class CaseResult(StrictModel):
     terminal_pass_rate: float | None = None
     self_corrections: int = 0
     attempts: int = 1
+    efficiency: Efficiency | None = Field(None, description="What the graded attempt cost.")
+    stray_files: list[str] | None = Field(None, description="Outputs outside what the case "
+                                                            "declares.")
     dir: str = Field(description="Case folder, relative to the run folder.")
     supplementary: bool = Field(
         False, description="SKILL.md's doc test run beside a contract's cases: when it is "

@@ -14,7 +14,7 @@ from aeval.events import Usage
 from aeval.isolation.provision import Provisioning
 from aeval.isolation.sandbox import SandboxStatus
 from aeval.isolation.workspace import OutputFile
-from aeval.skill.contract import DeterministicCheck, Tier
+from aeval.skill.contract import SpecCheck, Tier
 
 SCHEMA_VERSION = 1
 
@@ -45,7 +45,8 @@ class AssertionSpec(BaseModel):
         description="author: eval.config; writer: the assertion-writer model; generic: the "
                     "generic tier; structural: always added by aeval."
     )
-    check: DeterministicCheck | None = Field(None, description="The typed check, if any.")
+    check: SpecCheck | None = Field(None, description="The typed check, if any (a `budget` "
+                                                      "for the ids B1, B2 ...).")
 
 
 class AssertionsFile(Artifact):
@@ -63,6 +64,31 @@ class AssertionsFile(Artifact):
         canon = json.dumps([a.model_dump(mode="json") for a in assertions], sort_keys=True,
                            separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
+
+
+class Efficiency(BaseModel):
+    """What the graded attempt cost, measured from its events and the runtime's result: the
+    same figures for every runtime (a runtime without a model has no turns or tokens)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: int | None = Field(
+        None, description="Model turns: the model requests the runtime counted, else its "
+                          "assistant messages. None: no model ran (`literal`).")
+    tool_calls: int = Field(0, ge=0, description="Tool calls of every kind.")
+    commands: int = Field(0, ge=0, description="Shell commands run: `bash` tool calls (under "
+                                               "`literal`, one per step or SKILL.md block).")
+    input_tokens: int | None = Field(None, description="Uncached prompt tokens; None: no "
+                                                       "model ran.")
+    cached_input_tokens: int | None = Field(None, description="Prompt tokens read from a "
+                                                              "cache.")
+    output_tokens: int | None = Field(None, description="Generated tokens.")
+    tokens: int | None = Field(None, description="All of them: prompt (uncached, cached, "
+                                                 "cache-write) and output; what `max_tokens` "
+                                                 "bounds.")
+    wall_s: float = Field(0, ge=0, description="The executor's seconds on the attempt.")
+    stopped_at_turn_limit: bool = Field(False, description="The runtime stopped the agent at "
+                                                           "`max_turns`.")
 
 
 class AttemptRecord(BaseModel):
@@ -140,6 +166,12 @@ class EvalMetadata(Artifact):
     ended_at: datetime | None = None
     outputs: list[OutputFile] = Field(default_factory=list,
                                       description="Files the run created or changed.")
+    efficiency: Efficiency | None = Field(None, description="What the graded attempt cost "
+                                                            "(None: it never ran).")
+    stray_files: list[str] | None = Field(
+        None, description="Outputs outside what the case declares (its `outputs`, the paths "
+                          "its file checks name). None: the case declares no output (and has "
+                          "no `no_stray_files`), or it never ran.")
     sandbox: SandboxStatus | None = Field(
         None, description="The sandbox the case's commands ran in (`none` and why, when "
                           "bubblewrap could not be used).")

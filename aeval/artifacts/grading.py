@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from aeval.artifacts.case import Artifact, AssertionKind, CaseStatus
+from aeval.artifacts.case import Artifact, AssertionKind, CaseStatus, Efficiency
 from aeval.events import Usage
 from aeval.strict import StrictModel
 
@@ -131,6 +131,7 @@ class ExecutionMetrics(StrictModel):
     tool_calls: dict[str, int] = Field(default_factory=dict, description="Calls per tool.")
     total_tool_calls: int = 0
     failed_tool_calls: int = 0
+    commands: int = Field(0, description="Shell commands run (`bash` tool calls).")
     turns: int = Field(0, description="Assistant messages (model turns).")
     usage: Usage = Field(default_factory=Usage)
     output_files: int = 0
@@ -166,6 +167,11 @@ class Grading(Artifact):
     eval_feedback: EvalFeedback = Field(default_factory=EvalFeedback)
     execution_metrics: ExecutionMetrics = Field(default_factory=ExecutionMetrics)
     timing: Timing = Field(default_factory=Timing)
+    efficiency: Efficiency | None = Field(None, description="What the graded attempt cost "
+                                                            "(None: it never ran).")
+    stray_files: list[str] | None = Field(
+        None, description="Outputs outside what the case declares (None: it declares none, "
+                          "or nothing ran).")
     grader: GraderInfo
     probe: ProbeResult | None = Field(
         None, description="The documented-workflow probe, for agent runtimes with `steps`.")

@@ -187,7 +187,8 @@ class CasePlan(BaseModel):
             passed=s.passed, failed=s.failed, ungraded=s.ungraded, total=s.total,
             first_attempt_pass_rate=s.first_attempt_pass_rate,
             terminal_pass_rate=s.terminal_pass_rate,
-            self_corrections=len(grading.self_correction.changes_made))
+            self_corrections=len(grading.self_correction.changes_made),
+            efficiency=grading.efficiency, stray_files=grading.stray_files)
 
 
 class ExecutionRecord(BaseModel):

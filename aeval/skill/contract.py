@@ -162,16 +162,52 @@ class CommandsSucceeded(_Check):
     type: Literal["commands_succeeded"]
 
 
+class NoStrayFiles(_Check):
+    """No file the run created or changed lies outside what the case declares as its outputs:
+    the case's ``outputs`` and the paths its file checks name (``file_exists``,
+    ``file_contains``, ``json_path``). The skill's own folder and the runtime's folders are
+    never outputs, so never stray. Fails listing the stray files."""
+
+    type: Literal["no_stray_files"]
+
+
 DeterministicCheck = Annotated[
     FileExists | FileContains | CommandCheck | JsonPath | TranscriptContains | TranscriptRegex
-    | ToolUsed | CommandsSucceeded,
+    | ToolUsed | CommandsSucceeded | NoStrayFiles,
     Field(discriminator="type"),
 ]
 CHECK_TYPES = tuple(
     t.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
     for t in (FileExists, FileContains, CommandCheck, JsonPath, TranscriptContains,
-              TranscriptRegex, ToolUsed, CommandsSucceeded)
+              TranscriptRegex, ToolUsed, CommandsSucceeded, NoStrayFiles)
 )
+FILE_CHECKS = (FileExists, FileContains, JsonPath)
+"""The checks whose ``path`` declares an output of the case (`declared_outputs`)."""
+
+BudgetMeasure = Literal["tokens", "commands", "wall_s"]
+BUDGET_FIELDS: dict[str, BudgetMeasure] = {"max_tokens": "tokens", "max_commands": "commands",
+                                           "max_wall_s": "wall_s"}
+"""eval.config's budget field -> what it bounds, in the order budgets are listed (B1, B2 ...)."""
+
+
+class Budget(_Check):
+    """A budget of the case's graded attempt, from eval.config (`max_tokens`, `max_commands`,
+    `max_wall_s`): never written among a contract's assertions, but written by aeval into
+    assertions.json (ids B1, B2 ...) before anything runs."""
+
+    type: Literal["budget"]
+    measure: BudgetMeasure = Field(description="tokens (prompt, cached, cache-write and "
+                                               "output), commands (shell tool calls) or "
+                                               "wall_s (the executor's seconds).")
+    at_most: float = Field(gt=0, description="The most the attempt may use.")
+
+
+SpecCheck = Annotated[
+    FileExists | FileContains | CommandCheck | JsonPath | TranscriptContains | TranscriptRegex
+    | ToolUsed | CommandsSucceeded | NoStrayFiles | Budget,
+    Field(discriminator="type"),
+]
+"""A check of assertions.json: an author's, or a budget aeval adds from the contract."""
 
 Assertion = Annotated[
     str | DeterministicCheck,
@@ -213,7 +249,32 @@ class EvalCase(_Strict):
     timeout_s: float = Field(1800, gt=0, le=MAX_TIMEOUT_S,
                              description="Seconds the execution may take (at most a week).")
     max_turns: int = Field(60, ge=1, le=100_000,
-                           description="Most model turns the executor may take.")
+                           description="Most model turns the executor may take: the runtime "
+                                       "stops the agent there (a stop, not a budget: what "
+                                       "the run left is graded as usual, and its efficiency "
+                                       "says `stopped_at_turn_limit`).")
+    max_tokens: int | None = Field(
+        None, ge=1, le=10**12,
+        description="Budget: most tokens the graded attempt may use (prompt, cached, "
+                    "cache-write and output together); over it the case fails with the "
+                    "measured figure (agent runtimes only). Never stops the run.")
+    max_commands: int | None = Field(
+        None, ge=1, le=10**6,
+        description="Budget: most shell commands (bash tool calls; under `literal` one per "
+                    "step) the graded attempt may run; over it the case fails with the "
+                    "measured figure. Never stops the run.")
+    max_wall_s: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT_S,
+        description="Budget: most seconds the executor may take on the graded attempt; over "
+                    "it the case fails with the measured figure (`timeout_s` is the hard "
+                    "stop). Never stops the run.")
+    outputs: list[str] = Field(
+        default_factory=list,
+        description="What the case is meant to leave in the workspace: paths relative to its "
+                    "root, a folder covering what it holds, or shell patterns (`*` crosses "
+                    "folders). With the paths its file checks name, these are the declared "
+                    "outputs; every other file the run created or changed is stray "
+                    "(`no_stray_files`).")
     max_disk_mb: int = Field(
         10_240, ge=1, le=MAX_DISK_MB,
         description="MiB the attempt may hold on disk while its commands run (workspace, "
@@ -248,7 +309,7 @@ class EvalCase(_Strict):
                     "error.",
     )
 
-    _files = field_validator("files")(lambda v: [_relative(x) for x in v])
+    _files = field_validator("files", "outputs")(lambda v: [_relative(x) for x in v])
 
     @field_validator("required_credentials")
     @classmethod

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aeval import bounded_json
+from aeval.artifacts.case import Efficiency
 from aeval.events import (
     REFUSALS,
     EndEvent,
@@ -34,6 +35,7 @@ from aeval.isolation.shell import run_command
 from aeval.isolation.tree import open_file, open_folder, resolve_in_root
 from aeval.skill import contract as c
 from aeval.skill import patterns
+from aeval.verdicts.efficiency import budget_text, judge_budget, stray_evidence
 
 EVIDENCE_CAP = 600
 READ_CAP = 64_000_000  # bytes a file check reads of one file (a sparse 4 TiB file: no more)
@@ -46,6 +48,8 @@ class CheckContext:
     env: dict[str, str]
     sandbox: Sandbox | None = None  # `command` checks run in the attempt's sandbox
     redactor: Redactor | None = None
+    efficiency: Efficiency | None = None  # what the attempt cost (budgets)
+    stray: list[str] | None = None  # outputs outside the declared ones (`no_stray_files`)
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class CheckOutcome:
     evidence: str
 
 
-def describe(check: c.DeterministicCheck) -> str:
+def describe(check: c.SpecCheck) -> str:
     """The sentence shown for a check in reports."""
     if check.description:
         return check.description
@@ -79,6 +83,10 @@ def describe(check: c.DeterministicCheck) -> str:
             return f"Tool {check.tool} used{what} at least {check.min_count}x"
         case c.CommandsSucceeded():
             return "Every command of the run succeeded on the first attempt"
+        case c.NoStrayFiles():
+            return "No file is left outside the case's declared outputs"
+        case c.Budget():
+            return budget_text(check)
     raise TypeError(check)  # pragma: no cover
 
 
@@ -240,7 +248,9 @@ def _refused_pattern(check: c.DeterministicCheck) -> CheckOutcome | None:
     return None
 
 
-def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
+def run_check(check: c.SpecCheck, ctx: CheckContext) -> CheckOutcome | None:
+    """The check's verdict; None when it could not be measured (a budget of a figure the
+    runtime has none of): the judge leaves it ungraded."""
     refused = _refused_pattern(check)
     if refused is not None:
         return refused
@@ -328,4 +338,9 @@ def run_check(check: c.DeterministicCheck, ctx: CheckContext) -> CheckOutcome:
                                            f"{_short(f.output, 300)}")
             return CheckOutcome(False, f"event {f.seq}: `{_short(str(cmd), 200)}` exited "
                                        f"{f.exit_code}: {_short(f.output)}")
+        case c.NoStrayFiles():
+            return CheckOutcome(*stray_evidence(ctx.stray))
+        case c.Budget():
+            ok, evidence = judge_budget(check, ctx.efficiency)
+            return None if ok is None else CheckOutcome(ok, evidence)
     raise TypeError(f"unknown check {check!r}")  # pragma: no cover

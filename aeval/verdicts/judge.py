@@ -33,6 +33,9 @@ Rules (DESIGN.md, "Verdicts" and "The first-attempt rule"):
   -> fail, whatever else passed: what the skill or the agent wrote is theirs, and the bound
   is the contract's to raise (``max_disk_mb``); so is a command stopped at the case's memory
   limit ("killed at the case's memory limit of N MiB", ``max_memory_mb``).
+- a budget (B1, B2 ...: eval.config's `max_tokens`, `max_commands`, `max_wall_s`) the
+  attempt went over -> fail, whatever else the case came to (threshold,
+  grader, doc test), with the measured figure (`ran 57 commands`) as evidence.
 - a doc-test case (the generic tier under literal) takes the doc-test verdict: pass, fail
   only on a block that broke in the skill's own code, untested, or error; Δ still fails it.
 - without the skill installed (uplift's without-skill arm): the structural assertions
@@ -55,6 +58,7 @@ from aeval.artifacts import (
 )
 from aeval.artifacts.case import AssertionSpec
 from aeval.isolation.memory import is_memory_kill
+from aeval.skill.contract import Budget
 from aeval.verdicts.checks import CheckOutcome
 from aeval.verdicts.doctest import DocTestSummary, doc_test_verdict
 from aeval.verdicts.finding import StaticFinding
@@ -195,6 +199,30 @@ def judge(assertions: list[AssertionSpec], changes: list[ChangeMade],
           skill_installed: bool = True,
           findings: list[StaticFinding] | None = None, exercised: list[str] | None = None,
           exceeded: str | None = None) -> Judgement:
+    """Expectations and status of one case (`judge_case`); then a budget the attempt went
+    over (an assertion whose check is a `Budget`) fails the case whatever else it came to,
+    the measured figure as the reason: a budget is the contract's hard limit, not one
+    assertion among others that a threshold could outvote."""
+    j = judge_case(assertions, changes, checks, verdicts, threshold, grader_error, errors,
+                   probe, run_status, run_text, doc_test, skill_installed, findings, exercised,
+                   exceeded)
+    budgets = {a.id for a in assertions if isinstance(a.check, Budget)}
+    over = [e for e in j.expectations if e.id in budgets and e.passed is False]
+    if not over:
+        return j
+    why = "; ".join(f"{e.id} {e.text}: {e.evidence}" for e in over)
+    return j.model_copy(update={"status": "fail", "reason": f"over budget: {why} ({j.reason})"})
+
+
+def judge_case(assertions: list[AssertionSpec], changes: list[ChangeMade],
+               checks: dict[str, CheckOutcome], verdicts: dict[str, GraderVerdict],
+               threshold: float, grader_error: str | None = None,
+               errors: list[FirstAttemptError] | None = None,
+               probe: ProbeResult | None = None, run_status: str = "completed",
+               run_text: str = "", doc_test: DocTestSummary | None = None,
+               skill_installed: bool = True,
+               findings: list[StaticFinding] | None = None,
+               exercised: list[str] | None = None, exceeded: str | None = None) -> Judgement:
     """Expectations and status of one case.
 
     ``checks``: outcome per deterministic assertion id; ``verdicts``: the grader's verdict per

@@ -14,6 +14,7 @@ from aeval.artifacts import (
     AttemptRecord,
     ChangeMade,
     Claim,
+    Efficiency,
     EvalFeedback,
     FirstAttemptError,
     GraderInfo,
@@ -71,4 +72,7 @@ class Observation(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="The runtime's reported usage.")
     runtime_version: str | None = None
     outputs: list[OutputFile] = Field(default_factory=list)
+    efficiency: Efficiency | None = Field(None, description="What the graded attempt cost.")
+    stray: list[str] | None = Field(None, description="Outputs outside the declared ones "
+                                                      "(None: the case declares none).")
     sandbox: SandboxStatus | None = Field(None, description="The sandbox the checks ran in.")

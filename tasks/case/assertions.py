@@ -2,7 +2,8 @@
 
 Author assertions are kept verbatim; with an evaluator model configured, the assertion writer
 (eval_skill/agents/assertion_writer.md) adds a few from SKILL.md and the expected outcome; the
-structural assertion (skill files unmodified) is always added. The file is hashed and
+structural assertion (skill files unmodified) is always added, and the contract's budgets
+(`max_tokens`, `max_commands`, `max_wall_s`) as B1, B2 ... The file is hashed and
 time-stamped, so a later change would show.
 """
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from aeval.adapters import runs_steps_verbatim, runtime_class
 from aeval.adapters.llm import ask_json
 from aeval.artifacts import AssertionsFile, AssertionSpec
+from aeval.capabilities import MODEL_RUNTIMES
 from aeval.errors import EnvironmentFailure
 from aeval.prompts import load_prompt
 from aeval.run.plan import CasePlan
@@ -22,6 +24,7 @@ from aeval.run.store import write_model
 from aeval.skill.contract import Tier
 from aeval.verdicts.checks import describe
 from aeval.verdicts.documented import documented_signatures, skill_files
+from aeval.verdicts.efficiency import budget_assertions
 from aeval.verdicts.judge import (
     DOC_TEST_TEXT,
     DOCUMENTED,
@@ -132,7 +135,8 @@ def write_assertions_file(plan: CasePlan) -> AssertionsFile:
         return doc
     specs = build_assertions(plan)
     extra, writer = write_more(plan, specs)
-    specs += [*extra, *structural_assertions(plan)]
+    specs += [*extra, *budget_assertions(plan.case, model=plan.runtime in MODEL_RUNTIMES),
+              *structural_assertions(plan)]
     doc = AssertionsFile(skill=plan.skill.name, case_id=plan.case.id,
                          written_at=datetime.now(UTC), writer=writer,
                          sha256=AssertionsFile.digest(specs), assertions=specs)

@@ -30,6 +30,7 @@ from aeval.artifacts import (
     SelfCorrection,
     Timing,
 )
+from aeval.capabilities import MODEL_RUNTIMES
 from aeval.errors import EnvironmentFailure
 from aeval.events import (
     Event,
@@ -46,6 +47,7 @@ from aeval.isolation.redact import Redactor
 from aeval.run.plan import AttemptOutcome, CasePlan, ExecutionRecord
 from aeval.run.read import read_attempts
 from aeval.run.store import write_model
+from aeval.skill.contract import Budget
 from aeval.tasks.case.assertions import runs_doc_test
 from aeval.tasks.case.install import case_redactor, resolve_credentials
 from aeval.tasks.case.model_grader import (
@@ -69,6 +71,7 @@ from aeval.verdicts.documented import (
     failed_documented_calls,
     skill_files,
 )
+from aeval.verdicts.efficiency import SHELL_TOOLS, measure, stray_files
 from aeval.verdicts.judge import STATIC, judge, judge_structural, over_bound, static_evidence
 from aeval.verdicts.observation import GraderOutcome, Observation
 from aeval.verdicts.status import summarize
@@ -96,6 +99,7 @@ def metrics(events: list[Event], outputs: int) -> ExecutionMetrics:
     usage = sum((e.usage for e in events if isinstance(e, UsageEvent)), Usage())
     return ExecutionMetrics(
         tool_calls=dict(calls), total_tool_calls=sum(calls.values()),
+        commands=sum(n for tool, n in calls.items() if tool in SHELL_TOOLS),
         failed_tool_calls=sum(1 for e in events if isinstance(e, ToolResultEvent) and not e.ok),
         turns=sum(1 for e in events if isinstance(e, MessageEvent) and e.role == "assistant"),
         usage=usage, output_files=outputs, transcript_chars=len(transcript_text(events)))
@@ -111,7 +115,9 @@ def ask_grader(plan: CasePlan, assertions: AssertionsFile, execution: ExecutionR
                redactor: Redactor) -> GraderOutcome:
     """The separated grader's verdicts: input is exactly prompt, transcript, outputs and the
     assertions, with the skill's own lines and lines addressed to the grader withheld."""
-    judged = [a for a in assertions.assertions if a.kind != "structural"]
+    # a budget is measured, never judged: the grader gets no cost to weigh
+    judged = [a for a in assertions.assertions
+              if a.kind != "structural" and not isinstance(a.check, Budget)]
     if not plan.run.grader_model or not judged:
         return GraderOutcome()
     files = plan.files
@@ -198,8 +204,11 @@ def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
         own = [c for c in own if c.change != "added"]
     # command checks: a fresh sandbox, HOME and PATH the attempt could not change
     sandbox, env = check_sandbox(plan, execution, _credentials(plan))
+    efficiency = measure(events, result.usage, result.wall_s,
+                         model=plan.runtime in MODEL_RUNTIMES, run_status=result.status)
+    stray = stray_files([o.path for o in execution.outputs], plan.case)
     ctx = CheckContext(workspace=execution.workspace, events=events, env=env, sandbox=sandbox,
-                       redactor=redactor)
+                       redactor=redactor, efficiency=efficiency, stray=stray)
     checks = {a.id: run_check(a.check, ctx) for a in assertions.assertions
               if a.check is not None}
     graded = ask_grader(plan, assertions, execution, redactor)
@@ -209,7 +218,8 @@ def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
     resources = last.resources if last is not None else None
     return Observation(
         attempts=attempts, events=events, changes=attribute_changes(own, events, skill_rel),
-        checks={k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()},
+        checks={k: CheckOutcome(v.passed, redactor.text(v.evidence)) for k, v in checks.items()
+                if v is not None},
         grader=graded, errors=mark_documented(first_attempt_errors(events), events, plan,
                                               execution),
         probe=probe, run_status=result.status, run_text=result.final_text, doc_test=doc_test,
@@ -218,7 +228,7 @@ def observe(plan: CasePlan, assertions: AssertionsFile, outcome: AttemptOutcome,
         exceeded=last.exceeded if last is not None else None,
         executor_wall_s=result.wall_s, observe_s=time.monotonic() - start, usage=result.usage,
         runtime_version=execution.runtime_version, outputs=execution.outputs,
-        sandbox=sandbox.status)
+        efficiency=efficiency, stray=stray, sandbox=sandbox.status)
 
 
 def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Grading:
@@ -247,6 +257,7 @@ def decide(plan: CasePlan, assertions: AssertionsFile, seen: Observation) -> Gra
         execution_metrics=metrics(seen.events, len(seen.outputs)),
         timing=Timing(executor_wall_s=round(wall, 3), grader_wall_s=graded.wall_s,
                       total_s=round(wall + seen.observe_s, 3)),
+        efficiency=seen.efficiency, stray_files=seen.stray,
         grader=graded.info, probe=seen.probe)
 
 
@@ -303,6 +314,7 @@ def write_grading(plan: CasePlan, seen: Observation, grading: Grading) -> None:
         meta.wall_s = round(seen.executor_wall_s, 3)
         meta.runtime_version = seen.runtime_version
         meta.outputs = seen.outputs
+        meta.efficiency, meta.stray_files = seen.efficiency, seen.stray
         meta.sandbox = seen.sandbox
     redactor = case_redactor(plan)
     write_model(plan.files.eval_metadata, meta, redactor)

@@ -25,6 +25,7 @@ from aeval.isolation.text import code_span, escape_controls
 from aeval.run.layout import RunLayout, safe
 from aeval.run.read import read_grading
 from aeval.verdicts.coverage import SkillCoverage
+from aeval.verdicts.efficiency import EFFICIENCY_COLUMNS, efficiency_cells
 
 
 def inert_rows(rows: list[dict]) -> list[dict]:
@@ -71,6 +72,11 @@ def case_markdown(c: CaseResult, skill: str, run_dir: Path) -> str:
         for e in g.expectations:
             lines.append(f"| {_md_cell(e.id)} | {e.status} | {_md_cell(e.text)} | "
                          f"{_md_cell(e.evidence[:200])} |")
+    if c.efficiency is not None or c.stray_files is not None:
+        cells = efficiency_cells(c.efficiency, c.stray_files)
+        lines += ["", "| " + " | ".join(EFFICIENCY_COLUMNS) + " |",
+                  "|" + "---|" * len(EFFICIENCY_COLUMNS),
+                  "| " + " | ".join(_md_cell(x) for x in cells) + " |"]
     return "\n".join(lines)
 
 

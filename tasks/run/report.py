@@ -24,6 +24,7 @@ from aeval.artifacts import (
 )
 from aeval.isolation.text import escape_controls
 from aeval.run.read import RunRecord
+from aeval.verdicts.efficiency import EFFICIENCY_COLUMNS, efficiency_cells
 from aeval.verdicts.status import rate_cells
 
 
@@ -37,6 +38,16 @@ def _signed(x: float | None) -> str:
 
 def _num(x: float | None, spec: str) -> str:
     return "–" if x is None else spec % x
+
+
+def efficiency_rows(manifest: RunManifest) -> list[dict]:
+    """The Efficiency table of report.html: one row per case that ran (or declares its
+    outputs), its cells as every view shows them (`efficiency_cells`)."""
+    return [{"skill": s.name, "runtime": c.runtime,
+             "case": c.case_id + (f" #{c.epoch}" if c.epoch is not None else ""),
+             "cells": efficiency_cells(c.efficiency, c.stray_files)}
+            for s in manifest.skills if s.status != "invalid" for c in s.cases
+            if c.efficiency is not None or c.stray_files is not None]
 
 
 def _finalize(value: Any) -> Any:
@@ -63,7 +74,8 @@ def environment() -> Environment:
                       autoescape=select_autoescape(), finalize=_finalize,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(pct=_pct, signed=_signed, num=_num, rates=rate_cells,
-                       fix_diff=fix_diff)
+                       fix_diff=fix_diff, efficiency_rows=efficiency_rows)
+    env.globals["efficiency_columns"] = EFFICIENCY_COLUMNS
     return env
 
 

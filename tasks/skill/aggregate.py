@@ -35,6 +35,7 @@ from aeval.verdicts.coverage import (
     skill_coverage,
     skill_files,
 )
+from aeval.verdicts.efficiency import EFFICIENCY_COLUMNS, efficiency_cells
 from aeval.verdicts.status import rate_cells, skill_status
 
 if TYPE_CHECKING:
@@ -177,6 +178,14 @@ SUMMARY_TEMPLATE = """\
 {reasons}
 
 </details>
+
+<details><summary>Efficiency (graded attempt)</summary>
+
+| case | {efficiency_head} |
+|---|{efficiency_rule}
+{efficiency_rows}
+
+</details>
 """
 
 
@@ -197,6 +206,11 @@ def render_fixes(fixes: list[FixSuggestion]) -> str:
     return "\n".join([*out, "", "</details>", ""])
 
 
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: a `|` in a file name would split it."""
+    return text.replace("|", "\\|")
+
+
 def render_summary(report: MultiEvalReport, fixes: list[FixSuggestion] | None = None) -> str:
     rows = "\n".join(
         f"| {c.case_id}{'' if c.epoch is None else f' #{c.epoch}'} | {c.status} | "
@@ -207,10 +221,17 @@ def render_summary(report: MultiEvalReport, fixes: list[FixSuggestion] | None = 
                "internal": "WARNING"}[report.verdict]
     n = len(report.cases)
     passed = sum(1 for c in report.cases if c.status == "pass")
+    efficiency = "\n".join(
+        f"| {c.case_id}{'' if c.epoch is None else f' #{c.epoch}'} | "
+        f"{' | '.join(_md_cell(x) for x in efficiency_cells(c.efficiency, c.stray_files))} |"
+        for c in report.cases)
     return SUMMARY_TEMPLATE.format(skill=report.skill, runtime=report.runtime,
                                    verdict=report.verdict.upper(), callout=callout,
                                    headline=f"{passed}/{n} case(s) passed on the first attempt",
-                                   rows=rows, reasons=reasons) + render_fixes(fixes or [])
+                                   rows=rows, reasons=reasons,
+                                   efficiency_head=" | ".join(EFFICIENCY_COLUMNS),
+                                   efficiency_rule="---|" * len(EFFICIENCY_COLUMNS),
+                                   efficiency_rows=efficiency) + render_fixes(fixes or [])
 
 
 class AnalyzerAnswer(BaseModel):

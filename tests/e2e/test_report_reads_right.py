@@ -69,8 +69,10 @@ def test_report_and_summary_show_untested_without_a_rate_and_count_only_resource
     assert "<p>no steps: the literal runtime has nothing to run" in section, section[:500]
 
     summary = (run_dir / "csv-stats" / "literal" / "summary.md").read_text()
-    (line,) = [ln for ln in summary.splitlines() if ln.startswith("| explain |")]
+    # the case table's row (the Efficiency table below it has one too)
+    line, efficiency = [ln for ln in summary.splitlines() if ln.startswith("| explain |")]
     assert line.split("|")[3:5] == [" – ", " – "], line
+    assert efficiency.split("|")[2] == " – ", efficiency  # literal: no model turns
 
     bench = json.loads((run_dir / "csv-stats" / "literal" / "benchmark.json").read_text())
     files = bench["coverage"]["files"]

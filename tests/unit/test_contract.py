@@ -87,6 +87,15 @@ def test_yaml_is_accepted(tmp_path):
     ({**CASE, "assertions": [{"type": "tool_used", "tool": "bash", "input": "(?<=run )x"}]},
      "evals[0].assertions: input '(?<=run )x' is not a valid regex"),
     ({"id": "c1", "prompt": "p"}, "evals[0].expected_outcome: Field required"),
+    ({**CASE, "max_commands": 0}, "evals[0].max_commands: Input should be greater than or "
+                                  "equal to 1"),
+    ({**CASE, "max_wall_s": -5}, "evals[0].max_wall_s: Input should be greater than 0"),
+    ({**CASE, "max_tokens": "lots"}, "evals[0].max_tokens: Input should be a valid integer"),
+    ({**CASE, "outputs": ["/tmp/report.md"]},
+     "evals[0].outputs: '/tmp/report.md' must be a relative path inside the workspace"),
+    # a budget is eval.config's field, never an author's check
+    ({**CASE, "assertions": [{"type": "budget", "measure": "commands", "at_most": 3}]},
+     "evals[0].assertions[0]: unknown check type 'budget'; known: file_exists,"),
     ({**CASE, "required_credentials": ["AEVAL_GITLAB_TOKEN"]},
      "evals[0].required_credentials: AEVAL_GITLAB_TOKEN is reserved for aeval and CI"),
     ({**CASE, "required_credentials": ["HF_TOKEN", "CI_JOB_TOKEN"]},

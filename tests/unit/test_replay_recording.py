@@ -6,11 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from aeval.adapters.runtimes.replay import ReplayRuntime
-from aeval.artifacts import ChangeMade, GraderInfo, Grading, GradingSummary, SelfCorrection
+from aeval.artifacts import (
+    ChangeMade,
+    EvalMetadata,
+    GraderInfo,
+    Grading,
+    GradingSummary,
+    SelfCorrection,
+)
 from aeval.events import EndEvent
 from aeval.isolation.redact import Redactor
 from aeval.run.store import write_model
-from aeval.runtime.protocol import EventRecorder, ExecutionRequest
+from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 
 
 def recording(tmp_path: Path, deleted: list[str]) -> Path:
@@ -35,6 +42,11 @@ def recording(tmp_path: Path, deleted: list[str]) -> Path:
 
 
 def replay(tmp_path: Path, rec: Path) -> tuple[Path, Path]:
+    ws, skill, _ = replay_result(tmp_path, rec)
+    return ws, skill
+
+
+def replay_result(tmp_path: Path, rec: Path) -> tuple[Path, Path, ExecutionResult]:
     ws = tmp_path / "ws"
     skill = ws / ".agents" / "skills" / "segmentation"
     (skill / "scripts").mkdir(parents=True)
@@ -45,9 +57,9 @@ def replay(tmp_path: Path, rec: Path) -> tuple[Path, Path]:
                                skill_description="d", skill_dir=skill,
                                env={}, raw_log=tmp_path / "raw.log")
     recorder = EventRecorder(tmp_path / "events.jsonl", Redactor())
-    ReplayRuntime({"train": rec}).run(request, recorder)
+    result = ReplayRuntime({"train": rec}).run(request, recorder)
     recorder.close()
-    return ws, skill
+    return ws, skill, result
 
 
 def test_recorded_outputs_and_edits_are_restored(tmp_path):
@@ -80,3 +92,14 @@ def test_a_deletion_outside_the_skill_copy_is_not_applied(tmp_path):
     _, skill = replay(tmp_path, rec)
     assert keep.read_text() == "data\n" and outside.read_text() == "host\n"
     assert (skill / "scripts" / "train.py").is_file()
+
+
+def test_a_replay_takes_the_recorded_wall_time_so_a_regrade_judges_the_recorded_run(tmp_path):
+    rec = recording(tmp_path, deleted=[])
+    assert replay_result(tmp_path / "a", rec)[2].wall_s < 5  # no metadata: the replay's own
+    write_model(rec / "eval_metadata.json", EvalMetadata(
+        run_id="r1", skill="segmentation", skill_path="/m/segmentation", case_id="train",
+        runtime="builtin", tier="per-skill", contract="/m/segmentation/eval.config",
+        prompt="Train.", expected_outcome="A model.", required_credentials=[],
+        wall_s=812.5))
+    assert replay_result(tmp_path / "b", rec)[2].wall_s == 812.5
