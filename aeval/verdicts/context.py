@@ -75,6 +75,11 @@ _READER = re.compile(
     r"\bno (?!such\b)[^\n]{0,60}?\bfound\b|\b(?:cannot|can't|could not|couldn't|unable to) "
     r"(?:find|locate)\b|\bnot found\b|\b(?:does not|doesn't) exist\b|"
     r"\bmust be run (?:from|in|inside)\b|"
+    # "no package.json in /work/site": the reader's project file, where the block ran
+    r"\bno [\w.-]+\.(?:json|toml|ya?ml|lock|txt|cfg|ini|conf|mod|gradle|xml)\b "
+    r"(?:in|at|under|here)\b|"
+    r"\bfrom the root of (?:your|the|a) [^\n]{0,40}?\b(?:project|repo(?:sitory)?|site|"
+    r"workspace|app|checkout)\b|"
     r"\brun (?:this|it|the script|me)?\b[^\n]{0,40}\b(?:from|in|inside) (?:the |your |a )?"
     r"(?:project|repo(?:sitory)?|workspace|app)\b", re.I)
 # "missing" counts only with the path it misses: "error: missing CHANGELOG.md"
@@ -82,6 +87,7 @@ _MISSING = re.compile(r"\bmissing\b|\bis required\b", re.I)
 # a line about the script's arguments, not the reader's files: "missing required argument"
 _ARGUMENTS = re.compile(r"\b(?:argument|option|flag|parameter|subcommand|positional)s?\b",
                         re.I)
+_NO_FILE = re.compile(r"\bno ([\w.-]+\.[A-Za-z]{1,10})\b")
 _PATH_WORD = re.compile(r"[\w~.$/{}-]*[./][\w.$/{}-]+")
 _LOGIN_FILE = re.compile(r"cred|token|auth|login|netrc|session|\.pem$|secret", re.I)
 _USAGE = re.compile(r"^\s*usage:", re.I | re.M)
@@ -110,6 +116,8 @@ def _skills(path: str, skill_dir: Path) -> bool:
         return False
     if path.startswith("/"):  # the copy's own path, or /mnt/skills/user/<name>/x
         try:
+            if Path(path) in (skill_dir, skill_dir.resolve()):
+                return False  # the folder the block ran in (the reader's project, there)
             if Path(path).is_relative_to(skill_dir) or \
                     Path(path).is_relative_to(skill_dir.resolve()):
                 return True
@@ -148,6 +156,8 @@ def needed(line: str, skill_dir: Path) -> str | None:
         login = next((p for p in paths if _LOGIN_FILE.search(p)), None)
         if login is not None:
             return f"a login ({login})"
+        if (named := _NO_FILE.search(ln)) is not None:  # "no package.json in ...": that file
+            return f"the reader's {named.group(1)}"
         return f"the reader's {paths[0]}" if paths else "the reader's project"
     return None
 

@@ -209,7 +209,7 @@ def depends(needs: Effects, earlier: Effects, skill_files: frozenset[str] = froz
     ``KeyError: 'API_URL'``) or would have made a path the block names: a ``cd`` or an
     unrelated export cannot make the skill's code raise. One whose file rejected its
     documented arguments otherwise (``rejected``) depends also when the earlier block set
-    a variable it uses or exported one.
+    a variable it uses, exported one or would have made a path its arguments name.
     Any other failure depends on an earlier block that would have made a path it names,
     set a variable it uses or exported one, or left the reader's shell in another folder.
     ``skill_files``: the skill's files before any block ran (an earlier block that merely
@@ -233,6 +233,8 @@ def depends(needs: Effects, earlier: Effects, skill_files: frozenset[str] = froz
         return _made(needs, made)
     if earlier.exports:
         return f"it exports ${sorted(earlier.exports)[0]}"
+    if own == "rejected":  # `digest.py pr.json` after `gh pr view ... > pr.json` failed:
+        return _made(needs, made)  # it read what the failed block left (an empty file)
     if own is not None:
         return None
     if earlier.cd is not None:

@@ -394,8 +394,8 @@ class _Checker:
         for a in words:
             if a == "--":
                 return  # the words after it are operands, whatever they look like
-            if not a.startswith("-"):
-                continue
+            if not a.startswith("-") or a == "-" or re.fullmatch(r"-\d[\d.]*", a):
+                continue  # `-` is stdin (or stdout), `-5` a negative number: operands
             flag = a.split("=", 1)[0]
             if iface.rejects_option(flag):
                 self.add(file, line, via, "rejected", rel,

@@ -10,6 +10,12 @@ class 3, issue 49 class 1), zero-key `aeval run` (literal runtime, real bubblewr
   ``/srv/backups``): no case sees it, whatever the host running aeval has, so a script that
   refuses it, or fails quietly on it, needs the reader's path: never `fail`.
 
+- a script given a file that an earlier block failed to make (``gh pr view ... > pr.json``
+  without gh leaves an empty pr.json) is no evidence; ``-`` (standard input) is an operand,
+  never an option the parser lacks; a script that refuses to run outside the reader's
+  project, naming the folder it ran in ("no package.json in <folder>; run it from the root
+  of your site's repository"), needs the reader's package.json.
+
 The same skills with a real defect still fail: a script that crashes on the skill's own
 sample, and one that crashes on a system file every case sees (``/etc/hosts``)."""
 
@@ -137,6 +143,67 @@ print(sorted(n for n, c in names.items() if c > 1)[0])  # IndexError when there 
 """
 
 
+PR_SKILL = """\
+---
+name: pr-lines
+description: Count the lines a pull request changes per file, lock files left out, and
+  summarise its reviews. Use before asking for a review of a large change.
+---
+# PR lines
+
+```bash
+gh pr view --json number,title,reviews > pr.json
+```
+
+```bash
+python3 scripts/reviews.py pr.json
+```
+
+```bash
+gh pr diff | python3 scripts/lines.py -
+```
+
+The bundled examples:
+
+```bash
+python3 scripts/reviews.py samples/pr.json
+python3 scripts/lines.py - < samples/change.diff
+python3 scripts/site_check.py
+```
+"""
+
+REVIEWS = """\
+import json
+import sys
+
+try:
+    pr = json.load(open(sys.argv[1]))
+except ValueError as e:
+    sys.exit(f"reviews.py: cannot read {sys.argv[1]}: {e}")
+print(pr["title"], len(pr["reviews"]), "review(s)")
+"""
+
+LINES = """\
+import argparse
+import sys
+
+p = argparse.ArgumentParser(prog="lines.py")
+p.add_argument("diff", help="a unified diff, or - for standard input")
+a = p.parse_args()
+text = sys.stdin.read() if a.diff == "-" else open(a.diff).read()
+print(sum(1 for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")))
+"""
+
+SITE_CHECK = """\
+import os
+import sys
+
+if not os.path.exists("package.json"):
+    sys.exit(f"site_check.py: no package.json in {os.getcwd()}; run it from the root of "
+             "your site's repository")
+"""
+
+
 def skills(out: Path) -> dict[str, dict]:
     (rd,) = (out / "runs").iterdir()
     return {s["name"]: s for s in json.loads((rd / "run.json").read_text())["skills"]}
@@ -147,6 +214,11 @@ def marketplace(root: Path, summarise: str = SUMMARISE) -> Path:
     build(skills_dir / "access-triage", {"SKILL.md": ACCESS_SKILL,
                                          "scripts/summarise.py": summarise,
                                          "samples/access.log": SAMPLE})
+    build(skills_dir / "pr-lines", {
+        "SKILL.md": PR_SKILL, "scripts/reviews.py": REVIEWS, "scripts/lines.py": LINES,
+        "scripts/site_check.py": SITE_CHECK,
+        "samples/pr.json": json.dumps({"title": "Cache by size", "reviews": [{"state": "OK"}]}),
+        "samples/change.diff": "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"})
     build(skills_dir / "old-files", {"SKILL.md": DISK_SKILL, "scripts/old_files.sh": OLD_FILES,
                                      "samples/a.log.1": "rotated\n"})
     return root
@@ -162,6 +234,8 @@ def test_a_reassigned_skill_dir_and_the_readers_paths_are_no_fail(tmp_path, caps
     # each ran its sample and passed: nothing was taken on the reader's word
     assert got["access-triage"]["status"] == "pass", got["access-triage"]
     assert got["old-files"]["status"] == "pass", got["old-files"]
+    assert got["pr-lines"]["status"] in ("pass", "untested"), got["pr-lines"]
+    assert "does not accept it" not in console
     (rd,) = (out / "runs").iterdir()
     metadata = "".join(p.read_text() for p in rd.rglob("grading.json"))
     assert "/var/log" in metadata and "the reader supplies" in metadata
