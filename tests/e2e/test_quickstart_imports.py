@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,21 @@ def test_runtimes_names_the_models_extra_for_the_builtin_agent(tmp_path):
     assert "pip install 'aeval-skills[models]'" in builtin
     literal = next(ln for ln in proc.stdout.splitlines() if ln.startswith("literal "))
     assert "models" not in literal
+
+
+def test_init_and_regrade_with_a_model_name_the_extra_too(tmp_path):
+    skill = tmp_path / "hello-docs"
+    shutil.copytree(EXAMPLES / "skills" / "hello-docs", skill)
+    before = sorted(p.name for p in skill.iterdir())
+    proc, _ = aeval(tmp_path, "init", str(skill), "--model", "openai/gpt-4o",
+                    blocked=("litellm",), env={"OPENAI_API_KEY": "sk-test"})
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stderr.strip() == ("aeval init: --model openai/gpt-4o needs the model client "
+                                   "(litellm), not installed: pip install 'aeval-skills[models]'")
+    assert sorted(p.name for p in skill.iterdir()) == before  # nothing written
+    proc, _ = aeval(tmp_path, "regrade", "latest", "--grader-model", "openai/gpt-4o",
+                    blocked=("litellm",))
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stderr.strip() == ("aeval regrade: --grader-model openai/gpt-4o needs the model "
+                                   "client (litellm), not installed: "
+                                   "pip install 'aeval-skills[models]'")
