@@ -64,7 +64,7 @@ def test_the_quickstart_runs_the_example_without_a_key():
     assert "`benchmarks/install_time.py`" in step1
     for installer in ("uv", "pip"):
         assert re.search(rf"{installer}[^.]*? \d+ s cold,[^.]*? \d+ s warm", step1), installer
-    assert re.search(r"load (average )?\d+(\.\d+)?", step1)
+    assert re.search(r"load\s+(average\s+)?\d+(\.\d+)?", step1)
     # the install holds no model client; the way to get one is named
     assert "`models` extra" in step1
     # the five-minute path comes first, the deep sections after it
