@@ -33,8 +33,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from aeval import bounded_json
-from aeval.errors import EnvironmentFailure, ModelPermanentError, ModelTransientError
+from aeval.errors import (
+    EnvironmentFailure,
+    ModelPermanentError,
+    ModelTransientError,
+    RuntimeUnavailable,
+)
 from aeval.events import Usage
+from aeval.runtime.model_keys import MODELS_INSTALL
 from aeval.settings import Settings
 
 # litellm fetches a model price list from the network at import unless told not to.
@@ -281,6 +287,21 @@ def case_retry_budget() -> RetryBudget:
                        base_delay_s=min(0.5, s.retry_delay_s / 4))
 
 
+def client() -> Any:
+    """The model client (litellm), imported at its first use: `--runtime literal` never pays
+    for it, and an install without the ``models`` extra has none. Raises RuntimeUnavailable
+    naming the extra to install when it is missing."""
+    try:
+        import litellm
+    except ModuleNotFoundError as exc:
+        if exc.name != "litellm":
+            raise  # litellm is there, something it needs is not: its own message says what
+        raise RuntimeUnavailable(f"the model client (litellm) is not installed: "
+                                 f"{MODELS_INSTALL}") from None
+    litellm.suppress_debug_info = True
+    return litellm
+
+
 def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
              api_base: str | None = None, api_key: str | None = None, timeout: float = 600,
              max_tokens: int = 8192, retries: int | None = None,
@@ -291,9 +312,7 @@ def complete(model: str, messages: list[dict], tools: list[dict] | None = None,
     spent. Without a budget, ``retries`` per-call retries are allowed (none by default: a
     caller that wants per-call retries passes its case's budget).
     """
-    import litellm
-
-    litellm.suppress_debug_info = True
+    litellm = client()
     if budget is None:
         budget = RetryBudget(max_retries=retries or 0)
     kwargs: dict[str, Any] = dict(model=model, messages=messages, timeout=timeout,
@@ -359,9 +378,10 @@ def warm_up() -> None:
     what a real call would have built. Never raises."""
     import socket
 
-    import litellm
-
-    litellm.suppress_debug_info = True
+    try:
+        litellm = client()
+    except RuntimeUnavailable:  # a literal-only install: nothing to warm
+        return
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: a connection is refused
         base = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
@@ -409,8 +429,7 @@ def response_format(model: str, answer: type[BaseModel]) -> dict[str, Any] | Non
     """The provider's structured output for ``answer`` (a JSON schema generated from the
     pydantic model), or None when litellm does not know the model to support it."""
     try:
-        import litellm
-
+        litellm = client()
         if not litellm.supports_response_schema(model=model):
             return None
     except Exception:  # an unknown model simply gets text JSON

@@ -25,6 +25,7 @@ from aeval.errors import (
     RuntimeUnavailable,
 )
 from aeval.events import Usage
+from aeval.runtime.model_keys import MODELS_INSTALL
 from aeval.runtime.protocol import EventRecorder, ExecutionRequest, ExecutionResult
 from aeval.skill.skill_md import load_skill
 
@@ -107,7 +108,7 @@ class BuiltinRuntime:
     needs_model: ClassVar[bool] = True
     runs_steps_verbatim: ClassVar[bool] = False
     config_dirs: ClassVar[tuple[str, ...]] = ()
-    install_hint: ClassVar[str] = "pip install litellm (a dependency of aeval-skills)"
+    install_hint: ClassVar[str] = MODELS_INSTALL
 
     def version(self) -> str | None:
         try:
@@ -124,7 +125,7 @@ class BuiltinRuntime:
         from importlib.util import find_spec
 
         if find_spec("litellm") is None:  # found, not imported: importing takes seconds
-            raise RuntimeUnavailable("the builtin runtime needs litellm: pip install litellm")
+            raise RuntimeUnavailable(f"the builtin runtime needs litellm: {MODELS_INSTALL}")
 
     def run(self, request: ExecutionRequest, recorder: EventRecorder) -> ExecutionResult:
         if not request.model:

@@ -1,5 +1,6 @@
 """Misconfiguration found before anything runs: a runtime that needs a model without one, a
-model whose provider key is absent, an unknown runtime. Each is a usage error (exit 2, one
+model asked for without the model client installed (the ``models`` extra), a model whose
+provider key is absent, an unknown runtime. Each is a usage error (exit 2, one
 line), never an environment error: a retry cannot fix it.
 
     config_problem(["builtin"], None, None, None, os.environ)
@@ -17,6 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from aeval.capabilities import MODEL_RUNTIMES, RUNTIME_NAMES
+
+CLIENT = "litellm"
+"""The model client every model call goes through (`aeval.adapters.llm`), an extra: the
+``literal`` runtime never needs it."""
+MODELS_INSTALL = "pip install 'aeval-skills[models]'"
+"""The exact command that installs the model client."""
 
 # litellm provider prefix -> the variables that hold its key (any one is enough)
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
@@ -77,6 +84,18 @@ def missing_key(runtime: str, model: str, api_base: str | None,
             "for a server of your own)")
 
 
+def missing_client(model: str | None, grader_model: str | None) -> str | None:
+    """The problem when a model is asked for and the model client (litellm, the ``models``
+    extra) is not installed, else None. A model is asked for by ``--model`` (the builtin
+    agent's, and the grader's by default) or ``--grader-model``; found, never imported."""
+    from importlib.util import find_spec
+
+    if not (model or grader_model) or find_spec(CLIENT) is not None:
+        return None
+    option = f"--model {model}" if model else f"--grader-model {grader_model}"
+    return f"{option} needs the model client ({CLIENT}), not installed: {MODELS_INSTALL}"
+
+
 def config_problem(runtimes: Iterable[str], model: str | None, grader_model: str | None,
                    api_base: str | None, environ: Mapping[str, str]) -> str | None:
     """The first misconfiguration of a run, as one line naming the option; None if none."""
@@ -89,6 +108,8 @@ def config_problem(runtimes: Iterable[str], model: str | None, grader_model: str
             return (f"--runtime {rt} needs a model: pass --model (a litellm model string, e.g. "
                     "openai/gpt-4o) or set AEVAL_MODEL; without one, --runtime literal runs "
                     "each case's `steps`")
+    if problem := missing_client(model, grader_model):
+        return problem
     for rt in runtimes:
         if rt in MODEL_RUNTIMES and model and (problem := missing_key(rt, model, api_base,
                                                                       environ)):

@@ -681,7 +681,11 @@ def add_regrade_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_regrade(args: argparse.Namespace) -> int:
     from aeval.run.store import RunStore
+    from aeval.runtime.model_keys import missing_client
 
+    if problem := missing_client(None, args.grader_model[0]):
+        print(f"aeval regrade: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     opts = resolve(args)
     store = opts.store
     try:

@@ -276,6 +276,11 @@ def cmd_init(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     opts = resolve(args)
     model, api_base = opts.model, opts.api_base
+    from aeval.runtime.model_keys import missing_client
+
+    if problem := missing_client(model, None):
+        print(f"aeval init: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if not todo and args.missing:
         print("every skill has a contract: nothing to write")
     for n, root in enumerate(todo, 1):

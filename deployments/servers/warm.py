@@ -97,6 +97,9 @@ PRELOAD = (
 """What the run path imports; the warm process imports it once (litellm after
 `aeval.adapters.llm`, which sets its offline options; fastapi's encoders: Prefect imports
 them to send a flow's parameters, 0.3 s of CPU). A child logs what it imported after all."""
+OPTIONAL = frozenset({"litellm"})
+"""What PRELOAD imports only where it is installed (the ``models`` extra: an install for the
+``literal`` runtime has no model client)."""
 IMPORT_PREFIXES = ("PREFECT_", "LITELLM_", "PYTHON", "LC_")
 IMPORT_NAMES = frozenset({
     "LANG", "DO_NOT_TRACK", "MALLOC_ARENA_MAX", "HOME",  # Prefect's default home is read
@@ -471,9 +474,11 @@ def serve(folder: Path, idle_s: float) -> int:
     server = _known_server(folder)
     before = dict(os.environ)
     import importlib
+    from importlib.util import find_spec
 
     for name in PRELOAD:
-        importlib.import_module(name)
+        if name not in OPTIONAL or find_spec(name) is not None:
+            importlib.import_module(name)
     from aeval.adapters.llm import warm_up
 
     warm_up()  # litellm's first call: its lazy imports and schemas, shared with every child

@@ -1,7 +1,8 @@
 """The README's five-minute path, run verbatim: every bash block between its markers, in
 order, in a fresh copy of the repository (what a clone holds) with a fresh venv, the files it
-says to copy written where it says. `pip install -e .` uses the pip cache; every step is
-bounded. It checks what the README says each step shows."""
+says to copy written where it says. The reader has uv (the README says how to get it): this
+environment's, alone on PATH; `uv pip install -e .` uses uv's cache; every step is bounded.
+It checks what the README says each step shows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,10 @@ def test_the_steps_are_what_the_readme_shows():
     steps = five_minute_path()
     assert [kind for kind, *_ in steps] == ["bash", "file", "file", "bash", "file", "bash",
                                             "bash"]
+    # the first step installs with uv (no model client: the literal runtime needs none) and
+    # runs the bundled example; tests/unit/test_readme.py ties it to benchmarks/install_time.py
+    assert steps[0][2] == ("uv venv && uv pip install -e . && "
+                           ".venv/bin/aeval run examples/marketplace")
     assert [p for kind, p, _ in steps if kind == "file"] == [
         "my-skills/word-count/SKILL.md", "my-skills/word-count/scripts/count.py",
         "my-skills/word-count/eval.config"]
@@ -67,8 +73,11 @@ def test_the_five_minute_path_runs_as_written(tmp_path):
     repo = clone(tmp_path / "aeval")
     env = {k: v for k, v in os.environ.items() if k not in TEST_ONLY}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), AEVAL_RETRIES="0")
-    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
-                                  if not p.startswith(str(ROOT)))  # not this test's venv
+    uv = tmp_path / "uv-bin"
+    uv.mkdir()
+    (uv / "uv").symlink_to(shutil.which("uv") or Path(sys.executable).parent / "uv")
+    env["PATH"] = os.pathsep.join([str(uv), *(p for p in env["PATH"].split(os.pathsep)
+                                              if not p.startswith(str(ROOT)))])  # not our venv
     results = []
     for kind, path, body in five_minute_path():
         if kind == "file":
