@@ -59,6 +59,7 @@ class SideCost(StrictModel):
     cached_input_tokens: int = Field(0, description="Cached prompt tokens of the executor.")
     output_tokens: int = Field(0, description="Generated tokens of the executor.")
     wall_s: float | None = Field(None, description="Executor wall seconds.")
+    commands: int | None = Field(None, description="Shell commands the executor ran.")
     dir: str | None = Field(None, description="Case folder, relative to its run's folder.")
 
     @property
@@ -104,6 +105,15 @@ class SkillPairwise(StrictModel):
     base_mean_tokens: float | None = None
     head_mean_wall_s: float | None = None
     base_mean_wall_s: float | None = None
+    head_mean_commands: float | None = None
+    base_mean_commands: float | None = None
+    efficiency: Literal["better", "same", "worse"] | None = Field(
+        None, description="The head's cost against the base's, from the means above: worse "
+                          "when one figure (commands, tokens, wall seconds) is over 1.2x the "
+                          "base's by a margin (1 command, 100 tokens, 1 s), better when one is "
+                          "under 1/1.2x by that margin and none is worse; None: no case ran "
+                          "on both sides.")
+    efficiency_reason: str | None = Field(None, description="The figures that decided it.")
 
     def label(self) -> str:
         """The skill's name, with its folder key when two skills share the name."""

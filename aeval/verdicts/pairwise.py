@@ -75,8 +75,40 @@ def skill_tally(cases: list[CasePairwise]) -> list[SkillPairwise]:
             head_mean_tokens=avg([s.tokens for s in head]),
             base_mean_tokens=avg([s.tokens for s in base]),
             head_mean_wall_s=avg([s.wall_s for s in head]),
-            base_mean_wall_s=avg([s.wall_s for s in base])))
+            base_mean_wall_s=avg([s.wall_s for s in base]),
+            head_mean_commands=avg([s.commands for s in head]),
+            base_mean_commands=avg([s.commands for s in base])))
+        out[-1].efficiency, out[-1].efficiency_reason = efficiency(out[-1])
     return out
+
+
+# (figure, label, margin): a change under the margin is noise, whatever its ratio
+_COSTS = (("commands", "commands", 1.0), ("tokens", "tokens", 100.0),
+          ("wall_s", "wall seconds", 1.0))
+COST_RATIO = 1.2
+
+
+def efficiency(s: SkillPairwise) -> tuple[str | None, str | None]:
+    """The head's cost against the base's (see `SkillPairwise.efficiency`): deterministic,
+    from the mean figures of the case runs each version ran."""
+    worse, better, compared = [], [], 0
+    for field, label, margin in _COSTS:
+        h, b = getattr(s, f"head_mean_{field}"), getattr(s, f"base_mean_{field}")
+        if h is None or b is None or (field == "tokens" and not (h or b)):
+            continue  # not measured on both sides (`literal` has no tokens)
+        compared += 1
+        said = f"{label} {h:g} against {b:g}"
+        if h - b >= margin and h > b * COST_RATIO:
+            worse.append(said)
+        elif b - h >= margin and b > h * COST_RATIO:
+            better.append(said)
+    if not compared:
+        return None, None
+    if worse:
+        return "worse", "over 1.2x the base's: " + "; ".join(worse)
+    if better:
+        return "better", "under the base's by over 1.2x: " + "; ".join(better)
+    return "same", "within 1.2x of the base's on every figure measured"
 
 
 def grounded(answer: ComparativeAnswer, shown: dict[str, str]) -> None:

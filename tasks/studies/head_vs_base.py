@@ -144,7 +144,8 @@ def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
         requests=u.requests if u else 0, input_tokens=u.input_tokens if u else 0,
         cached_input_tokens=u.cached_input_tokens if u else 0,
         output_tokens=u.output_tokens if u else 0,
-        wall_s=meta.wall_s if meta is not None else None)
+        wall_s=meta.wall_s if meta is not None else None,
+        commands=c.efficiency.commands if c.efficiency is not None else None)
 
 
 def _skill_text(root: Path) -> set[str]:
@@ -253,23 +254,27 @@ def markdown_table(report: HeadVsBase) -> str:
     base = f"the merge base {report.base[:12]}" if report.base else "the base"
     lines = [f"Head against base ({base}, run {report.base_run}): the comparative grader "
              "in both orders; a disagreement between them is a tie", "",
-             "| skill | runtime | wins | ties | losses | ungraded | turns head/base "
-             "| tokens head/base | wall s head/base |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| skill | runtime | wins | ties | losses | ungraded | efficiency "
+             "| turns head/base | tokens head/base | wall s head/base |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in report.skills:
         bias = f" ({s.position_bias} position bias)" if s.position_bias else ""
         lines.append(
             f"| {_cell(s.label())} | {_cell(s.runtime)} | {s.wins} | {s.ties}{bias} | "
-            f"{s.losses} | {s.ungraded} | {_n(s.head_mean_turns, '{:.1f}')} / "
+            f"{s.losses} | {s.ungraded} | {s.efficiency or '–'} | "
+            f"{_n(s.head_mean_turns, '{:.1f}')} / "
             f"{_n(s.base_mean_turns, '{:.1f}')} | {_n(s.head_mean_tokens)} / "
             f"{_n(s.base_mean_tokens)} | {_n(s.head_mean_wall_s, '{:.2f}')} / "
             f"{_n(s.base_mean_wall_s, '{:.2f}')} |")
     for name in report.new_skills:
         lines.append(f"| {_cell(name)} | – | new in the change: nothing to compare with "
-                     "| | | | | | |")
+                     "| | | | | | | |")
     notes = [f"- {_cell(c.skill)} / {_cell(c.case_id)}"
              f"{f' #{c.epoch}' if c.epoch is not None else ''} [{c.runtime}]: {c.verdict}: "
              f"{_cell(c.reason)}" for c in report.cases if c.verdict in ("tie", "ungraded")]
+    notes += [f"- {_cell(s.label())} [{s.runtime}]: efficiency {s.efficiency}: "
+              f"{_cell(s.efficiency_reason or '')}" for s in report.skills
+              if s.efficiency in ("better", "worse")]
     return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"
 
 

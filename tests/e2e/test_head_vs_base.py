@@ -219,6 +219,10 @@ def test_a_head_that_is_correct_but_slower_ties_on_outcome(tmp_path, capsys):
     assert case["reason"] == "a tie in both orders"
     assert case["head"]["wall_s"] > case["base"]["wall_s"] + 1.0
     assert skill["head_mean_wall_s"] > skill["base_mean_wall_s"] + 1.0
+    # the cost is a loss on efficiency, named by the figure that decided it
+    assert skill["efficiency"] == "worse" and "wall seconds" in skill["efficiency_reason"]
+    html = (tmp_path / "store" / "runs" / report["head_run"] / "report.html").read_text()
+    assert 'class="fail" title="over 1.2x the base' in html
 
 
 def test_a_grader_biased_to_the_first_position_cannot_make_either_version_win(tmp_path,

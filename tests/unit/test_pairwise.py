@@ -66,3 +66,21 @@ def test_the_tally_counts_from_the_heads_side_with_each_versions_costs():
     assert (s.wins, s.ties, s.losses, s.ungraded, s.position_bias) == (2, 1, 1, 1, 1)
     assert s.head_mean_turns == 3.4 and s.base_mean_turns == 3
     assert s.head_mean_tokens == 140 and s.base_mean_wall_s == 2.0
+
+
+def test_efficiency_against_the_base_needs_a_ratio_and_a_margin():
+    def tally(head: SideCost, base: SideCost):
+        (s,) = skill_tally([case("tie", head=head, base=base)])
+        return s.efficiency, s.efficiency_reason
+
+    cheap = side(turns=3, tokens=1000, wall=2.0)
+    # slower by 3 s: worse, named; 0.5 s on 1 s is over 1.2x but under the margin: noise
+    got = tally(side(turns=3, tokens=1000, wall=5.0), cheap)
+    assert got[0] == "worse" and "wall seconds 5 against 2" in got[1]
+    assert tally(side(turns=3, tokens=1000, wall=1.5), side(turns=3, tokens=1000, wall=1.0)
+                 )[0] == "same"
+    # fewer tokens by far and nothing worse: better; more tokens and less time: worse
+    assert tally(side(turns=3, tokens=400, wall=2.0), cheap)[0] == "better"
+    assert tally(side(turns=3, tokens=2000, wall=1.0), cheap)[0] == "worse"
+    # a version that did not run: nothing to compare
+    assert tally(side(turns=3, tokens=1000, wall=2.0), SideCost()) == (None, None)
