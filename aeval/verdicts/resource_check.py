@@ -396,6 +396,11 @@ _NOT_THE_SKILLS_ROW = re.compile(rf"\b(?:{_OUTPUTS}|your)\b", re.I)  # a row: al
 _SENDS = re.compile(r"\b(?:see|read|reading|load|loading|consult|refer to|follow|"
                     r"check out|continue (?:with|in)|details in|documented in|described in)\b"
                     r"[^`]{0,25}$", re.I)
+# or the prose after it places it beside the reference: "listed in `feed-fields.md` next to
+# this file", "`checklist.md` in this folder"
+_BESIDE = re.compile(r"^[^.;`\n]{0,40}?\b(?:(?:next to|beside|alongside) (?:this|the present) "
+                     r"(?:file|page|guide|document|one)|in (?:this|the same) (?:folder|"
+                     r"directory))\b", re.I)
 _THEIRS = re.compile(r"\b(?:your|user'?s|project'?s|repo(?:sitory)?'?s|their|its own)\b"
                      r"[^`]{0,25}$", re.I)
 _PROJECT_DOCS = {"readme", "changelog", "changes", "history", "contributing", "license",
@@ -531,7 +536,8 @@ def _sends(checker: Any, text: str, rel: str, via: int, shipped: set[str]) -> No
             continue
         line = lines[s.line]
         before = line[max(0, s.start - 80):s.start]
-        if not _SENDS.search(before) or _THEIRS.search(before) \
+        after = line[s.start + len(s.text) + 2:][:80]
+        if not (_SENDS.search(before) or _BESIDE.search(after)) or _THEIRS.search(before) \
                 or _NOT_THE_SKILLS.search(line):
             continue  # not sent to, the reader's, or an output the steps write
         if PurePosixPath(word).stem.lower() in _PROJECT_DOCS or word.startswith(("/", "~")):
