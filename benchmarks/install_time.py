@@ -10,7 +10,8 @@ Two forms of install, each row into a fresh virtual environment with a cache fol
 row's own (PIP_CACHE_DIR / UV_CACHE_DIR):
 
 - ``quickstart`` (default): the README's first command, without its run, in a fresh copy of
-  this checkout (what a clone holds): ``uv venv && uv pip install -e .`` for uv, and the
+  this checkout (what a clone holds): ``python3 -m venv .venv && .venv/bin/pip install -q uv &&
+  .venv/bin/uv pip install -e .`` for uv, and the
   alternative it gives, ``python3 -m venv .venv && .venv/bin/pip install -e .``, for pip
   (`QUICKSTART`; tests/unit/test_readme.py keeps the README and this table equal);
 - ``template``: what the GitLab template's before_script does, ``pip install`` or ``uv pip
@@ -43,7 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = {
-    "uv": "uv venv && uv pip install -e {target}",
+    "uv": "python3 -m venv .venv && .venv/bin/pip install -q uv && .venv/bin/uv pip install -e "
+          "{target}",
     "pip": "python3 -m venv .venv && .venv/bin/pip install -e {target}",
 }
 """The README's install commands (``{target}``: ``.``, or ``'.[extras]'``)."""

@@ -62,7 +62,8 @@ def test_the_steps_are_what_the_readme_shows():
                                             "bash"]
     # the first step installs with uv (no model client: the literal runtime needs none) and
     # runs the bundled example; tests/unit/test_readme.py ties it to benchmarks/install_time.py
-    assert steps[0][2] == ("uv venv && uv pip install -e . && "
+    assert steps[0][2] == ("python3 -m venv .venv && .venv/bin/pip install -q uv && "
+                     ".venv/bin/uv pip install -e . && "
                            ".venv/bin/aeval run examples/marketplace")
     assert [p for kind, p, _ in steps if kind == "file"] == [
         "my-skills/word-count/SKILL.md", "my-skills/word-count/scripts/count.py",
