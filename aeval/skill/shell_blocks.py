@@ -67,6 +67,22 @@ _INSTALL = re.compile(
     r"apt(?:-get)?|brew|conda|mamba|gem|cargo|go|apk|dnf|yum|choco|winget|scoop)\s+"
     r"(?:-\S+\s+)*(?:install|add|i)\b")
 _CONSOLE = re.compile(r"^\s*[$>] \S", re.M)
+# programs that serve until the reader stops them (a dev server, an inspector, a watcher):
+# the program's name, or its package (`npx @modelcontextprotocol/inspector`), first
+_SERVERS = re.compile(
+    r"^(?:@modelcontextprotocol/inspector(?:@\S*)?|mcp-inspector|http-server|live-server|"
+    r"serve|uvicorn|gunicorn|hypercorn|daphne|nodemon|browser-sync|json-server)$")
+# a program's subcommand or module that serves: `flask run`, `python -m http.server`,
+# `npm run dev`, `vite` (not `vite build`), `jupyter lab`, `mkdocs serve`
+_SERVING = re.compile(
+    r"^(?:python[0-9.]*\s+-m\s+(?:http\.server|SimpleHTTPServer|uvicorn|flask\s+run)|"
+    r"flask\s+run|fastapi\s+(?:dev|run)|streamlit\s+run|gradio\b|"
+    r"jupyter(?:-|\s+)(?:lab|notebook|server)|"
+    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:dev|start|serve|watch|preview)|"
+    r"vite(?:\s+(?:dev|serve|preview))?(?=\s+-|\s*$)|next\s+(?:dev|start)|nuxt\s+dev|astro\s+dev|"
+    r"webpack\s+serve|hugo\s+server|jekyll\s+serve|mkdocs\s+serve|"
+    r"eleventy\s+--serve|php\s+-S|rails\s+server|manage\.py\s+runserver)(?:\s|$)")
+_WATCH = frozenset({"--watch", "-w", "--serve", "--reload"})
 
 
 _PROBES = frozenset({"--version", "-v", "-V", "version", "--help", "-h"})
@@ -81,6 +97,27 @@ def _probe(argv: list[str]) -> bool:
     if len(argv) >= 2 and argv[0] in _LOOKUPS:
         return all("/" not in a for a in argv[1:])
     return len(argv) >= 3 and argv[0] == "command" and argv[1] in ("-v", "-V")
+
+
+def serves(code: str) -> str | None:
+    """The skip reason when a block starts a program that serves until the reader stops it
+    (``npx @modelcontextprotocol/inspector python3 server.py``, ``npm run dev``,
+    ``python -m http.server``, ``uvicorn app:app --reload``) in the foreground: run, it would
+    hold the block to its timeout and say nothing of the skill. None for any other block
+    (one that starts it in the background with ``&`` goes on, and runs)."""
+    for cmd in commands(code):
+        argv = cmd.target_argv()
+        if not argv:
+            continue
+        name = PurePosixPath(argv[0]).name
+        words = " ".join([name, *argv[1:]])
+        if _SERVERS.match(argv[0]) or _SERVERS.match(name) or _SERVING.match(words) \
+                or (name in ("tsc", "jest", "vitest") and _WATCH & set(argv[1:])):
+            if re.search(rf"{re.escape(argv[-1])}\s*&(?!&)", code):
+                continue  # started in the background: the block goes on
+            shown = " ".join(argv[:3])[:60]
+            return f"starts `{shown}`, which serves until the reader stops it"
+    return None
 
 
 def _install_step(code: str) -> str | None:
@@ -190,6 +227,8 @@ def plan_blocks(blocks: list[DocBlock] | list[tuple[int, str]]) -> list[BlockPla
             plan = BlockPlan(line, code, "skip", "an example of what not to do", taints=False)
         elif why:
             plan = BlockPlan(line, code, "skip", f"placeholder: {why}")
+        elif (served := serves(code)) is not None:
+            plan = BlockPlan(line, code, "skip", served)
         elif (step := _install_step(code)) is not None:
             plan = BlockPlan(line, code, "skip", step, taints=False)
         elif all(_INSTALL.match(c) for c in commands_):
