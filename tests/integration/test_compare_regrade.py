@@ -170,12 +170,14 @@ def test_regrade_every_epoch_with_two_graders_reports_agreement_and_kappa(tmp_pa
     assert not s1["counted"] and s1["agree"] is True  # the replayed skill edit, for everyone
     assert sorted((d["epoch"], d["assertion_id"]) for d in report["disagreements"]) == [
         (1, "A3"), (1, "A4"), (1, "A5"), (2, "A3"), (2, "A4"), (2, "A5")]
-    # causal share per grader: the replayed skill edit is LV1 for all; the graders' own
-    # suggestion on SKILL.md line 24 is LV1 for A and LV2 for B
+    # causal share per grader: the replayed skill edit and S0's three proven fixes (the
+    # documented segment_* actions the runner names train / evaluate / inference: static,
+    # no model) are LV1 for all; the graders' own suggestion on SKILL.md line 24 is LV1 for A
+    # and LV2 for B
     assert {r: (x["lv1"], x["lv2"], x["causal_share"]) for r, x in raters.items()} == {
-        "original": (1, 0, 1.0), "openai/grader-a": (2, 0, 1.0),
-        "openai/grader-b": (1, 1, 0.5), "openai/broken": (1, 0, 1.0),
-        "openai/gone": (1, 0, 1.0)}
+        "original": (4, 0, 1.0), "openai/grader-a": (5, 0, 1.0),
+        "openai/grader-b": (4, 1, 0.8), "openai/broken": (4, 0, 1.0),
+        "openai/gone": (4, 0, 1.0)}
     (tier,) = report["tier_differences"]
     assert (tier["path"], tier["start_line"]) == ("SKILL.md", 24)
     assert tier["levels"] == {"original": [], "openai/grader-a": ["LV1"],
