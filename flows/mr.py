@@ -104,6 +104,7 @@ def evaluate_mr(request: MrRequest) -> State:
             base=changes["base"], head=changes["head"], post=request.post,
             mr_iid=request.mr_iid, project_id=request.project_id,
             gitlab_url=request.gitlab_url, report_url=request.report_url,
+            fail_worse_than_base=request.fail_worse_than_base,
             **request.model_dump(include={"runtimes", "model", "grader_model", "api_base",
                                           "store"}))
         if request.compare_base:  # the head's run, then the base's, then the comparison

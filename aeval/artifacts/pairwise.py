@@ -87,6 +87,23 @@ class CasePairwise(StrictModel):
     base: SideCost
 
 
+class Interval(StrictModel):
+    """A mean over a skill's case runs (cases x epochs) with its 95% bootstrap interval
+    (percentile, 2,000 resamples of the case runs, seeded: the same runs give the same
+    interval)."""
+
+    mean: float
+    low: float | None = Field(None, description="None: fewer than two case runs.")
+    high: float | None = None
+    n: int = Field(description="Case runs it is over.")
+
+    def text(self, spec: str = "{:.2f}") -> str:
+        """``0.75 [0.50, 1.00] (n=4)``; without an interval ``0.75 (n=1)``."""
+        band = "" if self.low is None or self.high is None else \
+            f" [{spec.format(self.low)}, {spec.format(self.high)}]"
+        return f"{spec.format(self.mean)}{band} (n={self.n})"
+
+
 class SkillPairwise(StrictModel):
     """One skill x runtime: the verdicts of its cases, counted from the head's side."""
 
@@ -107,6 +124,16 @@ class SkillPairwise(StrictModel):
     base_mean_wall_s: float | None = None
     head_mean_commands: float | None = None
     base_mean_commands: float | None = None
+    preference: Interval | None = Field(
+        None, description="The head's score over the graded case runs (a win 1, a tie 0.5, a "
+                          "loss 0) with its interval over cases and epochs: above 0.5 the "
+                          "head is preferred. None: nothing was graded.")
+    commands_change: Interval | None = Field(
+        None, description="Head minus base, commands run, over the case runs both versions "
+                          "ran (paired by case and epoch).")
+    tokens_change: Interval | None = Field(None, description="Head minus base, tokens.")
+    wall_s_change: Interval | None = Field(None, description="Head minus base, wall seconds.")
+    turns_change: Interval | None = Field(None, description="Head minus base, turns.")
     efficiency: Literal["better", "same", "worse"] | None = Field(
         None, description="The head's cost against the base's, from the means above: worse "
                           "when one figure (commands, tokens, wall seconds) is over 1.2x the "

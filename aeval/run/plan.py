@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aeval.artifacts.aggregate import CaseResult
-from aeval.artifacts.case import AttemptRecord, CaseStatus
+from aeval.artifacts.case import AttemptRecord, CaseStatus, Efficiency
 from aeval.artifacts.grading import Grading
 from aeval.errors import TransientError
 from aeval.isolation.sandbox import SandboxMode
@@ -129,6 +129,10 @@ class CasePlan(BaseModel):
     assertions_from: Path | None = Field(
         None, description="A recorded assertions.json to reuse verbatim (regrade, and the "
                           "without-skill arm of uplift).")
+    base_cost: Efficiency | None = Field(
+        None, description="What the base version's attempt at this case cost, in a run that "
+                          "compares head with base (the base passed it): the case's relative "
+                          "budgets (`max_vs_base`) are written against it.")
     fingerprint: str | None = Field(
         None, description="What the verdict depends on, hashed (aeval/run/fingerprint.py); set "
                           "when the run skips unchanged case runs (sweeps).")

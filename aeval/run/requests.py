@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from aeval.artifacts.case import Efficiency
 from aeval.capabilities import MODEL_RUNTIMES, NO_MODEL_RUNTIMES, RUNTIME_NAMES
 from aeval.isolation.sandbox import SandboxMode
 from aeval.strict import StrictModel
@@ -111,7 +112,16 @@ class EvalRequest(ModelChoice):
                                             "grading.json run.")
     recordings: dict[str, str] | None = Field(
         None, description="`skill/case` -> recorded case folder whose assertions are reused "
-                          "(regrade).")
+                          "(regrade). `skill` is the skill's run key or its folder.")
+    fail_worse_than_base: bool = Field(
+        False, description="In a comparison of head with base: a skill worse than its base "
+                           "(the base won more case runs, or the head's cost is over 1.2x) "
+                           "fails the gate (exit 1). Default: said, not a failure.")
+    base_costs: dict[str, Efficiency] | None = Field(
+        None, description="`skill/case#epoch` (`skill`: the skill's folder) -> what the base "
+                          "version's passing attempt cost, in the head run of a comparison "
+                          "with the base: the cases' relative budgets are written against "
+                          "it.")
     install_skill: bool = Field(
         True, description="Install the skill (the normal run). False: the without-skill arm "
                           "of `aeval uplift`: same prompt, case files and assertions, but no "
@@ -186,8 +196,11 @@ class MrRequest(ModelChoice, TaskRunnerChoice):
     compare_base: bool = Field(
         False, description="Also run the changed skills as they were at the merge base, on "
                            "the same cases, and compare head with base case by case (a "
-                           "comparative grader in both orders; head_vs_base.json). Never "
-                           "changes the gate.")
+                           "comparative grader in both orders; head_vs_base.json). Changes "
+                           "the gate only with `fail_worse_than_base`.")
+    fail_worse_than_base: bool = Field(
+        False, description="With compare_base: a skill worse than its base fails the gate "
+                           "(exit 1).")
 
 
 class SweepRequest(ModelChoice, TaskRunnerChoice):

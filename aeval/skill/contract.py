@@ -184,7 +184,8 @@ CHECK_TYPES = tuple(
 FILE_CHECKS = (FileExists, FileContains, JsonPath)
 """The checks whose ``path`` declares an output of the case (`declared_outputs`)."""
 
-BudgetMeasure = Literal["tokens", "commands", "wall_s"]
+BudgetMeasure = Literal["tokens", "commands", "wall_s", "turns"]
+RelativeMeasure = Literal["turns", "tokens", "commands", "wall_s"]
 BUDGET_FIELDS: dict[str, BudgetMeasure] = {"max_tokens": "tokens", "max_commands": "commands",
                                            "max_wall_s": "wall_s"}
 """eval.config's budget field -> what it bounds, in the order budgets are listed (B1, B2 ...)."""
@@ -197,9 +198,17 @@ class Budget(_Check):
 
     type: Literal["budget"]
     measure: BudgetMeasure = Field(description="tokens (prompt, cached, cache-write and "
-                                               "output), commands (shell tool calls) or "
-                                               "wall_s (the executor's seconds).")
+                                               "output), commands (shell tool calls), "
+                                               "wall_s (the executor's seconds) or turns "
+                                               "(relative budgets only).")
     at_most: float = Field(gt=0, description="The most the attempt may use.")
+    vs_base: float | None = Field(
+        None, description="A relative budget (`max_vs_base`): the factor of the base "
+                          "version's figure `base` that gave `at_most` (with the noise "
+                          "margin: never below the base's figure plus one command, turn or "
+                          "second, or 100 tokens).")
+    base: float | None = Field(None, description="The base version's measured figure on this "
+                                                 "case (relative budgets only).")
 
 
 SpecCheck = Annotated[
@@ -268,6 +277,17 @@ class EvalCase(_Strict):
         description="Budget: most seconds the executor may take on the graded attempt; over "
                     "it the case fails with the measured figure (`timeout_s` is the hard "
                     "stop). Never stops the run.")
+    max_vs_base: dict[RelativeMeasure, Annotated[float, Field(ge=1, le=100)]] = Field(
+        default_factory=dict,
+        description="Relative budgets against the skill's base version, for runs that "
+                    "compare head with base (`--compare-base`, the MR flow's compare_base): "
+                    "measure (turns, tokens, commands, wall_s) -> the most the head may use "
+                    "as a factor of what the base used on the same case (`commands: 1.2`: "
+                    "no more than 1.2x the base's commands). Written as a budget assertion "
+                    "(B ids) with the base's figure before the head runs; over it the case "
+                    "fails with both figures as evidence. A change within the noise margin "
+                    "(1 command or turn, 100 tokens, 1 s) never fails. Applies only where "
+                    "the base passed the case; ignored in a run without a base.")
     outputs: list[str] = Field(
         default_factory=list,
         description="What the case is meant to leave in the workspace: paths relative to its "

@@ -11,9 +11,14 @@ one (`literal`) gets no token budget.
 `max_turns` and `timeout_s` are stops, not budgets: the runtime ends the run there and what it
 left is graded as usual (a timeout is the runtime's end; a turn stop shows as
 `stopped_at_turn_limit`). A budget below a stop fails the case without cutting the run short,
-so the report can say how far over it went. There is no turn budget: a run can never take
-more turns than its stop, and failing every run stopped there would change the verdicts of
-the contracts that set `max_turns` as a safety stop.
+so the report can say how far over it went. There is no absolute turn budget: a run can
+never take more turns than its stop, and failing every run stopped there would change the
+verdicts of the contracts that set `max_turns` as a safety stop.
+
+Relative budgets (`max_vs_base`: `commands: 1.2`) hold the head of a change to a factor of
+what its base version used on the same case. A run that compares head with base runs the base
+first; the head's assertions then carry the base's figure in each relative budget (B ids after
+the absolute ones), so they are still written before the head's output exists.
 """
 
 from __future__ import annotations
@@ -27,8 +32,12 @@ from aeval.skill import contract as c
 
 SHELL_TOOLS = frozenset({"bash"})
 """Normalized names of the tools that run a shell command (every runtime maps its own)."""
-MODEL_MEASURES = frozenset({"tokens"})
-UNITS = {"tokens": "tokens", "commands": "commands", "wall_s": "s of wall time"}
+MODEL_MEASURES = frozenset({"tokens", "turns"})
+UNITS = {"tokens": "tokens", "commands": "commands", "wall_s": "s of wall time",
+         "turns": "turns"}
+NOISE = {"turns": 1.0, "commands": 1.0, "tokens": 100.0, "wall_s": 1.0}
+"""A change of a cost under this is noise whatever its ratio (head against base: the
+efficiency verdict and the relative budgets)."""
 
 
 def measure(events: list[Event], usage: Usage, wall_s: float, *, model: bool,
@@ -56,8 +65,40 @@ def _number(x: float) -> str:
 
 
 def budget_text(b: c.Budget) -> str:
-    """``at most 40 commands``."""
-    return f"at most {_number(b.at_most)} {UNITS[b.measure]}"
+    """``at most 40 commands``; a relative budget: ``at most 5 commands (1.2x the base
+    version's 4 on this case)``."""
+    said = f"at most {_number(b.at_most)} {UNITS[b.measure]}"
+    if b.vs_base is None or b.base is None:
+        return said
+    return f"{said} ({b.vs_base:g}x the base version's {_number(b.base)} on this case)"
+
+
+def relative_limit(measure: str, factor: float, base: float) -> float:
+    """The most a relative budget allows: ``factor`` times the base's figure, and never
+    less than the base's figure plus the measure's noise margin (`NOISE`)."""
+    limit = max(factor * base, base + NOISE[measure])
+    return round(limit, 3) if measure == "wall_s" else float(int(limit))
+
+
+def relative_budget_assertions(case: c.EvalCase, base: Efficiency | None, first: int,
+                               model: bool) -> list[AssertionSpec]:
+    """The case's relative budgets (`max_vs_base`) against the base version's attempt
+    ``base``, as assertions B<first>, B<first+1> ... (written before the head runs). Nothing
+    without a base figure: no base attempt, or a measure the base did not have (no model:
+    no turns or tokens)."""
+    out: list[AssertionSpec] = []
+    if base is None:
+        return out
+    for measure, factor in case.max_vs_base.items():
+        figure = getattr(base, measure)
+        if figure is None or (measure in MODEL_MEASURES and not model):
+            continue
+        check = c.Budget(type="budget", measure=measure,
+                         at_most=relative_limit(measure, factor, figure),
+                         vs_base=factor, base=figure)
+        out.append(AssertionSpec(id=f"B{first + len(out)}", text=budget_text(check),
+                                 kind="deterministic", source="author", check=check))
+    return out
 
 
 def budget_assertions(case: c.EvalCase, model: bool) -> list[AssertionSpec]:
@@ -78,18 +119,24 @@ def judge_budget(b: c.Budget, eff: Efficiency | None) -> tuple[bool | None, str]
     """(within the budget, evidence with the measured figure); None: not measured."""
     if eff is None:
         return None, "not measured: the attempt did not run"
-    got = {"tokens": eff.tokens, "commands": eff.commands, "wall_s": eff.wall_s}[b.measure]
+    got = {"tokens": eff.tokens, "commands": eff.commands, "wall_s": eff.wall_s,
+           "turns": eff.turns}[b.measure]
     if got is None:
         return None, f"not measured: no model ran, so no {b.measure}"
     ok = got <= b.at_most
     match b.measure:
         case "commands":
             said = f"ran {got} command{'s' if got != 1 else ''}"
+        case "turns":
+            said = f"took {got} turn{'s' if got != 1 else ''}"
         case "tokens":
             said = (f"used {got:,} tokens (input {eff.input_tokens:,}, cached "
                     f"{eff.cached_input_tokens:,}, output {eff.output_tokens:,})")
         case _:
             said = f"took {got:.1f} s"
+    if b.vs_base is not None and b.base:
+        said += (f", {got / b.base:.2f}x the base version's {_number(b.base)} "
+                 f"(at most {b.vs_base:g}x)")
     return ok, said
 
 

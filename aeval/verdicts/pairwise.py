@@ -15,11 +15,13 @@ from aeval.artifacts.pairwise import (
     CasePairwise,
     ComparativeAnswer,
     ComparativeReason,
+    Interval,
     Label,
     OrderVerdict,
     PairVerdict,
     SkillPairwise,
 )
+from aeval.verdicts.efficiency import NOISE
 
 POSITION_BIAS = "the two orders disagreed (position bias, cancelled): a tie"
 
@@ -77,14 +79,58 @@ def skill_tally(cases: list[CasePairwise]) -> list[SkillPairwise]:
             head_mean_wall_s=avg([s.wall_s for s in head]),
             base_mean_wall_s=avg([s.wall_s for s in base]),
             head_mean_commands=avg([s.commands for s in head]),
-            base_mean_commands=avg([s.commands for s in base])))
+            base_mean_commands=avg([s.commands for s in base]),
+            preference=interval([SCORE[c.verdict] for c in cs if c.verdict in SCORE]),
+            **{f"{m}_change": interval(paired(cs, m)) for m in CHANGES}))
         out[-1].efficiency, out[-1].efficiency_reason = efficiency(out[-1])
     return out
 
 
+SCORE = {"head": 1.0, "tie": 0.5, "base": 0.0}
+CHANGES = ("commands", "tokens", "wall_s", "turns")
+RESAMPLES = 2000
+
+
+def paired(cases: list[CasePairwise], measure: str) -> list[float]:
+    """Head minus base of ``measure`` over the case runs both versions ran and measured
+    (tokens: only where a model counted some)."""
+    out = []
+    for c in cases:
+        if c.head.status is None or c.base.status is None:
+            continue
+        h, b = getattr(c.head, measure), getattr(c.base, measure)
+        if h is None or b is None or (measure == "tokens" and not (h or b)):
+            continue
+        out.append(float(h - b))
+    return out
+
+
+def interval(values: list[float]) -> Interval | None:
+    """The mean of ``values`` with its 95% percentile bootstrap interval (seeded); None for
+    no values, no interval for one."""
+    if not values:
+        return None
+    m = round(mean(values), 3)
+    if len(values) < 2:
+        return Interval(mean=m, n=1)
+    if len(set(values)) == 1:
+        return Interval(mean=m, low=m, high=m, n=len(values))
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    args = dict(n_resamples=RESAMPLES, confidence_level=0.95, method="percentile")
+    try:
+        res = bootstrap((np.asarray(values),), np.mean, **args, rng=np.random.default_rng(0))
+    except TypeError:  # scipy before 1.15 calls it random_state
+        res = bootstrap((np.asarray(values),), np.mean, **args, random_state=0)
+    ci = res.confidence_interval
+    return Interval(mean=m, low=round(float(ci.low), 3), high=round(float(ci.high), 3),
+                    n=len(values))
+
+
 # (figure, label, margin): a change under the margin is noise, whatever its ratio
-_COSTS = (("commands", "commands", 1.0), ("tokens", "tokens", 100.0),
-          ("wall_s", "wall seconds", 1.0))
+_COSTS = (("commands", "commands", NOISE["commands"]), ("tokens", "tokens", NOISE["tokens"]),
+          ("wall_s", "wall seconds", NOISE["wall_s"]))
 COST_RATIO = 1.2
 
 

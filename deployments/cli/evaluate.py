@@ -271,6 +271,13 @@ def compare_base_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def fail_worse_problem(args: argparse.Namespace) -> str | None:
+    """``--fail-worse-than-base`` without ``--compare-base`` compares nothing."""
+    if getattr(args, "fail_worse_than_base", False) and not args.compare_base:
+        return "--fail-worse-than-base needs --compare-base: nothing is compared without it"
+    return None
+
+
 def print_head_vs_base(run_dir: Path) -> None:
     """The head against base table of a `--compare-base` run (head_vs_base.json)."""
     from aeval.run.read import read_run
@@ -301,7 +308,11 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="with --changed-since: also run each changed skill as it was at the "
                         "merge base on the same cases, and compare head and base case by case "
                         "with a comparative grader asked in both orders (head_vs_base.json; "
-                        "needs a grader model for the outcome; never changes the gate)")
+                        "needs a grader model for the outcome; the base runs first, and a "
+                        "case's max_vs_base budgets hold the head to the base's figures)")
+    r.add_argument("--fail-worse-than-base", action="store_true",
+                   help="with --compare-base: a skill worse than its base (the base won more "
+                        "case runs, or the head costs over 1.2x) fails the gate (exit 1)")
     r.add_argument("--post", action="store_true",
                    help="post the results on the merge or pull request: GitLab "
                         "(AEVAL_GITLAB_TOKEN; MR from CI variables or --mr/--project/"
@@ -356,7 +367,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{p}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
     opts = resolve(args)
-    if problem := run_option_problem(args, opts) or compare_base_problem(args):
+    if problem := run_option_problem(args, opts) or compare_base_problem(args) \
+            or fail_worse_problem(args):
         print(f"aeval run: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if problem := endpoint_unreachable(opts.api_base, bool(opts.model or opts.grader_model)):
@@ -426,7 +438,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args, opts, sandbox, paths=[str(p) for p in args.paths], run_id=run_id,
         runtimes=runtimes, epochs=args.epochs, skill_roots=[str(r) for r in roots], base=base,
         head=head, post=args.post, mr_iid=args.mr, project_id=args.project,
-        gitlab_url=args.gitlab_url)
+        gitlab_url=args.gitlab_url, fail_worse_than_base=args.fail_worse_than_base)
     if args.compare_base:
         from aeval.flows.head_vs_base import head_vs_base
 

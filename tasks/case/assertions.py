@@ -24,7 +24,7 @@ from aeval.run.store import write_model
 from aeval.skill.contract import Tier
 from aeval.verdicts.checks import describe
 from aeval.verdicts.documented import documented_signatures, skill_files
-from aeval.verdicts.efficiency import budget_assertions
+from aeval.verdicts.efficiency import budget_assertions, relative_budget_assertions
 from aeval.verdicts.judge import (
     DOC_TEST_TEXT,
     DOCUMENTED,
@@ -129,16 +129,39 @@ def build_assertions(plan: CasePlan) -> list[AssertionSpec]:
 
 
 def write_assertions_file(plan: CasePlan) -> AssertionsFile:
+    model = plan.runtime in MODEL_RUNTIMES
     if plan.assertions_from is not None:  # regrade: the same assertions, fixed long ago
         doc = AssertionsFile.model_validate_json(plan.assertions_from.read_text())
+        if plan.base_cost is not None:  # the head of a comparison: the base's, and its
+            doc = with_relative_budgets(doc, plan, model)  # relative budgets
         write_model(plan.files.assertions, doc)
         return doc
     specs = build_assertions(plan)
     extra, writer = write_more(plan, specs)
-    specs += [*extra, *budget_assertions(plan.case, model=plan.runtime in MODEL_RUNTIMES),
-              *structural_assertions(plan)]
+    budgets = budget_assertions(plan.case, model=model)
+    budgets += relative_budget_assertions(plan.case, plan.base_cost, len(budgets) + 1, model)
+    specs += [*extra, *budgets, *structural_assertions(plan)]
     doc = AssertionsFile(skill=plan.skill.name, case_id=plan.case.id,
                          written_at=datetime.now(UTC), writer=writer,
                          sha256=AssertionsFile.digest(specs), assertions=specs)
     write_model(plan.files.assertions, doc)
     return doc
+
+
+def with_relative_budgets(doc: AssertionsFile, plan: CasePlan, model: bool) -> AssertionsFile:
+    """A recorded assertions.json (the base's, reused by the head of a comparison) with the
+    case's relative budgets against the base's attempt added after its budgets (B ids go on
+    from its last), before its structural assertions; a relative budget it already holds
+    (a resumed head) is not added twice."""
+    if any(a.check is not None and getattr(a.check, "vs_base", None) is not None
+           for a in doc.assertions):
+        return doc
+    budgets = [a for a in doc.assertions if a.id.startswith("B")]
+    added = relative_budget_assertions(plan.case, plan.base_cost, len(budgets) + 1, model)
+    if not added:
+        return doc
+    at = max((i + 1 for i, a in enumerate(doc.assertions) if a.kind != "structural"),
+             default=0)
+    specs = [*doc.assertions[:at], *added, *doc.assertions[at:]]
+    return doc.model_copy(update={"assertions": specs,
+                                  "sha256": AssertionsFile.digest(specs)})

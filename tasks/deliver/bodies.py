@@ -127,6 +127,7 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
         out += ["", "### What failed, with evidence", "", *evidence[:-1]]
     if corrections:
         out += ["", "### Self-corrections (edits the agent made to the skill)", "", *corrections]
+    out += head_vs_base_lines(report)
     levels = [s.suggestion.level for s in report.suggestions if not s.problem]
     if levels or skipped:
         out += ["", f"**Suggestions:** {inline} inline on the diff, {fallback} in the fallback "
@@ -151,6 +152,27 @@ def skill_note_body(report: SkillReport, manifest: RunManifest, *, report_url: s
                 "assertions that passed only after the agent corrected something (– where there "
                 "was no later attempt).</sub>"]
     return disarm("\n".join(out).strip() + "\n")
+
+
+def head_vs_base_lines(report: SkillReport) -> list[str]:
+    """The skill against its base version (a run with --compare-base): per runtime, the
+    comparative grader's wins, ties and losses for the head with the preference's interval,
+    and the efficiency verdict with the figures that decided it."""
+    if not report.head_vs_base:
+        return []
+    base = f" (base `{report.base_commit[:12]}`)" if report.base_commit else ""
+    out = ["", f"### Head against base{base}", "",
+           "| runtime | wins | ties | losses | ungraded | preference [95%] | efficiency |",
+           "|---|---|---|---|---|---|---|"]
+    for p in report.head_vs_base:
+        bias = f" ({p.position_bias} position bias)" if p.position_bias else ""
+        out.append(f"| {p.runtime} | {p.wins} | {p.ties}{bias} | {p.losses} | {p.ungraded} | "
+                   f"{p.preference.text() if p.preference else '–'} | "
+                   f"{p.efficiency or '–'} |")
+    # the reason is aeval's own words and figures (no text of the skill or the run)
+    said = [f"- [{p.runtime}] efficiency {p.efficiency}: {p.efficiency_reason or ''}"
+            for p in report.head_vs_base if p.efficiency in ("better", "worse")]
+    return out + (["", *said] if said else [])
 
 
 def skill_folder(s: LocatedSuggestion) -> str:

@@ -22,6 +22,7 @@ from aeval.artifacts import (
     RunManifest,
     SkillResult,
 )
+from aeval.artifacts.pairwise import SkillPairwise
 from aeval.run.layout import CODE_QUALITY, safe
 from aeval.run.read import read_run
 from aeval.strict import StrictModel
@@ -96,6 +97,10 @@ class SkillReport(StrictModel):
     suggestions: list[LocatedSuggestion] = Field(default_factory=list)
     coverage: dict[str, SkillCoverage] = Field(
         default_factory=dict, description="runtime -> the skill's files the cases used.")
+    head_vs_base: list[SkillPairwise] = Field(
+        default_factory=list, description="The skill against its base version, per runtime "
+                                          "(a run with --compare-base).")
+    base_commit: str | None = Field(None, description="The base the skill was compared with.")
 
 
 class RunBundle(StrictModel):
@@ -213,6 +218,7 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
         repo_root = next((r for s in manifest.skills if (r := find_toplevel(Path(s.path)))),
                          None)
     reports = []
+    pairwise = run.head_vs_base()
     for sk in manifest.skills:
         skill_dir = skill_repo_dir(sk.path, repo_root)
         key = sk.key or safe(sk.name)
@@ -225,6 +231,10 @@ def load_run(run_dir: Path, repo_root: Path | None = None) -> RunBundle:
             bench = run.benchmark(sk, rt)
             if bench is not None and bench.coverage is not None:
                 report.coverage[rt] = bench.coverage
+        if pairwise is not None:
+            report.head_vs_base = [p for p in pairwise.skills
+                                   if (p.skill_key or p.skill) == (sk.key or sk.name)]
+            report.base_commit = pairwise.base
         reports.append(report)
     return RunBundle(run_dir=run.run_dir, manifest=manifest, repo_root=repo_root,
                      skills=reports)

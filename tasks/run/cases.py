@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from aeval.adapters import runs_steps_verbatim
+from aeval.artifacts.case import Efficiency
 from aeval.run.layout import CaseFiles
 from aeval.run.plan import CasePlan, Examined, RunSettings, SkillPlan
 
@@ -13,13 +14,15 @@ from aeval.run.plan import CasePlan, Examined, RunSettings, SkillPlan
 def plan_cases(examined: list[Examined], run: RunSettings, runtimes: list[str], epochs: int,
                runtime_options: dict[str, dict[str, Any]] | None = None,
                recordings: dict[str, str] | None = None,
-               skill_md_doc_test: bool = True) -> list[CasePlan]:
+               skill_md_doc_test: bool = True,
+               base_costs: dict[str, Efficiency] | None = None) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch, each sharing ``run`` (with the names of
     the run's credentials, ``run_credentials``, for redaction) and its skill's `SkillPlan`.
     ``recordings`` (``skill/case`` -> recorded case folder, or ``skill/case#epoch`` for one
     epoch; ``skill`` is the skill's folder key in the run: two skills may share a name) makes
-    each plan reuse that case's assertions (regrade, uplift); ``run.install_skill`` False
-    plans uplift's without-skill arm."""
+    each plan reuse that case's assertions (regrade, uplift; ``skill`` may also be the skill's
+    folder); ``base_costs`` (same keys) gives each case of a head run the cost of the base
+    version's attempt; ``run.install_skill`` False plans uplift's without-skill arm."""
     run = run.model_copy(update={"run_credentials": run_credentials(examined)})
     plans = []
     for ex in examined:
@@ -40,7 +43,10 @@ def plan_cases(examined: list[Examined], run: RunSettings, runtimes: list[str], 
                         run=run, skill=skill, case=case, supplementary=supplementary,
                         runtime=rt, runtime_options=(runtime_options or {}).get(rt, {}),
                         epoch=epoch,
-                        assertions_from=_recorded(recordings, skill.key, case.id, epoch)))
+                        assertions_from=_recorded(recordings, (skill.key, str(ex.root.resolve())),
+                                                  case.id, epoch),
+                        base_cost=None if supplementary else _keyed(
+                            base_costs, (skill.key, str(ex.root.resolve())), case.id, epoch)))
     return plans
 
 
@@ -52,11 +58,24 @@ def run_credentials(examined: list[Examined]) -> list[str]:
                    for n in case.required_credentials})
 
 
-def _recorded(recordings: dict[str, str] | None, skill: str, case: str,
+def _key(mapping: dict[str, Any] | None, skills: tuple[str, ...], case: str,
+         epoch: int | None) -> str | None:
+    """The first key of ``mapping`` that names this case: a skill name of ``skills`` (its
+    run key, then its folder), the case, and its epoch or any epoch."""
+    return next((k for s in skills for k in (f"{s}/{case}#{epoch}", f"{s}/{case}")
+                 if mapping and k in mapping), None)
+
+
+def _keyed(mapping: dict[str, Efficiency] | None, skills: tuple[str, ...], case: str,
+           epoch: int | None) -> Efficiency | None:
+    key = _key(mapping, skills, case, epoch)
+    return None if key is None or mapping is None else mapping[key]
+
+
+def _recorded(recordings: dict[str, str] | None, skills: tuple[str, ...], case: str,
               epoch: int | None = None) -> Path | None:
-    key = next((k for k in (f"{skill}/{case}#{epoch}", f"{skill}/{case}")
-                if recordings and k in recordings), None)
-    if key is None:
+    key = _key(recordings, skills, case, epoch)
+    if key is None or recordings is None:
         return None
     p = CaseFiles(Path(recordings[key])).assertions
     return p if p.is_file() else None

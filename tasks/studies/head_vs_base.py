@@ -6,8 +6,10 @@ report.html section and the Prefect table from them.
                                   and a "Head against base" section in its report.html
     <store>/runs/<run-id>-base/   a normal run of the skills as they were at the merge base,
                                   with the head's cases (its eval.config, or the marketplace's
-                                  per-name config) and the head run's assertions.json reused
-                                  per case and epoch: both versions answer the same case
+                                  per-name config), run first; the head run reuses its
+                                  assertions.json per case and epoch (both versions answer
+                                  the same case) and holds its relative budgets
+                                  (`max_vs_base`) to the base's figures
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pydantic import BaseModel, Field
 
 from aeval.adapters.git import export_tree, git_toplevel, merge_base
 from aeval.artifacts import AssertionsFile, CaseResult, EvalMetadata, HeadVsBase, SkillResult
-from aeval.artifacts.pairwise import CasePairwise, SideCost
+from aeval.artifacts.aggregate import RunManifest
+from aeval.artifacts.pairwise import CasePairwise, SideCost, SkillPairwise
+from aeval.exit_codes import FAIL, OK
 from aeval.run.layout import RunLayout
 from aeval.run.read import RunRecord, read_if_there, read_run
 from aeval.run.requests import EvalRequest
@@ -102,32 +106,41 @@ def export_base(skill_roots: list[str], base: str, head: str | None, dest: str) 
     return export_base_skills(skill_roots, base, head, Path(dest))
 
 
-def head_assertions(head_dir: Path, tree: BaseTree) -> dict[str, str]:
-    """``skill/case#epoch`` -> the head run's case folder for every case of the head that
-    wrote assertions.json, keyed by the base run's skill key (the skill's name, as the base
-    run keys it): the base run reuses them, so both are held to the same assertions. SKILL.md's
-    doc test is left out: each version's is its own."""
-    run = read_run(head_dir)
-    out: dict[str, str] = {}
-    for case in run.cases():
-        if case.files.assertions.is_file() and not case.result.supplementary \
-                and tree.skills.get(case.skill.path):
-            c = case.result
-            out[f"{case.skill.key or case.skill.name}/{c.case_id}#{c.epoch}"] = str(case.dir)
-    return out
-
-
-def base_request(request: EvalRequest, tree: BaseTree, head_dir: Path) -> EvalRequest:
-    """The base run's request: the head's, for the base's skill folders, under its own run
-    id, not a run of a change (nothing to post, no introduced errors)."""
+def base_request(request: EvalRequest, tree: BaseTree) -> EvalRequest:
+    """The base run's request: the head's, for the base's skill folders (with the head's
+    cases), under its own run id, not a run of a change (nothing to post, no introduced
+    errors). It runs first: the head reuses its assertions and holds its relative budgets
+    to its figures."""
     assert request.run_id
-    progress("head vs base: the base's version of %d skill(s) (run %s)", len(tree.roots()),
-             base_run_id(request.run_id))
+    progress("head vs base: the base's version of %d skill(s) first (run %s)",
+             len(tree.roots()), base_run_id(request.run_id))
     return request.model_copy(update={
         "run_id": base_run_id(request.run_id), "paths": [tree.root],
         "skill_roots": tree.roots(), "base": None, "head": None, "post": False,
-        "resume": False, "skip_unchanged": False,
-        "recordings": head_assertions(head_dir, tree)})
+        "resume": False, "skip_unchanged": False, "recordings": None, "base_costs": None})
+
+
+def head_request(request: EvalRequest, tree: BaseTree, base_dir: Path | None) -> EvalRequest:
+    """The head run's request: the change's own, with each case's assertions.json of the base
+    run reused (both versions are held to the same assertions; SKILL.md's doc test is each
+    version's own) and, where the base passed the case, what its attempt cost (the relative
+    budgets). Keys are the head's skill folders. It does not post: the flow posts once the
+    comparison is written, so the note carries it."""
+    recordings: dict[str, str] = {}
+    costs: dict = {}
+    head_of = {b: str(Path(h).resolve()) for h, b in tree.skills.items() if b is not None}
+    if base_dir is not None and RunLayout(base_dir).manifest.is_file():
+        for case in read_run(base_dir).cases():
+            head_root, c = head_of.get(case.skill.path), case.result
+            if head_root is None or c.supplementary:
+                continue
+            key = f"{head_root}/{c.case_id}#{c.epoch}"
+            if case.files.assertions.is_file():
+                recordings[key] = str(case.dir)
+            if c.status == "pass" and c.efficiency is not None:
+                costs[key] = c.efficiency
+    return request.model_copy(update={"recordings": recordings or None,
+                                      "base_costs": costs or None, "post": False})
 
 
 def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
@@ -140,7 +153,9 @@ def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
     u = meta.usage if meta is not None else None
     return SideCost(
         status=c.status, dir=c.dir,
-        turns=grading.execution_metrics.turns if grading is not None else None,
+        # the efficiency's turns: None where no model ran (`literal`), never a 0 to compare
+        turns=c.efficiency.turns if c.efficiency is not None else (
+            grading.execution_metrics.turns if grading is not None else None),
         requests=u.requests if u else 0, input_tokens=u.input_tokens if u else 0,
         cached_input_tokens=u.cached_input_tokens if u else 0,
         output_tokens=u.output_tokens if u else 0,
@@ -249,48 +264,67 @@ def _n(x: float | None, spec: str = "{:.0f}") -> str:
 
 
 def markdown_table(report: HeadVsBase) -> str:
-    """The per-skill table (outcome: wins/ties/losses for the head; cost: head vs base),
-    then one line per case that was not a plain win or loss."""
+    """The per-skill table (outcome: wins/ties/losses and the head's preference with its
+    interval; cost: head vs base), then one line per skill on the change of each cost with its
+    interval, and one per case that was not a plain win or loss."""
     base = f"the merge base {report.base[:12]}" if report.base else "the base"
     lines = [f"Head against base ({base}, run {report.base_run}): the comparative grader "
              "in both orders; a disagreement between them is a tie", "",
-             "| skill | runtime | wins | ties | losses | ungraded | efficiency "
-             "| turns head/base | tokens head/base | wall s head/base |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| skill | runtime | wins | ties | losses | ungraded | preference [95%] "
+             "| efficiency | turns head/base | tokens head/base | wall s head/base |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in report.skills:
         bias = f" ({s.position_bias} position bias)" if s.position_bias else ""
         lines.append(
             f"| {_cell(s.label())} | {_cell(s.runtime)} | {s.wins} | {s.ties}{bias} | "
-            f"{s.losses} | {s.ungraded} | {s.efficiency or '–'} | "
+            f"{s.losses} | {s.ungraded} | {s.preference.text() if s.preference else '–'} | "
+            f"{s.efficiency or '–'} | "
             f"{_n(s.head_mean_turns, '{:.1f}')} / "
             f"{_n(s.base_mean_turns, '{:.1f}')} | {_n(s.head_mean_tokens)} / "
             f"{_n(s.base_mean_tokens)} | {_n(s.head_mean_wall_s, '{:.2f}')} / "
             f"{_n(s.base_mean_wall_s, '{:.2f}')} |")
     for name in report.new_skills:
         lines.append(f"| {_cell(name)} | – | new in the change: nothing to compare with "
-                     "| | | | | | | |")
-    notes = [f"- {_cell(c.skill)} / {_cell(c.case_id)}"
-             f"{f' #{c.epoch}' if c.epoch is not None else ''} [{c.runtime}]: {c.verdict}: "
-             f"{_cell(c.reason)}" for c in report.cases if c.verdict in ("tie", "ungraded")]
+                     "| | | | | | | | |")
+    notes = [f"- {_cell(s.label())} [{s.runtime}]: head − base: {changes}"
+             for s in report.skills if (changes := change_text(s))]
+    notes += [f"- {_cell(c.skill)} / {_cell(c.case_id)}"
+              f"{f' #{c.epoch}' if c.epoch is not None else ''} [{c.runtime}]: {c.verdict}: "
+              f"{_cell(c.reason)}" for c in report.cases if c.verdict in ("tie", "ungraded")]
     notes += [f"- {_cell(s.label())} [{s.runtime}]: efficiency {s.efficiency}: "
               f"{_cell(s.efficiency_reason or '')}" for s in report.skills
               if s.efficiency in ("better", "worse")]
     return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"
 
 
+def change_text(s: SkillPairwise) -> str:
+    """``commands +5.00 [+5.00, +5.00] (n=2); wall s +2.10 [...]``: the head's change on each
+    cost measured on both sides, with its interval over cases and epochs."""
+    parts = []
+    for label, iv, spec in (("commands", s.commands_change, "{:+.2f}"),
+                            ("turns", s.turns_change, "{:+.2f}"),
+                            ("tokens", s.tokens_change, "{:+.0f}"),
+                            ("wall s", s.wall_s_change, "{:+.2f}")):
+        if iv is not None:
+            parts.append(f"{label} {iv.text(spec)}")
+    return "; ".join(parts)
+
+
 def _cell(text: str) -> str:
     return inert(text).replace("|", "\\|").replace("\n", " ")
+
+
+def note_base_gate(base: RunManifest) -> None:
+    """Say that the base run's gate line above is not the run's gate."""
+    if base.gate is not None:
+        progress("head vs base: the base's run %s ended exit %d: data for the comparison, "
+                 "not the gate; the head's run follows", base.run_id, base.gate.exit_code)
 
 
 def write_head_vs_base_files(request: EvalRequest, head_dir: Path, base_dir: Path | None,
                              tree: BaseTree) -> HeadVsBase:
     """head_vs_base.json in the head run's folder (atomic), and that run's report.html
     again, now with its Head against base section."""
-    if base_dir is not None and RunLayout(base_dir).manifest.is_file():
-        gate = read_run(base_dir).manifest.gate
-        if gate is not None:  # its gate line above is the base's, not this run's
-            progress("head vs base: the base's run %s ended exit %d: data for the comparison, "
-                     "not the gate", base_dir.name, gate.exit_code)
     report = compare_runs(request, head_dir, base_dir, tree)
     run = read_run(head_dir)
     write_model(run.layout.head_vs_base, report)
@@ -316,3 +350,44 @@ def write_head_vs_base(request: EvalRequest, tree: BaseTree, base_ran: bool) -> 
                              key=artifact_key("head", "vs", "base", request.run_id),
                              description=f"aeval run {request.run_id}: head against base")
     return report
+
+
+def worse_than_base(report: HeadVsBase) -> list[str]:
+    """The skills the comparison found worse than their base, each with why: the base won
+    more case runs than the head, or the head's cost is over 1.2x the base's."""
+    out = []
+    for s in report.skills:
+        why = []
+        if s.losses > s.wins:
+            why.append(f"the base won {s.losses} case run(s), the head {s.wins}")
+        if s.efficiency == "worse":
+            why.append(f"efficiency worse: {s.efficiency_reason}")
+        if why:
+            out.append(f"{s.label()} [{s.runtime}]: " + "; ".join(why))
+    return out
+
+
+def settle_head_files(request: EvalRequest, report: HeadVsBase) -> RunManifest:
+    """The head's run.json once the comparison is written: with ``fail_worse_than_base``, a
+    gate of 0 becomes 1 when a skill is worse than its base (a gate already failing keeps its
+    code and reason); without, the worse skills are said in a warning."""
+    assert request.run_id
+    layout = RunLayout.of(request.store, request.run_id)
+    manifest = read_run(layout.run_dir).manifest
+    worse = worse_than_base(report)
+    if request.fail_worse_than_base and worse and manifest.gate is not None \
+            and manifest.gate.exit_code == OK:
+        manifest.gate = manifest.gate.model_copy(update={
+            "exit_code": FAIL, "reason": "worse than the base (--fail-worse-than-base): "
+                                         + "; ".join(worse)})
+        write_model(layout.manifest, manifest)
+    elif worse and not request.fail_worse_than_base:
+        progress("head vs base: worse than the base, not the gate (--fail-worse-than-base "
+                 "makes it so): %s", "; ".join(worse), warning=True)
+    return manifest
+
+
+@task(name="settle-head", task_run_name="settle-head {request.run_id}", cache_policy=NO_CACHE)
+def settle_head(request: EvalRequest, report: HeadVsBase) -> RunManifest:
+    """`settle_head_files` as a task of the head-vs-base flow."""
+    return settle_head_files(request, report)

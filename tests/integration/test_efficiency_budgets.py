@@ -181,7 +181,7 @@ def test_budgets_fail_a_case_with_the_measured_figure_and_efficiency_is_recorded
     spec = [a for a in load(base / "roomy" / "assertions.json")["assertions"]
             if a["id"] == "B1"]
     assert spec[0]["check"] == {"type": "budget", "measure": "commands", "at_most": 10,
-                                "description": None}
+                                "description": None, "vs_base": None, "base": None}
 
     summary = (base / "summary.md").read_text()
     assert "| case | turns | tool calls | commands | tokens in / cached / out | wall |" \

@@ -143,3 +143,53 @@ def test_the_prefect_case_artifact_shows_the_efficiency_row_with_stray_names_ine
     row = md.splitlines()[-1]
     assert row.startswith("| `–` | `3` | `3` | `–` | `2.0 s` | `debug.log, tmp/a")
     assert "a\\|b.json" in row  # a `|` in a file name cannot split the row
+
+
+# ---- relative budgets (`max_vs_base`): the head against the base's figure on the case ------
+
+
+def test_a_relative_budget_is_written_with_the_bases_figure_and_a_noise_margin():
+    from aeval.verdicts.efficiency import relative_budget_assertions
+
+    base = measure(AGENT_RUN, Usage(), 10.0, model=True)  # 2 commands, 3 turns, 6,660 tokens
+    c = case(max_commands=40, max_vs_base={"commands": 1.2, "tokens": 1.5, "wall_s": 1.2,
+                                           "turns": 2})
+    got = relative_budget_assertions(c, base, first=2, model=True)
+    assert [(a.id, a.text) for a in got] == [
+        # 1.2 x 2 commands is 2.4: under the margin of one command, so 3
+        ("B2", "at most 3 commands (1.2x the base version's 2 on this case)"),
+        ("B3", "at most 9,990 tokens (1.5x the base version's 6,660 on this case)"),
+        ("B4", "at most 12 s of wall time (1.2x the base version's 10 on this case)"),
+        ("B5", "at most 6 turns (2x the base version's 3 on this case)")]
+    # without a model neither tokens nor turns are measured: no budget on them
+    literal = measure([call(0), call(1)], Usage(), 0.4, model=False)
+    assert [a.check.measure for a in relative_budget_assertions(c, literal, 1, model=False)] \
+        == ["commands", "wall_s"]
+    # no base attempt (the base did not pass the case, or there is no base): nothing
+    assert relative_budget_assertions(c, None, 1, model=True) == []
+    assert relative_budget_assertions(case(), base, 1, model=True) == []
+
+
+@pytest.mark.parametrize("head_s, passed", [(11.9, True), (12.0, True), (12.5, False)])
+def test_a_relative_budget_is_judged_with_both_figures(head_s, passed):
+    from aeval.verdicts.efficiency import relative_budget_assertions
+
+    base = measure([call(0)], Usage(), 10.0, model=False)
+    (b,) = relative_budget_assertions(case(max_vs_base={"wall_s": 1.2}), base, 1, model=False)
+    ok, evidence = judge_budget(b.check, measure([call(0)], Usage(), head_s, model=False))
+    assert ok is passed
+    assert evidence == (f"took {head_s:.1f} s, {head_s / 10:.2f}x the base version's 10 "
+                        "(at most 1.2x)")
+
+
+@pytest.mark.parametrize("bad, said", [
+    ({"comands": 1.2}, "comands"),      # a misspelled measure names itself
+    ({"commands": 0.9}, "greater than or equal to 1"),
+    ({"wall_s": "fast"}, "valid number"),
+])
+def test_a_bad_relative_budget_is_refused_naming_the_field(bad, said):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as e:
+        case(max_vs_base=bad)
+    assert "max_vs_base" in str(e.value) and said in str(e.value)

@@ -84,3 +84,26 @@ def test_efficiency_against_the_base_needs_a_ratio_and_a_margin():
     assert tally(side(turns=3, tokens=2000, wall=1.0), cheap)[0] == "worse"
     # a version that did not run: nothing to compare
     assert tally(side(turns=3, tokens=1000, wall=2.0), SideCost()) == (None, None)
+
+
+def test_the_preference_and_each_change_come_with_an_interval_over_cases_and_epochs():
+    runs = [case("head", head=side(wall=5.0)), case("head", head=side(wall=5.5)),
+            case("tie", head=side(wall=4.0)), case("base", head=side(wall=6.0)),
+            case("ungraded", head=side(wall=5.0))]
+    (s,) = skill_tally(runs)
+    # graded case runs only: 1, 1, 0.5, 0 -> 0.625; its interval holds it, within [0, 1]
+    p = s.preference
+    assert (p.mean, p.n) == (0.625, 4) and 0 <= p.low < p.mean < p.high <= 1
+    # the change of each cost is paired by case run: +3, +3.5, +2, +4, +3 seconds
+    w = s.wall_s_change
+    assert (w.mean, w.n) == (3.1, 5) and 2.0 <= w.low < 3.1 < w.high <= 4.0
+    assert s.turns_change.mean == 0 and (s.turns_change.low, s.turns_change.high) == (0, 0)
+    # seeded: the same runs give the same interval
+    assert skill_tally(runs)[0].preference == p
+    # one graded case run: a mean, no interval; none: no preference at all
+    (one,) = skill_tally([case("head")])
+    assert one.preference.text() == "1.00 (n=1)"
+    assert skill_tally([case("ungraded")])[0].preference is None
+    # a version that did not run is not paired
+    (half,) = skill_tally([case("ungraded", base=SideCost())])
+    assert half.wall_s_change is None and half.commands_change is None
