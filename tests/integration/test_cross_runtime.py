@@ -24,6 +24,7 @@ from aeval.deployments.cli.main import main
 from aeval.errors import RuntimeUnavailable
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import ROOT
+from tests.docs import documented_section
 from tests.segmentation_case import MATCH, PROMPT, load, segmentation_copy
 
 pytestmark = pytest.mark.integration
@@ -67,9 +68,7 @@ def free_port() -> int:
 
 
 def readme_block() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### Across runtimes, offline")
-    section = text[start:text.index("\n## ", start)]
+    section = documented_section("Across runtimes, offline: `aeval compare`")
     (block,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     return block
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.docs import documented_section
 from tests.fakes.fake_github import FakeGitHub
 from tests.integration.test_gitlab_template import (  # noqa: F401  (fixture)
     SKILL_MD,
@@ -284,8 +285,7 @@ def test_pull_request_target_is_refused_and_a_fork_pr_does_not_post(tmp_path):
 def test_the_readme_workflows_use_the_action_as_it_is():
     """The README's two workflows parse, pass only inputs the Action has, keep the token out
     of the untrusted half and give the posting half exactly what it needs."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## On GitHub", 1)[1].split("\n## ", 1)[0]
+    section = documented_section("On GitHub")
     run_wf, post_wf = (yaml.safe_load(b) for b in
                        re.findall(r"```yaml\n(.*?)```", section, re.S))
     assert "pull_request_target" not in section.replace("`pull_request_target`", "")
