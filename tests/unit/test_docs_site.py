@@ -172,6 +172,16 @@ def aeval_invocations(line: str) -> list[list[str]]:
     return found
 
 
+def strict_parser() -> argparse.ArgumentParser:
+    """aeval's parser, taking no abbreviation (`--grader` for `--grader-model`): a page shows
+    options whole. Everything else is as `aeval` parses."""
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for each in (parser, *commands.choices.values()):
+        each.allow_abbrev = False
+    return parser
+
+
 def with_samples(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
     """``args`` with a placeholder given to a typed option (`--epochs N`, `--sandbox MODE`)
     replaced by a value of its type: 1, or the option's first choice."""
@@ -194,7 +204,7 @@ def with_samples(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
 def parse_problem(args: list[str]) -> str | None:
     """What aeval's parser says about ``args`` (None: they parse). `--help` parses."""
     out, err = io.StringIO(), io.StringIO()
-    parser = build_parser()
+    parser = strict_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             parser.parse_args(with_samples(parser, args))
@@ -259,6 +269,8 @@ def test_an_aeval_command_is_found_in_a_shell_line(line, args):
      "invalid choice: 'strict'"),
     ("```bash\naeval run . --changed-since origin/main [--epochs three]\n```\n",
      "invalid int value: 'three'"),
+    ("```bash\naeval run examples/marketplace --no-grade\n```\n",  # --no-grader, abbreviated
+     "unrecognized arguments: --no-grade"),
     ("```bash\nOPENAI_API_KEY=... aeval compare skills/x \\\n    --runtime builtin=m "
      "--api-bsae http://127.0.0.1:8123/v1\n```\n", "unrecognized arguments: --api-bsae"),
 ])
@@ -267,3 +279,47 @@ def test_a_misspelled_command_or_option_on_a_page_fails(tmp_path, page, problem)
     path.write_text("# A page\n\n" + page)
     (found,) = command_problems(path)
     assert found.startswith("page.md (block at line 4): aeval ") and problem in found, found
+
+
+def reference_problems(text: str) -> list[str]:
+    """The command reference (an unlabeled block of `aeval COMMAND ...` lines, each option
+    indented under its command): each synopsis parses, and each option listed is one its
+    command has."""
+    parser = strict_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    problems = []
+    for block in prose_and_blocks(text)[1]:
+        if block.lang or not block.body.startswith("aeval "):
+            continue
+        command = None
+        for line in block.body.split("\n"):
+            if line.startswith("aeval "):
+                usage = re.split(r"\s{2,}", line)[0]
+                for args in aeval_invocations(usage):
+                    if problem := parse_problem(args):
+                        problems.append(f"{usage}: {problem}")
+                command = commands.choices.get(line.split()[1])
+            elif (m := re.match(r"^ {4}(-[\w-]+)( / (-[\w-]+))?", line)) and command:
+                options = {o for a in command._actions for o in a.option_strings}
+                problems += [f"aeval {command.prog.split()[-1]}: no option {o}"
+                             for o in (m.group(1), m.group(3)) if o and o not in options]
+    return problems
+
+
+def test_the_command_reference_lists_only_what_the_parser_has():
+    text = (DOCS / "command-line.md").read_text(encoding="utf-8")
+    assert text.count("\naeval ") > 10
+    assert reference_problems(text) == []
+    # a renamed option, a command that is gone, a subcommand's misspelled option
+    found = reference_problems("```\naeval run [PATH...]  evaluate\n    --modle M   model\n"
+                               "aeval lint PATH...  gone\n"
+                               "aeval post RUN --forge github [--pr N] [--repo-url R]\n"
+                               "aeval regrade RUN --grader G\n```\n")
+    expected = [("aeval run: no option --modle", ""),
+                ("aeval lint PATH...: ", "invalid choice: 'lint'"),
+                ("aeval post RUN --forge github [--pr N] [--repo-url R]: ",
+                 "unrecognized arguments: --repo-url R"),
+                ("aeval regrade RUN --grader G: ", "required: --grader-model")]  # no abbreviation
+    assert len(found) == len(expected), found
+    for problem, (start, fragment) in zip(found, expected, strict=True):
+        assert problem.startswith(start) and fragment in problem, problem
