@@ -59,20 +59,36 @@ def test_every_page_is_in_the_nav_and_the_site_builds_strict(tmp_path):
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path):
-    """The build is the check: a page linking to a page or an anchor that is not there."""
+    """The build is the check: a page linking to a page, an anchor or a repository file that
+    is not there fails it; a link to a repository file outside docs/ that is there builds
+    (the site shows its path)."""
     docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "index.md").write_text("# aeval\n\nSee [runtimes](runtimes.md).\n")
-    (docs / "other.md").write_text("# Other\n\nSee [the table](index.md#exit-codes).\n")
-    (tmp_path / "mkdocs.yml").write_text(
-        (ROOT / "mkdocs.yml").read_text().split("\nhooks:", 1)[0]
-        + "\nnav:\n  - index.md\n  - other.md\n")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                           "-f", str(tmp_path / "mkdocs.yml"), "-d", str(tmp_path / "site")],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    (docs / "hooks").mkdir(parents=True)
+    hook = "hooks/repository_links.py"
+    (docs / hook).write_text((DOCS / hook).read_text())
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "script.json").write_text("{}\n")
+    (docs / "index.md").write_text("# aeval\n\nThe [script](../examples/script.json).\n")
+    config = (ROOT / "mkdocs.yml").read_text().split("\nnav:", 1)[0] + "\nnav:\n  - index.md\n"
+
+    def build() -> subprocess.CompletedProcess:
+        (tmp_path / "mkdocs.yml").write_text(config + "  - other.md\n" * (docs / "other.md")
+                                             .exists())
+        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
+                               str(tmp_path / "mkdocs.yml"), "-d", str(tmp_path / "site")],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+
+    done = build()
+    assert done.returncode == 0, done.stderr
+    assert "The script (<code>examples/script.json</code>)." in (
+        tmp_path / "site" / "index.html").read_text()
+    (docs / "other.md").write_text("# Other\n\nSee [runtimes](runtimes.md), [the table]"
+                                   "(index.md#exit-codes), [gone](../examples/gone.json).\n")
+    done = build()
     assert done.returncode == 1
-    assert "'runtimes.md'" in done.stderr and "'#exit-codes'" in done.stderr
+    for target in ("'runtimes.md'", "'#exit-codes'", "'../examples/gone.json'"):
+        assert target in done.stderr, target
 
 
 # -- links ------------------------------------------------------------------------------------
