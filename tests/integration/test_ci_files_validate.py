@@ -1,9 +1,9 @@
 """The CI files aeval ships are valid where they run (issue 46): the GitLab template (as
 GitLab includes it, inputs interpolated) against GitLab's CI schema, the Action and the
-GitHub workflows (aeval's own CI, and the README's fork-safe pair shipped as
+GitHub workflows (aeval's own CI, and the documented fork-safe pair shipped as
 examples/github/) against GitHub's schemas — the schemas check-jsonschema vendors, the ones
-editors and pre-commit use. The README shows the example workflows verbatim. The Action's
-`args` input is split as a shell splits it, without expanding or running anything."""
+editors and pre-commit use. docs/github.md shows the example workflows verbatim. The
+Action's `args` input is split as a shell splits it, without expanding or running anything."""
 
 from __future__ import annotations
 
