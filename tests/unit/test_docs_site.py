@@ -171,8 +171,25 @@ def synopsis(line: str) -> str:
     return re.sub(r"(?<=\s)(-{0,2}[\w.-]+)(?:\|[\w.-]+)+(?=\s|$)", r"\1", line)
 
 
+def aeval_arguments(command: list[str]) -> list[str] | None:
+    """The arguments ``command`` gives aeval's parser, if it runs aeval: `aeval ...`,
+    `.venv/bin/aeval ...`, `uvx [--from SPEC] aeval ...`, `uv [tool] run aeval ...`,
+    `python -m aeval.deployments.cli ...`; None for any other program."""
+    words = list(command)
+    if words[:1] == ["uvx"]:
+        words = words[3:] if words[1:2] == ["--from"] else words[1:]
+    elif words[:2] in (["uv", "run"], ["uv", "tool"]):
+        words = words[3:] if words[2:3] == ["run"] else words[2:]
+    elif (words and re.fullmatch(r"(.*/)?python3?", words[0])
+          and words[1:3] == ["-m", "aeval.deployments.cli"]):
+        return words[3:]
+    if words and (words[0] == "aeval" or words[0].endswith("/aeval")):
+        return words[1:]
+    return None
+
+
 def aeval_invocations(line: str) -> list[list[str]]:
-    """The arguments of each `aeval` (or `.venv/bin/aeval`, ...) command of a shell line; an
+    """The arguments of each aeval command of a shell line (`aeval_arguments`); an
     environment assignment before it is not an argument."""
     lexer = shlex.shlex(synopsis(line), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
@@ -180,8 +197,8 @@ def aeval_invocations(line: str) -> list[list[str]]:
     found, command = [], []
     for token in [*tokens, ";"]:
         if token in SEPARATORS or re.fullmatch(r"\d?[<>]+&?\d?", token):
-            if command and (command[0] == "aeval" or command[0].endswith("/aeval")):
-                found.append(command[1:])
+            if command and (args := aeval_arguments(command)) is not None:
+                found.append(args)
             command = []
         elif command or not re.fullmatch(r"[A-Za-z_]\w*=.*", token):
             command.append(token)
@@ -272,6 +289,10 @@ def test_every_aeval_command_the_pages_show_parses():
      ["run", "examples"]),
     ("aeval schema eval-config | head -1", ["schema", "eval-config"]),
     ("grep -c aeval run.log", []),
+    ("uvx --from . aeval run examples/marketplace", ["run", "examples/marketplace"]),
+    ("uv run aeval validate skills/", ["validate", "skills/"]),
+    (".venv/bin/python -m aeval.deployments.cli show", ["show"]),
+    ("python -m aeval.testing.model_server script.json --port 8123 &", []),
 ])
 def test_an_aeval_command_is_found_in_a_shell_line(line, args):
     assert aeval_invocations(line) == ([args] if args else [])
