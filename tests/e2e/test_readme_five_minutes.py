@@ -1,4 +1,5 @@
-"""The README's five-minute path, run verbatim: every bash block between its markers, in
+"""The README's five-minute path, run verbatim: the README's first command, then every bash
+block between the markers of docs/quickstart.md (which starts with that command), in
 order, in a fresh copy of the repository (what a clone holds) with a fresh venv, the files it
 says to copy written where it says. The reader has uv (the README says how to get it): this
 environment's, alone on PATH; `uv pip install -e .` uses uv's cache; every step is bounded.
@@ -29,8 +30,9 @@ BLOCK = re.compile(r"^(?P<fence>`{3,})(?P<lang>\w*)\n(?P<body>.*?)\n(?P=fence)$"
 
 
 def five_minute_path() -> list[tuple[str, str, str]]:
-    """The section's steps in order: ("file", path, text) or ("bash", "", commands)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The section's steps in order: ("file", path, text) or ("bash", "", commands); the
+    first is the README's own first command, which the quickstart page repeats."""
+    text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
     start = text.index("\n", text.index(BEGIN)) + 1
     section = text[start:text.index(END)]
     files = {m.start("fence"): m for m in FILE.finditer(section)}
@@ -40,7 +42,10 @@ def five_minute_path() -> list[tuple[str, str, str]]:
             steps.append(("file", files[m.start()]["path"], m["body"] + "\n"))
         elif m["lang"] == "bash":
             steps.append(("bash", "", m["body"]))
-    return steps
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = next(m["body"] for m in BLOCK.finditer(readme) if m["lang"] == "bash")
+    assert steps[0] == ("bash", "", first), "docs/quickstart.md starts otherwise than README.md"
+    return [("bash", "", first), *steps[1:]]
 
 
 def clone(dest: Path) -> Path:

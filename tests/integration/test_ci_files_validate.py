@@ -1,9 +1,9 @@
 """The CI files aeval ships are valid where they run (issue 46): the GitLab template (as
 GitLab includes it, inputs interpolated) against GitLab's CI schema, the Action and the
-GitHub workflows (aeval's own CI, and the README's fork-safe pair shipped as
+GitHub workflows (aeval's own CI, and the documented fork-safe pair shipped as
 examples/github/) against GitHub's schemas — the schemas check-jsonschema vendors, the ones
-editors and pre-commit use. The README shows the example workflows verbatim. The Action's
-`args` input is split as a shell splits it, without expanding or running anything."""
+editors and pre-commit use. docs/github.md shows the example workflows verbatim. The
+Action's `args` input is split as a shell splits it, without expanding or running anything."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.docs import documented_section
 from tests.integration.test_gitlab_template import TEMPLATE, included
 
 pytestmark = pytest.mark.integration
@@ -66,7 +67,7 @@ def test_the_shipped_workflows_are_valid_github_workflows(path):
 def test_the_action_is_a_valid_action_and_the_readme_shows_the_shipped_workflows():
     assert problems(validator("github-actions"), yaml.safe_load(
         (ROOT / "action.yml").read_text())) == []
-    section = (ROOT / "README.md").read_text().split("## On GitHub", 1)[1].split("\n## ", 1)[0]
+    section = documented_section("On GitHub")
     blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
     assert blocks[:2] == [p.read_text() for p in WORKFLOWS[1:]]
 

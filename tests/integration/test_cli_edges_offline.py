@@ -1,7 +1,7 @@
-"""The README's "Testing your skills offline" section, run as written: the scripted model
-server on the example script, `aeval run` with the builtin runtime against it, and the
-self-correction it is there to show. The commands are read from the README itself, so the
-docs cannot drift from what works."""
+"""The documentation's "Testing your skills offline" section (docs/offline-testing.md), run as
+written: the scripted model server on the example script, `aeval run` with the builtin
+runtime against it, and the self-correction it is there to show. The commands are read from
+the page itself, so the docs cannot drift from what works."""
 
 from __future__ import annotations
 
@@ -17,17 +17,15 @@ import pytest
 
 from aeval.testing import ScriptFile, load_script_file
 from tests.conftest import ROOT
+from tests.docs import documented_section
 
 pytestmark = pytest.mark.integration
 
-SECTION = "## Testing your skills offline"
 SCRIPT = ROOT / "examples" / "model-server" / "segmentation.json"
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(SECTION)
-    return text[start:text.index("\n## ", start + len(SECTION))]
+    return documented_section("Testing your skills offline")
 
 
 def blocks(lang: str) -> list[str]:

@@ -24,6 +24,7 @@ from aeval.deployments.cli.main import main
 from aeval.errors import RuntimeUnavailable
 from aeval.testing.model_server import Script, ScriptedModelServer, ToolCall, Turn
 from tests.conftest import ROOT
+from tests.docs import documented_section
 from tests.segmentation_case import MATCH, PROMPT, load, segmentation_copy
 
 pytestmark = pytest.mark.integration
@@ -67,9 +68,7 @@ def free_port() -> int:
 
 
 def readme_block() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### Across runtimes, offline")
-    section = text[start:text.index("\n## ", start)]
+    section = documented_section("Across runtimes, offline: `aeval compare`")
     (block,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     return block
 
@@ -89,10 +88,11 @@ def case_dir(store: Path, row: dict, case: str) -> Path:
 
 @needs_clis
 def test_the_readme_compares_the_four_runtimes_offline_and_every_row_means_the_same(tmp_path):
-    """README's cross-runtime commands, run as written (port and venv path aside) with the
-    shipped per-runtime scripts: four rows with identical verdicts, each with the SKILL.md
-    edit tied to the edit's own event, the KeyError as the documented first-attempt error,
-    one identical LV1 on SKILL.md:14, fidelity `–` without a grader, exit 1."""
+    """The documented cross-runtime commands (docs/offline-testing.md), run as written (port
+    and venv path aside) with the shipped per-runtime scripts: four rows with identical
+    verdicts, each with the SKILL.md edit tied to the edit's own event, the KeyError as the
+    documented first-attempt error, one identical LV1 on SKILL.md:14, fidelity `–` without a
+    grader, exit 1."""
     block = readme_block()
     assert block.rstrip().endswith("kill %1")
     port, bindir = str(free_port()), str(Path(sys.executable).parent)

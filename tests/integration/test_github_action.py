@@ -4,7 +4,7 @@ would: each in `bash --noprofile --norc -eo pipefail`, with the environment GitH
 GITHUB_STEP_SUMMARY files), `if:` conditions evaluated, and the `uses:` steps played by the
 test (setup-python is this test's Python; upload/download-artifact copy the listed paths).
 
-The fork-safe pattern of the README: a `pull_request` job runs the skills without a token and
+The fork-safe pattern of docs/github.md: a `pull_request` job runs the skills without a token and
 uploads the run folder; a `workflow_run` job on a fresh checkout downloads it and posts on
 the fake GitHub with the token, which only its post step holds.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.docs import documented_section
 from tests.fakes.fake_github import FakeGitHub
 from tests.integration.test_gitlab_template import (  # noqa: F401  (fixture)
     SKILL_MD,
@@ -282,10 +283,9 @@ def test_pull_request_target_is_refused_and_a_fork_pr_does_not_post(tmp_path):
 
 
 def test_the_readme_workflows_use_the_action_as_it_is():
-    """The README's two workflows parse, pass only inputs the Action has, keep the token out
-    of the untrusted half and give the posting half exactly what it needs."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## On GitHub", 1)[1].split("\n## ", 1)[0]
+    """The two workflows docs/github.md shows parse, pass only inputs the Action has, keep the
+    token out of the untrusted half and give the posting half exactly what it needs."""
+    section = documented_section("On GitHub")
     run_wf, post_wf = (yaml.safe_load(b) for b in
                        re.findall(r"```yaml\n(.*?)```", section, re.S))
     assert "pull_request_target" not in section.replace("`pull_request_target`", "")

@@ -1,4 +1,4 @@
-"""The release process (issue 46, item 5): the templates and README pin the tag of the
+"""The release process (issue 46, item 5): the templates and docs pin the tag of the
 version they ship in, CHANGELOG.md has that version, and `.ci/release` tags it; a pin that
 names another ref, or a version without a changelog, is refused naming the file."""
 
@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = ["README.md", "CHANGELOG.md", "pyproject.toml", "action.yml", ".ci/release",
+COPIED = ["README.md", "docs", "CHANGELOG.md", "pyproject.toml", "action.yml", ".ci/release",
           "deployments/gitlab", "examples/github"]
 
 
@@ -52,7 +52,9 @@ def test_a_pin_of_another_ref_or_a_version_without_changelog_is_refused(tmp_path
                                                        1))
     done = release(root, "--check")
     assert done.returncode == 1 and "CHANGELOG.md: no '## 0.2.0' section" in done.stdout
-    assert "README.md: pins v0.1.0, not v0.2.0" in done.stdout
+    # the pins users copy from the documentation: the GitLab include, the Action's `uses:`
+    assert "docs/gitlab-ci.md: pins v0.1.0, not v0.2.0" in done.stdout
+    assert "docs/github.md: pins v0.1.0, not v0.2.0" in done.stdout
 
 
 def test_a_release_tags_a_clean_checkout_once(tmp_path):
