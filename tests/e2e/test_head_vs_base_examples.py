@@ -188,14 +188,27 @@ def test_a_slower_but_correct_change_ties_on_outcome_loses_on_efficiency_and_its
     assert "efficiency worse: over 1.2x the base's: wall seconds" in body
 
 
-def test_a_change_that_fixes_a_defect_wins(tmp_path, capsys):
+def test_a_change_that_fixes_a_defect_wins_and_the_merge_request_is_told_once(
+        tmp_path, capsys, monkeypatch):
+    from tests.fakes.fake_gitlab import FakeGitLab, diff_from_texts
+
     repo = example_repo(tmp_path / "mp")
+    script = repo / "skills" / "invoice-totals" / "scripts" / "totals.py"
+    before = script.read_text()
     sh(repo, "checkout", "-qb", "mr")
-    edit(repo / "skills" / "invoice-totals" / "scripts" / "totals.py",
-         'choices=["summary"]', 'choices=["summary", "summarize"]')
+    edit(script, 'choices=["summary"]', 'choices=["summary", "summarize"]')
     sh(repo, "commit", "-qam", "invoice-totals: accept the documented `summarize`")
-    code, report, _, printed = compare(repo, tmp_path / "store", capsys,
-                                       "--fail-worse-than-base")
+    fake = FakeGitLab(token="glpat-test", diffs=[{
+        "old_path": "skills/invoice-totals/scripts/totals.py",
+        "new_path": "skills/invoice-totals/scripts/totals.py",
+        "diff": diff_from_texts(before, script.read_text())}])
+    monkeypatch.setenv("AEVAL_GITLAB_TOKEN", "glpat-test")
+    for var in ("CI_SERVER_URL", "CI_PROJECT_ID", "CI_MERGE_REQUEST_IID", "AEVAL_REPORT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with fake:
+        code, report, head_dir, printed = compare(
+            repo, tmp_path / "store", capsys, "--fail-worse-than-base", "--post", "--mr",
+            str(fake.mr_iid), "--project", str(fake.project_id), "--gitlab-url", fake.url)
     (skill,) = report["skills"]
     assert skill["skill"] == "invoice-totals"
     assert (skill["wins"], skill["ties"], skill["losses"]) == (1, 0, 0)
@@ -205,6 +218,17 @@ def test_a_change_that_fixes_a_defect_wins(tmp_path, capsys):
     assert skill["preference"] == {"mean": 1.0, "low": None, "high": None, "n": 1}
     assert code == 0, printed  # better than its base: --fail-worse-than-base stays green
     assert "worse than the base" not in printed
+    # one note for the changed skill, written once, after the comparison: it holds it; the
+    # base's run posted nothing
+    writes = [(r.method, r.path) for r in fake.writes()]
+    (note,) = [n["body"] for n in fake.notes if "aeval:skill=invoice-totals" in n["body"]]
+    assert len([w for w in writes if w[1].endswith("/notes")]) == 1, writes
+    assert not [w for w in writes if w[0] == "PUT"], writes
+    assert "### Head against base (base `" in note
+    assert "| literal | 1 | 0 | 0 | 0 | 1.00 (n=1) |" in note
+    assert report["base_run"] not in json.dumps(fake.notes)
+    assert json.loads((head_dir / "run.json").read_text())["delivery"].startswith(
+        "posted on GitLab")
 
 
 def test_fail_worse_than_base_fails_a_slower_change_and_says_why(tmp_path, capsys):
