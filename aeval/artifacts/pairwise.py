@@ -142,6 +142,18 @@ class SkillPairwise(StrictModel):
                           "on both sides.")
     efficiency_reason: str | None = Field(None, description="The figures that decided it.")
 
+    def changes(self) -> str:
+        """``commands +0.00 [+0.00, +0.00] (n=4); wall s +2.77 [+2.68, +2.85] (n=4)``: the
+        head's change of each cost measured on both sides, with its interval."""
+        parts = []
+        for label, iv, spec in (("commands", self.commands_change, "{:+.2f}"),
+                                ("turns", self.turns_change, "{:+.2f}"),
+                                ("tokens", self.tokens_change, "{:+.0f}"),
+                                ("wall s", self.wall_s_change, "{:+.2f}")):
+            if iv is not None:
+                parts.append(f"{label} {iv.text(spec)}")
+        return "; ".join(parts)
+
     def label(self) -> str:
         """The skill's name, with its folder key when two skills share the name."""
         return self.skill if self.skill_key in (None, self.skill) \

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from aeval.adapters.git import export_tree, git_toplevel, merge_base
 from aeval.artifacts import AssertionsFile, CaseResult, EvalMetadata, HeadVsBase, SkillResult
 from aeval.artifacts.aggregate import RunManifest
-from aeval.artifacts.pairwise import CasePairwise, SideCost, SkillPairwise
+from aeval.artifacts.pairwise import CasePairwise, SideCost
 from aeval.exit_codes import FAIL, OK
 from aeval.run.layout import RunLayout
 from aeval.run.read import RunRecord, read_if_there, read_run
@@ -287,7 +287,7 @@ def markdown_table(report: HeadVsBase) -> str:
         lines.append(f"| {_cell(name)} | – | new in the change: nothing to compare with "
                      "| | | | | | | | |")
     notes = [f"- {_cell(s.label())} [{s.runtime}]: head − base: {changes}"
-             for s in report.skills if (changes := change_text(s))]
+             for s in report.skills if (changes := s.changes())]
     notes += [f"- {_cell(c.skill)} / {_cell(c.case_id)}"
               f"{f' #{c.epoch}' if c.epoch is not None else ''} [{c.runtime}]: {c.verdict}: "
               f"{_cell(c.reason)}" for c in report.cases if c.verdict in ("tie", "ungraded")]
@@ -295,19 +295,6 @@ def markdown_table(report: HeadVsBase) -> str:
               f"{_cell(s.efficiency_reason or '')}" for s in report.skills
               if s.efficiency in ("better", "worse")]
     return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"
-
-
-def change_text(s: SkillPairwise) -> str:
-    """``commands +5.00 [+5.00, +5.00] (n=2); wall s +2.10 [...]``: the head's change on each
-    cost measured on both sides, with its interval over cases and epochs."""
-    parts = []
-    for label, iv, spec in (("commands", s.commands_change, "{:+.2f}"),
-                            ("turns", s.turns_change, "{:+.2f}"),
-                            ("tokens", s.tokens_change, "{:+.0f}"),
-                            ("wall s", s.wall_s_change, "{:+.2f}")):
-        if iv is not None:
-            parts.append(f"{label} {iv.text(spec)}")
-    return "; ".join(parts)
 
 
 def _cell(text: str) -> str:

@@ -176,6 +176,11 @@ def test_a_slower_but_correct_change_ties_on_outcome_loses_on_efficiency_and_its
     assert "exit 1: 2 case(s) failed: csv-stats/summary#1, csv-stats/summary#2" in printed \
         or "csv-stats/summary" in printed.splitlines()[-1]
 
+    html = (head_dir / "report.html").read_text()
+    assert "<td>0.50 [0.50, 0.50] (n=4)</td>" in html
+    assert "csv-stats [literal]: head − base: commands +0.00 [+0.00, +0.00] (n=4); wall s +" \
+        in html
+
     # the merge request's note carries the comparison
     from aeval.tasks.deliver.bodies import skill_note_body
     from aeval.tasks.deliver.read_run import load_run
