@@ -60,6 +60,8 @@ class SideCost(StrictModel):
     output_tokens: int = Field(0, description="Generated tokens of the executor.")
     wall_s: float | None = Field(None, description="Executor wall seconds.")
     commands: int | None = Field(None, description="Shell commands the executor ran.")
+    tool_calls: int | None = Field(None, description="Tool calls of the executor (every "
+                                                     "tool, shell included).")
     dir: str | None = Field(None, description="Case folder, relative to its run's folder.")
 
     @property
@@ -134,6 +136,8 @@ class SkillPairwise(StrictModel):
     tokens_change: Interval | None = Field(None, description="Head minus base, tokens.")
     wall_s_change: Interval | None = Field(None, description="Head minus base, wall seconds.")
     turns_change: Interval | None = Field(None, description="Head minus base, turns.")
+    tool_calls_change: Interval | None = Field(None, description="Head minus base, tool "
+                                                                 "calls.")
     efficiency: Literal["better", "same", "worse"] | None = Field(
         None, description="The head's cost against the base's, from the means above: worse "
                           "when one figure (commands, tokens, wall seconds) is over 1.2x the "
@@ -148,6 +152,7 @@ class SkillPairwise(StrictModel):
         parts = []
         for label, iv, spec in (("commands", self.commands_change, "{:+.2f}"),
                                 ("turns", self.turns_change, "{:+.2f}"),
+                                ("tool calls", self.tool_calls_change, "{:+.2f}"),
                                 ("tokens", self.tokens_change, "{:+.0f}"),
                                 ("wall s", self.wall_s_change, "{:+.2f}")):
             if iv is not None:

@@ -87,7 +87,7 @@ def skill_tally(cases: list[CasePairwise]) -> list[SkillPairwise]:
 
 
 SCORE = {"head": 1.0, "tie": 0.5, "base": 0.0}
-CHANGES = ("commands", "tokens", "wall_s", "turns")
+CHANGES = ("commands", "tokens", "wall_s", "turns", "tool_calls")
 RESAMPLES = 2000
 
 

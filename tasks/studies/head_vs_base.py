@@ -160,7 +160,8 @@ def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
         cached_input_tokens=u.cached_input_tokens if u else 0,
         output_tokens=u.output_tokens if u else 0,
         wall_s=meta.wall_s if meta is not None else None,
-        commands=c.efficiency.commands if c.efficiency is not None else None)
+        commands=c.efficiency.commands if c.efficiency is not None else None,
+        tool_calls=c.efficiency.tool_calls if c.efficiency is not None else None)
 
 
 def _skill_text(root: Path) -> set[str]:

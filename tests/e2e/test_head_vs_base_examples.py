@@ -144,7 +144,8 @@ def test_a_slower_but_correct_change_ties_on_outcome_loses_on_efficiency_and_its
     assert skill["commands_change"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 4}
     assert "| csv-stats | literal | 0 | 4 | 0 | 0 | 0.50 [0.50, 0.50] (n=4) | worse |" \
         in printed
-    assert "head − base: commands +0.00 [+0.00, +0.00] (n=4); wall s +" in printed
+    assert ("head − base: commands +0.00 [+0.00, +0.00] (n=4); tool calls +0.00 [+0.00, "
+            "+0.00] (n=4); wall s +") in printed
 
     # the relative budget: written before the head ran, with the base's figure in it
     base_dir = head_dir.parent / report["base_run"]
@@ -178,8 +179,8 @@ def test_a_slower_but_correct_change_ties_on_outcome_loses_on_efficiency_and_its
 
     html = (head_dir / "report.html").read_text()
     assert "<td>0.50 [0.50, 0.50] (n=4)</td>" in html
-    assert "csv-stats [literal]: head − base: commands +0.00 [+0.00, +0.00] (n=4); wall s +" \
-        in html
+    assert ("csv-stats [literal]: head − base: commands +0.00 [+0.00, +0.00] (n=4); tool "
+            "calls +0.00 [+0.00, +0.00] (n=4); wall s +") in html
 
     # the merge request's note carries the comparison
     from aeval.tasks.deliver.bodies import skill_note_body
