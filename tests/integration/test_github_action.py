@@ -308,9 +308,9 @@ def test_the_fork_safe_pair_runs_then_posts_with_the_token_only_where_it_posts(
         assert rerun.ctx["steps"]["venv-cache"]["outputs"] == {"cache-hit": "true"}
         assert rerun.ctx["steps"]["venv"]["outputs"] == {"usable": "true"}
         assert not {"Cache pip", "Install aeval", "Save aeval's venv"} & set(names), names
-        assert "Successfully installed" not in rerun.output()
         assert dict((n, c) for n, c, _ in rerun.ran)["Evaluate the changed skills"] == 1
-        assert verdicts(rerun_repo) == verdicts(repo) != {}
+        assert verdicts(rerun_repo) == verdicts(repo)
+        assert "failure" in verdicts(repo).values()  # segmentation's cases fail in both
         assert "## aeval · gate: exit 1" in rerun.summary.read_text()
 
         # the workflow_run job: a fresh checkout of the tested head at the same path
