@@ -329,7 +329,7 @@ def test_the_fork_safe_pair_runs_then_posts_with_the_token_only_where_it_posts(
         assert post.run() == 0, post.output()[-4000:]
         assert [n for n, _, _ in post.ran] == [
             "Check the event against the fork policy", "Set up Python", "Key the caches",
-            "Restore aeval's venv", "Check aeval's venv", "Cache pip", "Install aeval",
+            "Restore aeval's venv", "Check for a working aeval", "Cache pip", "Install aeval",
             "Download the run folder", "Post on the pull request"]
         assert post.ctx["steps"]["venv-cache"]["outputs"] == {"cache-hit": "true"}
         assert "does not start aeval" in post.ran[4][2]
