@@ -264,10 +264,10 @@ def test_a_case_of_the_served_mr_deployment_reaches_nothing(server, host_dir):  
 def test_a_case_run_by_the_github_actions_command_reaches_nothing(host_dir):
     """action.yml's steps run as a runner would (tests/integration/test_github_action.py's
     Job), `mode: run` on a pull_request that adds the port-audit skill, with the default
-    `sandbox: require`, on a runner image that has aeval already (the Action's install step
-    then only prints its version). aeval starts its own Prefect server during the run, after
-    the inventory was written: the full scans of loopback, the gateway and the host's
-    addresses are what would find it."""
+    `sandbox: require`, on a runner image that has aeval already (the Action then uses it and
+    installs nothing). aeval starts its own Prefect server during the run, after the inventory
+    was written: the full scans of loopback, the gateway and the host's addresses are what
+    would find it."""
     from tests.integration.test_github_action import ROOT, Job, runner_env, write_event
     from tests.integration.test_gitlab_template import git
 
@@ -302,7 +302,7 @@ def test_a_case_run_by_the_github_actions_command_reaches_nothing(host_dir):
         code = job.run()
         ran = {name: c for name, c, _ in job.ran}
         why = f"the job exited {code}, steps {ran}:\n{job.output()[-3000:]}"
-        assert "Evaluate the changed skills" in ran, why
+        assert "Evaluate the changed skills" in ran and "Install aeval" not in ran, why
         assert job.ctx["steps"]["run"]["outputs"]["exit-code"] == str(code), why
         runs = sorted((repo / ".aeval" / "runs").glob("*/run.json"))
         return (runs[-1].parent if runs else None), why

