@@ -310,12 +310,14 @@ def _entry(run: _Run, level: _Level, name: str, where: str) -> _Level | None:
     return None
 
 
-def skill_copy_rule(left_out: list[str] | None) -> dict:
+def skill_copy_rule(left_out: list[str] | None, withheld: tuple[str, ...] = ()) -> dict:
     """`copy_entry`'s arguments for a skill copy: ``left_out`` as `Skill.left_out` holds it
-    (None: not in a git work tree, so nothing is known to be tracked)."""
+    (None: not in a git work tree, so nothing is known to be tracked); ``withheld``: paths
+    relative to the skill kept out of the copy whatever git says (the contract, in an
+    attempt's workspace)."""
     if left_out is None:
-        return {"skip_names": UNTRACKED_JUNK}
-    return {"skip_names": frozenset({".git"}), "left_out": frozenset(left_out)}
+        return {"skip_names": UNTRACKED_JUNK, "left_out": frozenset(withheld)}
+    return {"skip_names": frozenset({".git"}), "left_out": frozenset([*left_out, *withheld])}
 
 
 def _dest_folder(dest: Path, trusted: Path) -> int:

@@ -366,12 +366,16 @@ class Workspace:
 def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
                       skills_subdir: str | None, case_files: list[str],
                       config_dirs: tuple[str, ...] = (), install_skill: bool = True,
-                      left_out: list[str] | None = None) -> Workspace:
+                      left_out: list[str] | None = None,
+                      withheld: tuple[str, ...] = ()) -> Workspace:
     """A fresh workspace: case files copied to the root, the skill copied where the runtime
     discovers skills (``.agents/skills`` when the runtime has no place of its own). Without
     ``install_skill``, the skill is not copied at all: its place is the empty `NO_SKILL_DIR`
     (case files still come from the skill folder: they are the case's, not the skill's).
-    ``left_out``: what the skill copy leaves out (`aeval.skill.skill_md.Skill.left_out`)."""
+    ``left_out``: what the skill copy leaves out (`aeval.skill.skill_md.Skill.left_out`);
+    ``withheld``: what it leaves out whatever git says (the case's contract: an agent that
+    could read the assertions and the expected outcome could write them instead of running
+    the skill)."""
     attempt_root = Path(attempt_root)
     if attempt_root.exists():
         shutil.rmtree(attempt_root)
@@ -385,8 +389,8 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
                            depth=len(dest.relative_to(ws).parts)), skill_dir, f"files ({rel})")
     if install_skill:
         copy = ws / (skills_subdir or ".agents/skills") / skill_name
-        _copied(copy_entry(skill_dir, ".", copy, attempt_root, **skill_copy_rule(left_out)),
-                skill_dir, "")
+        _copied(copy_entry(skill_dir, ".", copy, attempt_root,
+                           **skill_copy_rule(left_out, withheld)), skill_dir, "")
     else:
         copy = ws / NO_SKILL_DIR
         copy.mkdir()

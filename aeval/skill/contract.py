@@ -32,6 +32,10 @@ CONFIG_NAMES = ("eval.config", "eval.config.json", "eval.config.yaml", "eval.con
 SKILL_CREATOR_EVALS = "evals/evals.json"
 """Anthropic skill-creator's eval file, relative to the skill (read when there is no
 eval.config)."""
+CONTRACT_FILES = (*CONFIG_NAMES, SKILL_CREATOR_EVALS)
+"""The files of a skill that hold its tests, not the skill: never in an attempt's skill copy
+(the agent would read the expected outcome and the assertions) and not withheld from the
+grader (who is shown the case anyway)."""
 SKILL_CREATOR_FIELDS = {"id": "id", "prompt": "prompt", "expected_output": "expected_outcome",
                         "files": "files", "expectations": "assertions"}
 """skill-creator's field -> eval.config's."""

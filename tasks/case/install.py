@@ -15,6 +15,7 @@ from aeval.isolation.startup_hooks import user_site
 from aeval.isolation.workspace import Workspace, prepare_workspace
 from aeval.run.plan import CasePlan
 from aeval.run.store import atomic_write_text
+from aeval.skill.contract import CONTRACT_FILES
 from aeval.tasks.case.checkout import git_checkout
 
 
@@ -58,7 +59,7 @@ def install(plan: CasePlan, attempt_root: Path, skills_subdir: str | None,
     put in place)."""
     ws = prepare_workspace(attempt_root, plan.skill.path, plan.skill.name, skills_subdir,
                            plan.case.files, config_dirs, plan.run.install_skill,
-                           plan.skill.skill.left_out)
+                           plan.skill.skill.left_out, CONTRACT_FILES)
     # the Python user site, made while nothing of the attempt has run: its startup hooks
     # are watched from the start of the run (`aeval.isolation.startup_hooks`)
     user_site(ws.home).mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from aeval.adapters.llm import JsonAnswer, ask_json
 from aeval.artifacts import AssertionSpec, GraderAnswer
 from aeval.isolation.workspace import text_files
 from aeval.prompts import load_prompt
+from aeval.skill.contract import CONTRACT_FILES
 
 TRANSCRIPT_CAP = 60_000
 OUTPUT_FILE_CAP = 8_000
@@ -73,9 +74,13 @@ def neutralize(text: str) -> tuple[str, list[str]]:
 
 
 def skill_lines(skill_dir: Path) -> set[str]:
-    """Non-trivial lines of every text file of the skill."""
+    """Non-trivial lines of every text file of the skill, its contract aside (the grader is
+    shown the case: an output line that repeats the expected outcome stays visible)."""
     lines: set[str] = set()
-    for _, text in text_files(skill_dir):
+    root = Path(skill_dir)
+    for path, text in text_files(root):
+        if path.relative_to(root).as_posix() in CONTRACT_FILES:
+            continue
         lines |= {ln.strip() for ln in text.splitlines() if len(ln.strip()) >= MIN_WITHHELD_LINE}
     return lines
 

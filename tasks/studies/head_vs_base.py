@@ -165,12 +165,7 @@ def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
 
 
 def _skill_text(root: Path) -> set[str]:
-    if not root.is_dir():
-        return set()
-    contract = {ln.strip() for name in (*CONFIG_NAMES, SKILL_CREATOR_EVALS)
-                if (root / name).is_file()
-                for ln in (root / name).read_text(errors="replace").splitlines()}
-    return skill_lines(root) - contract
+    return skill_lines(root) if root.is_dir() else set()
 
 
 def _index(skill: SkillResult) -> dict[tuple, CaseResult]:
