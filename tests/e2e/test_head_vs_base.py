@@ -21,6 +21,7 @@ import pytest
 from aeval.artifacts import json_schema
 from aeval.deployments.cli.main import main
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
+from tests.e2e.comparative_scripts import COMPARE, GRADER, careful
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -89,30 +90,9 @@ CASE = {
     "assertions": [{"type": "json_path", "path": "outputs/balance.json", "query": "closing",
                     "equals": "42.50"}]}
 
-COMPARE = "You are the COMPARATIVE GRADER"
-GRADER = "You are the GRADER of an aeval test run"
 RIGHT = r'\\"closing\\": \\"42\.50\\"|"closing": "42\.50"'
-
-
-def holds(label: str) -> str:
-    return rf"<output_{label} id=\w+>\n(?:(?!</output_{label} ).)*(?:{RIGHT})"
-
-
-def says(winner: str, output: str = "A") -> Turn:
-    reasons = [] if winner == "tie" else [
-        {"output": output, "quote": "closing balance 42.50",
-         "why": "the expected closing balance"}]
-    return Turn(text=json.dumps({"winner": winner, "reasons": reasons}))
-
-
 # a careful grader: the output with the right balance wins wherever it is shown
-CAREFUL = [
-    Script(name="both-right", match=rf"(?s){COMPARE}.*{holds('A')}.*{holds('B')}",
-           turns=[says("tie")]),
-    Script(name="a-right", match=rf"(?s){COMPARE}.*{holds('A')}", turns=[says("A", "A")]),
-    Script(name="b-right", match=rf"(?s){COMPARE}.*{holds('B')}", turns=[says("B", "B")]),
-    Script(name="neither", match=COMPARE, turns=[says("tie")]),
-]
+CAREFUL = careful(RIGHT, "closing balance 42.50", "the expected closing balance")
 FIRST_POSITION = [Script(name="first", match=COMPARE, turns=[Turn(text=json.dumps(
     {"winner": "A", "reasons": [{"output": "A", "quote": "closing balance",
                                  "why": "it prints a balance"}]}))])]

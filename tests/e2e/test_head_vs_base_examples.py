@@ -24,33 +24,13 @@ import pytest
 from aeval.artifacts import json_schema
 from aeval.deployments.cli.main import main
 from aeval.testing.model_server import Script, ScriptedModelServer, Turn
+from tests.e2e.comparative_scripts import GRADER, careful
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "marketplace"
-COMPARE = "You are the COMPARATIVE GRADER"
-GRADER = "You are the GRADER of an aeval test run"
 # what a right output shows: the invoice totals, or the CSV's row count
-RIGHT = r"1250\.0|rows: 5"
-
-
-def holds(label: str) -> str:
-    return rf"<output_{label} id=\w+>\n(?:(?!</output_{label} ).)*(?:{RIGHT})"
-
-
-def says(winner: str, output: str = "A") -> Turn:
-    reasons = [] if winner == "tie" else [
-        {"output": output, "quote": "1250.0", "why": "acme's expected total"}]
-    return Turn(text=json.dumps({"winner": winner, "reasons": reasons}))
-
-
-CAREFUL = [
-    Script(name="both-right", match=rf"(?s){COMPARE}.*{holds('A')}.*{holds('B')}",
-           turns=[says("tie")]),
-    Script(name="a-right", match=rf"(?s){COMPARE}.*{holds('A')}", turns=[says("A", "A")]),
-    Script(name="b-right", match=rf"(?s){COMPARE}.*{holds('B')}", turns=[says("B", "B")]),
-    Script(name="neither", match=COMPARE, turns=[says("tie")]),
-]
+CAREFUL = careful(r"1250\.0|rows: 5", "1250.0", "acme's expected total")
 # the case grader (the run's grader model grades every case too; it answers for each id)
 
 
