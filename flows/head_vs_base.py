@@ -28,6 +28,7 @@ from aeval.run.store import new_run_id, write_model
 from aeval.tasks._engine import task_runner
 from aeval.tasks.deliver.post import post_run
 from aeval.tasks.studies.head_vs_base import (
+    base_lost,
     base_request,
     export_base,
     head_request,
@@ -61,9 +62,14 @@ def head_vs_base(request: EvalRequest, concurrency: int = 4) -> State:
         tree = export_base(request.skill_roots or [], request.base, request.head, tmp)
         base_dir = None
         if tree.roots():  # a base whose gate is not 0 is data for the comparison
-            base = manifest_of(arm(base_request(request, tree), return_state=True))
-            base_dir = RunLayout.of(request.store, base.run_id).run_dir
-            note_base_gate(base)
+            state = arm(base_request(request, tree), return_state=True)
+            try:
+                base = manifest_of(state)
+            except Exception as exc:  # the base's crash never costs the head its run
+                base_lost(request, exc)
+            else:
+                base_dir = RunLayout.of(request.store, base.run_id).run_dir
+                note_base_gate(base)
         manifest_of(arm(head_request(request, tree, base_dir), return_state=True))
         report = write_head_vs_base(request, tree, base_dir is not None)
     head = settle_head(request, report)

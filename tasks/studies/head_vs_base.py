@@ -297,6 +297,14 @@ def _cell(text: str) -> str:
     return inert(text).replace("|", "\\|").replace("\n", " ")
 
 
+def base_lost(request: EvalRequest, exc: BaseException) -> None:
+    """Say that the base's run ended without a result: the head runs as a plain run of the
+    change (its own assertions, no relative budgets), and nothing is compared."""
+    progress("head vs base: the base's run %s ended without a result (%s: %s): the head runs "
+             "alone, nothing is compared", base_run_id(request.run_id or ""),
+             type(exc).__name__, str(exc)[:300], warning=True)
+
+
 def note_base_gate(base: RunManifest) -> None:
     """Say that the base run's gate line above is not the run's gate."""
     if base.gate is not None:
