@@ -1,7 +1,8 @@
 """The exit codes of `aeval run` (and `sweep`, `show`, `trigger`): one table, read by the
-gate (`aeval.verdicts.status.gate`), the command line's ``--help`` epilog and the README, whose
-table a unit test compares with `markdown_table` (so the three cannot drift apart again:
-``--help`` listed 1, 2, 3, 0, 4 while the README said 1, 2, 4, 3, 0).
+gate (`aeval.verdicts.status.gate`), the command line's ``--help`` epilog and the
+documentation (docs/statuses-and-exit-codes.md), whose table a unit test compares with
+`markdown_table` (so the three cannot drift apart again: ``--help`` listed 1, 2, 3, 0, 4
+while the README said 1, 2, 4, 3, 0).
 
 Listed in the gate's order: the first that applies is the exit code.
 """
@@ -31,7 +32,8 @@ and record them as cancelled (`aeval run --resume` runs them); never in the gate
 class ExitCode(NamedTuple):
     code: int
     meaning: str
-    """What happened, in one sentence (plain text: shown by --help and in the README)."""
+    """What happened, in one sentence (plain text: shown by --help and in
+    docs/statuses-and-exit-codes.md)."""
     in_ci: str
     """What it means for a merge request's pipeline."""
 
@@ -65,11 +67,12 @@ def epilog(command: str = "aeval run") -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of the same codes, in the same order."""
+    """The documentation's table (docs/statuses-and-exit-codes.md) of the same codes, in the
+    same order."""
     rows = ["| code | meaning | in CI |", "|---|---|---|"]
     rows += [f"| {e.code} | {e.meaning} | {e.in_ci} |" for e in RUN_EXIT_CODES]
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":  # python -m aeval.exit_codes: the README's table, to paste
+if __name__ == "__main__":  # python -m aeval.exit_codes: the documentation's table, to paste
     print(markdown_table(), end="")

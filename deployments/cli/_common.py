@@ -10,7 +10,8 @@ from aeval.exit_codes import USAGE as EXIT_USAGE  # noqa: F401
 from aeval.exit_codes import epilog
 
 EPILOG = epilog()
-"""The exit codes of `aeval run`, from `aeval.exit_codes` (the README's table is the same)."""
+"""The exit codes of `aeval run`, from `aeval.exit_codes` (docs/statuses-and-exit-codes.md's
+table is the same)."""
 
 
 def flag_problem(exc: Exception) -> str:

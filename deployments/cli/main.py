@@ -7,8 +7,8 @@ module only registers them. What they print is in ``console.py``; the options th
 are resolved once, in ``options.py``.
 
 Exit codes of `run` (first match wins): `aeval.exit_codes`, the one table the gate, the
-``--help`` epilog and the README share; 4 (aeval itself failed: one line, the traceback with
--v) applies to every command.
+``--help`` epilog and docs/statuses-and-exit-codes.md share; 4 (aeval itself failed: one
+line, the traceback with -v) applies to every command.
 """
 
 from __future__ import annotations
