@@ -129,6 +129,10 @@ class CasePlan(BaseModel):
     assertions_from: Path | None = Field(
         None, description="A recorded assertions.json to reuse verbatim (regrade, and the "
                           "without-skill arm of uplift).")
+    assertions_from_base: bool = Field(
+        False, description="`assertions_from` is the base version's (the head of a "
+                           "comparison): its structural assertions are the base skill's, "
+                           "so they are replaced with this skill's own.")
     base_cost: Efficiency | None = Field(
         None, description="What the base version's attempt at this case cost, in a run that "
                           "compares head with base (the base passed it): the case's relative "

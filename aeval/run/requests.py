@@ -117,6 +117,10 @@ class EvalRequest(ModelChoice):
         False, description="In a comparison of head with base: a skill worse than its base "
                            "(the base won more case runs, or the head's cost is over 1.2x) "
                            "fails the gate (exit 1). Default: said, not a failure.")
+    compared_with_base: bool = Field(
+        False, description="The head run of a comparison with the base: its `recordings` are "
+                           "the base run's assertions, whose structural assertions (S0-S3, "
+                           "from the skill) are replaced with the head's own.")
     base_costs: dict[str, Efficiency] | None = Field(
         None, description="`skill/case#epoch` (`skill`: the skill's folder) -> what the base "
                           "version's passing attempt cost, in the head run of a comparison "

@@ -132,8 +132,8 @@ def write_assertions_file(plan: CasePlan) -> AssertionsFile:
     model = plan.runtime in MODEL_RUNTIMES
     if plan.assertions_from is not None:  # regrade: the same assertions, fixed long ago
         doc = AssertionsFile.model_validate_json(plan.assertions_from.read_text())
-        if plan.base_cost is not None:  # the head of a comparison: the base's, and its
-            doc = with_relative_budgets(doc, plan, model)  # relative budgets
+        if plan.assertions_from_base:  # the head of a comparison: the base's, its own
+            doc = as_the_heads(doc, plan, model)  # structural ones and relative budgets
         write_model(plan.files.assertions, doc)
         return doc
     specs = build_assertions(plan)
@@ -148,20 +148,15 @@ def write_assertions_file(plan: CasePlan) -> AssertionsFile:
     return doc
 
 
-def with_relative_budgets(doc: AssertionsFile, plan: CasePlan, model: bool) -> AssertionsFile:
-    """A recorded assertions.json (the base's, reused by the head of a comparison) with the
-    case's relative budgets against the base's attempt added after its budgets (B ids go on
-    from its last), before its structural assertions; a relative budget it already holds
-    (a resumed head) is not added twice."""
-    if any(a.check is not None and getattr(a.check, "vs_base", None) is not None
-           for a in doc.assertions):
-        return doc
-    budgets = [a for a in doc.assertions if a.id.startswith("B")]
+def as_the_heads(doc: AssertionsFile, plan: CasePlan, model: bool) -> AssertionsFile:
+    """The base's assertions.json, reused by the head of a comparison: its contract, writer
+    and budget assertions kept (both versions held to the same), then the case's relative
+    budgets against the base's attempt (B ids go on from its last; none without a base
+    figure), then the head's own structural assertions (they follow the head's SKILL.md: a
+    command the head newly documents gets its S2)."""
+    kept = [a for a in doc.assertions if a.kind != "structural"
+            and getattr(a.check, "vs_base", None) is None]
+    budgets = [a for a in kept if a.id.startswith("B")]
     added = relative_budget_assertions(plan.case, plan.base_cost, len(budgets) + 1, model)
-    if not added:
-        return doc
-    at = max((i + 1 for i, a in enumerate(doc.assertions) if a.kind != "structural"),
-             default=0)
-    specs = [*doc.assertions[:at], *added, *doc.assertions[at:]]
-    return doc.model_copy(update={"assertions": specs,
-                                  "sha256": AssertionsFile.digest(specs)})
+    specs = [*kept, *added, *structural_assertions(plan)]
+    return doc.model_copy(update={"assertions": specs, "sha256": AssertionsFile.digest(specs)})

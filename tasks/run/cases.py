@@ -15,14 +15,16 @@ def plan_cases(examined: list[Examined], run: RunSettings, runtimes: list[str], 
                runtime_options: dict[str, dict[str, Any]] | None = None,
                recordings: dict[str, str] | None = None,
                skill_md_doc_test: bool = True,
-               base_costs: dict[str, Efficiency] | None = None) -> list[CasePlan]:
+               base_costs: dict[str, Efficiency] | None = None,
+               from_base: bool = False) -> list[CasePlan]:
     """One plan per skill x case x runtime x epoch, each sharing ``run`` (with the names of
     the run's credentials, ``run_credentials``, for redaction) and its skill's `SkillPlan`.
     ``recordings`` (``skill/case`` -> recorded case folder, or ``skill/case#epoch`` for one
     epoch; ``skill`` is the skill's folder key in the run: two skills may share a name) makes
     each plan reuse that case's assertions (regrade, uplift; ``skill`` may also be the skill's
     folder); ``base_costs`` (same keys) gives each case of a head run the cost of the base
-    version's attempt; ``run.install_skill`` False plans uplift's without-skill arm."""
+    version's attempt, and ``from_base`` says its recordings are the base's;
+    ``run.install_skill`` False plans uplift's without-skill arm."""
     run = run.model_copy(update={"run_credentials": run_credentials(examined)})
     plans = []
     for ex in examined:
@@ -43,8 +45,9 @@ def plan_cases(examined: list[Examined], run: RunSettings, runtimes: list[str], 
                         run=run, skill=skill, case=case, supplementary=supplementary,
                         runtime=rt, runtime_options=(runtime_options or {}).get(rt, {}),
                         epoch=epoch,
-                        assertions_from=_recorded(recordings, (skill.key, str(ex.root.resolve())),
-                                                  case.id, epoch),
+                        assertions_from=(recorded := _recorded(
+                            recordings, (skill.key, str(ex.root.resolve())), case.id, epoch)),
+                        assertions_from_base=from_base and recorded is not None,
                         base_cost=None if supplementary else _keyed(
                             base_costs, (skill.key, str(ex.root.resolve())), case.id, epoch)))
     return plans

@@ -166,7 +166,8 @@ def prepare(request: EvalRequest) -> PreparedRun:
     ws_root = Path(tempfile.mkdtemp(prefix=f"aeval-{run_id}-"))
     plans = plan_cases(examined, run_settings(request, layout.run_dir, ws_root),
                        request.runtimes, request.epochs, request.runtime_options,
-                       request.recordings, request.skill_md_doc_test, request.base_costs)
+                       request.recordings, request.skill_md_doc_test, request.base_costs,
+                       request.compared_with_base)
     todo, finished = plans, []
     if request.resume:
         todo = []

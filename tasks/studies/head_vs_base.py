@@ -122,10 +122,11 @@ def base_request(request: EvalRequest, tree: BaseTree) -> EvalRequest:
 
 def head_request(request: EvalRequest, tree: BaseTree, base_dir: Path | None) -> EvalRequest:
     """The head run's request: the change's own, with each case's assertions.json of the base
-    run reused (both versions are held to the same assertions; SKILL.md's doc test is each
-    version's own) and, where the base passed the case, what its attempt cost (the relative
-    budgets). Keys are the head's skill folders. It does not post: the flow posts once the
-    comparison is written, so the note carries it."""
+    run reused (both versions are held to the same assertions, but for the structural ones,
+    which are each version's own: S2 follows what the head's SKILL.md documents; SKILL.md's
+    doc test is each version's own too) and, where the base passed the case, what its
+    attempt cost (the relative budgets). Keys are the head's skill folders. It does not
+    post: the flow posts once the comparison is written, so the note carries it."""
     recordings: dict[str, str] = {}
     costs: dict = {}
     head_of = {b: str(Path(h).resolve()) for h, b in tree.skills.items() if b is not None}
@@ -140,7 +141,8 @@ def head_request(request: EvalRequest, tree: BaseTree, base_dir: Path | None) ->
             if c.status == "pass" and c.efficiency is not None:
                 costs[key] = c.efficiency
     return request.model_copy(update={"recordings": recordings or None,
-                                      "base_costs": costs or None, "post": False})
+                                      "base_costs": costs or None, "post": False,
+                                      "compared_with_base": True})
 
 
 def side_cost(run: RunRecord, c: CaseResult | None) -> SideCost:
