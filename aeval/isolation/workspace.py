@@ -383,10 +383,11 @@ def prepare_workspace(attempt_root: Path, skill_dir: Path, skill_name: str,
     home = attempt_root / "home"
     ws.mkdir(parents=True)
     home.mkdir()
-    for rel in case_files:
+    for rel in case_files:  # the contract stays out of them too (`files: ["."]`)
         dest = ws / rel.rstrip("/")
         _copied(copy_entry(skill_dir, rel, dest, attempt_root,
-                           depth=len(dest.relative_to(ws).parts)), skill_dir, f"files ({rel})")
+                           depth=len(dest.relative_to(ws).parts),
+                           left_out=frozenset(withheld)), skill_dir, f"files ({rel})")
     if install_skill:
         copy = ws / (skills_subdir or ".agents/skills") / skill_name
         _copied(copy_entry(skill_dir, ".", copy, attempt_root,

@@ -152,3 +152,27 @@ def test_the_entry_bound_refuses_the_copy_instead_of_cutting_it(tmp_path):
     (tmp_path / "a").mkdir()
     problems = copy_entry(src, ".", tmp_path / "a" / "copy", tmp_path / "a", limit=20)
     assert len(problems) == 1 and "has more than 20 entries" in problems[0][1], problems
+
+
+def test_the_contract_reaches_no_part_of_the_workspace(tmp_path):
+    """Neither the skill copy nor the case's files hold the contract, however the case names
+    its files (the whole skill folder, the evals folder): the agent would read the expected
+    outcome there. Everything else of the skill is where it was."""
+    from aeval.skill.contract import CONTRACT_FILES
+
+    src = tmp_path / "segmentation"
+    shutil.copytree(EXAMPLES / "skills" / "segmentation", src)
+    (src / "evals" / "files").mkdir(parents=True)
+    (src / "evals" / "evals.json").write_text('{"evals": [{"id": 1, "prompt": "p", '
+                                              '"expected_output": "mIoU 0.71"}]}')
+    (src / "evals" / "files" / "tile.txt").write_text("tile 7\n")
+    ws = prepare_workspace(tmp_path / "attempt", src, "segmentation", ".agents/skills",
+                           [".", "evals/"], withheld=CONTRACT_FILES)
+    found = sorted(p.relative_to(ws.path).as_posix() for p in ws.path.rglob("*")
+                   if p.name in ("eval.config", "evals.json"))
+    assert found == []
+    assert (ws.skill_dir / "scripts" / "run.py").is_file()
+    assert (ws.skill_dir / "evals" / "files" / "tile.txt").is_file()
+    assert (ws.path / "evals" / "files" / "tile.txt").is_file()
+    assert (ws.path / "scripts" / "run.py").is_file()  # `files: ["."]` copied the rest
+    assert (src / "eval.config").is_file()  # the original is never written
