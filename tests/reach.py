@@ -286,7 +286,7 @@ AUDIT_CASES = {"offline": False, "online": True}
 ``network: true`` (outbound through the user-mode network)."""
 
 
-def add_port_audit(marketplace: Path, targets: dict, timeout_s: int = 150) -> Path:
+def add_port_audit(marketplace: Path, targets: dict, timeout_s: int = 300) -> Path:
     """The port-audit skill in ``marketplace``, with ``targets`` as its fixture and one case
     per entry of `AUDIT_CASES`."""
     d = marketplace / "port-audit"

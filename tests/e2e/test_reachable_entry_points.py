@@ -181,7 +181,7 @@ def test_a_case_on_a_remote_dask_worker_reaches_nothing(host_dir):
                          "--dask-allow-insecure-tcp"],
                         env=clean_env(PREFECT_API_URL=api,
                                       PREFECT_HOME=str(host_dir / "client-prefect-home")),
-                        capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+                        capture_output=True, text=True, timeout=420, stdin=subprocess.DEVNULL)
                     runs = sorted((store / "runs").glob("*/run.json"))
                     return (runs[-1].parent if runs else None), tail(proc, log_path)
 
@@ -248,7 +248,7 @@ def test_a_case_of_the_served_mr_deployment_reaches_nothing(server, host_dir):  
             head = sh(repo, "rev-parse", "HEAD")
             sh(repo, "checkout", "-q", "main")
             job = aeval_prefect_job(server, repo, base, head, "9", host_dir / "job-9")
-            out = job.communicate(timeout=220)[0]
+            out = job.communicate(timeout=400)[0]
             runs = sorted((work / ".aeval" / "runs").glob("*/run.json"))
             why = f"the CI job exited {job.returncode}:\n{out[-2500:]}\n{tail(None, log)}"
             return (runs[-1].parent if runs else None), why

@@ -137,7 +137,7 @@ def aeval(entry: str, mp: Path, top: Path, token: str, *, tmpdir: Path | None,
     # every case at once (the SKILL.md doc tests are cases too): they run side by side
     proc = subprocess.run([str(AEVAL), *args, "--out", str(store), "--no-grader", "-q",
                            "--concurrency", "8"],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=450)
     runs = sorted((store / "runs").iterdir()) if (store / "runs").is_dir() else []
     run = Run(entry=entry, proc=proc, run_dir=runs[-1] if runs else None, token=token,
               planted=planted, seconds=time.monotonic() - start)
