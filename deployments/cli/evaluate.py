@@ -15,6 +15,8 @@ from aeval.deployments.cli._common import (
     add_quiet_verbose,
 )
 from aeval.deployments.cli.console import (
+    inert,
+    make_console,
     prefect_env,
     prefect_ready,
     print_summary,
@@ -393,10 +395,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sandbox is None:
         return EXIT_USAGE
     model, runtimes = opts.model, opts.runtimes
-    if not args.runtime:
-        print(f"runtime: {runtimes[0]} "
-              + (f"(model {model})" if model else "(no model configured: running the cases' "
-                 "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)"))
+    if not args.runtime:  # folded to the terminal like the rest (never wrapped when piped)
+        make_console().print(inert(
+            f"runtime: {runtimes[0]} "
+            + (f"(model {model})" if model else "(no model configured: running the cases' "
+               "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)")),
+            markup=False, highlight=False)
     base = head = None
     if args.changed_since:
         from aeval.adapters.git import GitError, changed_skills
