@@ -266,6 +266,37 @@ def _cwd(skill_dir: Path, root: Path | None, body: str) -> Path:
     return skill_dir
 
 
+def _uv() -> str | None:
+    """uv as a reader has it: on PATH, else the binary of aeval's own uv dependency (the
+    one aeval puts into a case's toolchain), which CI's PATH does not hold."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        return None
+    return find_uv_bin()
+
+
+UV = _uv()
+
+
+def _inline_dependencies(plant: Plant, code: str) -> str | None:
+    """The PEP 723 ``dependencies`` of the script a ``uv run`` in ``code`` runs, when it
+    declares any (the marketplace's own file: plants never touch the header)."""
+    m = re.search(r"\buv run\s+(?:--\S+\s+)*(\S+\.py)\b", code)
+    if not m:
+        return None
+    script = MARKETPLACES / plant.marketplace / plant.skill / m.group(1)
+    if not script.is_file():
+        return None
+    block = re.search(r"(?ms)^# /// script\s*$(.*?)^# ///\s*$", script.read_text())
+    deps = re.search(r"dependencies\s*=\s*\[(.*?)\]", block.group(1), re.S) if block else None
+    names = re.findall(r"[\"']([^\"']+)[\"']", deps.group(1)) if deps else []
+    return ", ".join(names) or None
+
+
 def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
                    keep: Path, root: Path | None = None) -> subprocess.CompletedProcess:
     """The blocks of ``prelude`` (their failures ignored), then ``code``, each run by bash
@@ -292,7 +323,8 @@ def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
            "--bind", str(skill_dir), f"/mnt/skills/user/{name}",
            "--unshare-pid", "--unshare-net", "--die-with-parent", "--chdir", str(skill_dir),
            "bash", "-c", session]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    env = {"PATH": f"{Path(UV).parent}:{path}" if UV else path, "HOME": str(home),
            "TMPDIR": "/tmp", "LANG": "C.UTF-8", "SKILL_DIR": str(skill_dir),
            "CLAUDE_SKILL_DIR": str(skill_dir),
            **({"CLAUDE_PLUGIN_ROOT": str(skill_dir.parent.parent)}
@@ -331,8 +363,11 @@ def test_planted_block_works_unplanted_and_breaks_planted(plant: Plant, tmp_path
     assert found is not None
     prelude, code = found
     where = f"{plant.id} {plant.skill}/{plant.expect.file}:{plant.expect.line}"
-    if re.search(r"\buv run\b", code) and shutil.which("uv") is None:
+    if re.search(r"\buv run\b", code) and UV is None:
         pytest.skip(f"{where} runs `uv run`: uv is not installed here")
+    if (needs := _inline_dependencies(plant, code)):
+        pytest.skip(f"{where} runs `uv run` on a script that declares {needs}: uv fetches "
+                    "them from the registry, and the reader's sandbox here has no network")
     if re.search(r"\b(?:npx|bunx)\b", code):
         pytest.skip(f"{where} runs a tool through npx/bunx: it needs the network")
     before = _checkout(plant, tmp_path / "before" / plant.marketplace)
