@@ -92,6 +92,9 @@ def run_finished_event(run_id: str, timeout: float = 180) -> dict:
         r = httpx.post(f"{PREFECT_API_URL.value()}/events/filter", timeout=10, json={
             "filter": {"event": {"name": ["aeval.run.finished"]},
                        "resource": {"id": [f"aeval.run.{run_id}"]}}, "limit": 5})
+        if r.status_code in (429, 503) and time.monotonic() < deadline:  # busy: ask again
+            time.sleep(0.5)
+            continue
         r.raise_for_status()
         if found := r.json()["events"]:
             return found[0]

@@ -12,11 +12,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_stop_on_signal import alive, descendants, sleepy_marketplace
+from tests.e2e.test_stop_on_signal import a_case_step_runs, alive, descendants, sleepy_marketplace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -26,9 +25,7 @@ def stop_when_running(argv: list[str], env: dict[str, str], sig: int) -> tuple[i
                             text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not any(
-                "report.py" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
-                for p in descendants(proc.pid) if Path(f"/proc/{p}/cmdline").exists()):
+        while time.monotonic() < deadline and not a_case_step_runs(proc.pid):
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.5)
         started = descendants(proc.pid) | {proc.pid}

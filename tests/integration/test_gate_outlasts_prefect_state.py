@@ -61,8 +61,12 @@ class Meddler(threading.Thread):
         self.stop = threading.Event()
 
     def running(self, client: httpx.Client) -> list[dict]:
-        r = client.post(f"{self.api}/flow_runs/filter", json={
-            "flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}})
+        for _ in range(20):
+            r = client.post(f"{self.api}/flow_runs/filter", json={
+                "flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}})
+            if r.status_code not in (429, 503):
+                break
+            time.sleep(0.25)
         r.raise_for_status()
         return r.json()
 
@@ -74,12 +78,16 @@ class Meddler(threading.Thread):
                 return
             self.at = time.monotonic()
             for fr in self.running(client):
-                if self.action == "complete":
-                    r = client.post(f"{self.api}/flow_runs/{fr['id']}/set_state", json={
-                        "state": {"type": "COMPLETED", "message": "done, says someone"},
-                        "force": True})
-                else:
-                    r = client.delete(f"{self.api}/flow_runs/{fr['id']}")
+                for _ in range(20):  # a busy SQLite server answers 503: retry, as Prefect does
+                    if self.action == "complete":
+                        r = client.post(f"{self.api}/flow_runs/{fr['id']}/set_state", json={
+                            "state": {"type": "COMPLETED", "message": "done, says someone"},
+                            "force": True})
+                    else:
+                        r = client.delete(f"{self.api}/flow_runs/{fr['id']}")
+                    if r.status_code not in (429, 503):
+                        break
+                    time.sleep(0.25)
                 self.done.append((fr["name"], r.status_code))
 
 

@@ -200,6 +200,9 @@ def events_named(server: dict[str, str], name: str, timeout: float = 30,
     while True:
         r = httpx.post(f"{server['PREFECT_API_URL']}/events/filter", timeout=10,
                        json={"filter": {"event": {"name": [name]}}, "limit": 50})
+        if r.status_code in (429, 503) and time.monotonic() < deadline:  # busy: ask again
+            time.sleep(0.5)
+            continue
         r.raise_for_status()
         found = r.json()["events"]
         if len(found) >= count or time.monotonic() > deadline:
