@@ -235,3 +235,36 @@ def test_fail_worse_than_base_fails_a_slower_change_and_says_why(tmp_path, capsy
                           / "grading.json").read_text())
     assert grading["status"] == "pass"
     assert gate["reason"] in printed
+
+
+def test_a_base_whose_run_cannot_start_leaves_the_head_its_run(tmp_path, capsys, monkeypatch):
+    """The base's run ends without a result (here its run folder is taken by a stale file in
+    the store): the change still gets its run, on its own assertions, said in one line; the
+    gate is the head's."""
+    repo = example_repo(tmp_path / "mp")
+    slower_csv_stats(repo, budget=True)
+    run_id = "20261207-101500-5e1f0a"
+    monkeypatch.setattr("aeval.run.store.new_run_id", lambda now=None: run_id)  # its name
+    store = tmp_path / "store"
+    (store / "runs").mkdir(parents=True)
+    (store / "runs" / f"{run_id}-base").write_text("left by a crashed copy\n")
+    with ScriptedModelServer([*CASE_GRADER, *CAREFUL]) as srv:
+        code = main(["run", str(repo), "--changed-since", "main", "--compare-base",
+                     "--runtime", "literal", "--grader-model", "openai/scripted",
+                     "--api-base", srv.base_url_openai, "--out", str(store)])
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    assert f"the base's run {run_id}-base ended without a result" in printed
+    assert "the head runs alone, nothing is compared" in printed
+    head_dir = store / "runs" / run_id
+    manifest = json.loads((head_dir / "run.json").read_text())
+    assert manifest["status"] == "finished" and code == manifest["gate"]["exit_code"] == 0
+    # the head's own assertions: the relative budget has no base figure, so it is not there
+    for case in ("stats", "summary"):
+        spec = json.loads((head_dir / "csv-stats" / "literal" / case
+                           / "assertions.json").read_text())["assertions"]
+        assert not [a for a in spec if (a.get("check") or {}).get("vs_base")], spec
+        grading = json.loads((head_dir / "csv-stats" / "literal" / case
+                              / "grading.json").read_text())
+        assert grading["status"] == "pass", grading
+    assert (store / "runs" / f"{run_id}-base").read_text() == "left by a crashed copy\n"
