@@ -322,11 +322,7 @@ def write_head_vs_base_files(request: EvalRequest, head_dir: Path, base_dir: Pat
     run = read_run(head_dir)
     write_model(run.layout.head_vs_base, report)
     atomic_write_text(run.layout.report, render_report(head_dir, run.manifest))
-    for s in report.skills:
-        if s.losses:
-            progress("head vs base: %s [%s] is worse than its base in %d case run(s)",
-                     s.label(), s.runtime, s.losses, warning=True)
-    return report
+    return report  # the worse skills are said once, by `settle_head_files`
 
 
 @task(name="head-vs-base", task_run_name="head-vs-base {request.run_id}",
@@ -363,7 +359,7 @@ def worse_than_base(report: HeadVsBase) -> list[str]:
 def settle_head_files(request: EvalRequest, report: HeadVsBase) -> RunManifest:
     """The head's run.json once the comparison is written: with ``fail_worse_than_base``, a
     gate of 0 becomes 1 when a skill is worse than its base (a gate already failing keeps its
-    code and reason); without, the worse skills are said in a warning."""
+    code and reason, and the worse skills are said in a warning line, as without)."""
     assert request.run_id
     layout = RunLayout.of(request.store, request.run_id)
     manifest = read_run(layout.run_dir).manifest
@@ -374,9 +370,10 @@ def settle_head_files(request: EvalRequest, report: HeadVsBase) -> RunManifest:
             "exit_code": FAIL, "reason": "worse than the base (--fail-worse-than-base): "
                                          + "; ".join(worse)})
         write_model(layout.manifest, manifest)
-    elif worse and not request.fail_worse_than_base:
-        progress("head vs base: worse than the base, not the gate (--fail-worse-than-base "
-                 "makes it so): %s", "; ".join(worse), warning=True)
+    elif worse:
+        progress("head vs base: worse than the base, not the gate%s: %s",
+                 "" if request.fail_worse_than_base else " (--fail-worse-than-base makes it so)",
+                 "; ".join(worse), warning=True)
     return manifest
 
 

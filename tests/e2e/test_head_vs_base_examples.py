@@ -126,6 +126,10 @@ def test_a_slower_but_correct_change_ties_on_outcome_loses_on_efficiency_and_its
         in printed
     assert ("head − base: commands +0.00 [+0.00, +0.00] (n=4); tool calls +0.00 [+0.00, "
             "+0.00] (n=4); wall s +") in printed
+    # said once, as one line, and not as the gate (no --fail-worse-than-base)
+    (worse,) = [ln for ln in printed.splitlines() if "worse than the base" in ln]
+    assert "not the gate (--fail-worse-than-base makes it so): csv-stats [literal]: " \
+        "efficiency worse" in worse, worse
 
     # the relative budget: written before the head ran, with the base's figure in it
     base_dir = head_dir.parent / report["base_run"]
