@@ -319,6 +319,8 @@ def _run_as_reader(skill_dir: Path, prelude: list[str], code: str,
     name = _skill_name(skill_dir)
     cmd = [BWRAP, "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
            "--bind", str(keep), str(keep), "--tmpfs", "/mnt",
+           # aeval's own uv stays visible when its venv is under /tmp (a clone there)
+           *(["--ro-bind", str(Path(UV).parent), str(Path(UV).parent)] if UV else []),
            "--bind", str(skill_dir), f"/mnt/skills/public/{name}",
            "--bind", str(skill_dir), f"/mnt/skills/user/{name}",
            "--unshare-pid", "--unshare-net", "--die-with-parent", "--chdir", str(skill_dir),
