@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.strict_skips import pytest_runtest_makereport  # noqa: F401  (a hook: .ci/run's skips)
+
 _PREFECT_HOME = tempfile.mkdtemp(prefix="aeval-test-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 # aeval's cache (the migrated Prefect database a fresh PREFECT_HOME starts from) stays private
