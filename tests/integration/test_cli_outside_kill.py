@@ -40,12 +40,16 @@ def run_cli(tmp_path, timeout_s: float, kill_after: float | None):
 
     def killer() -> None:
         time.sleep(kill_after)
-        for proc in Path("/proc").iterdir():
-            try:
-                if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes():
-                    os.kill(int(proc.name), signal.SIGKILL)
-            except OSError:
-                continue
+        deadline = time.monotonic() + 60  # a loaded machine may not have started it yet
+        while time.monotonic() < deadline:
+            for proc in Path("/proc").iterdir():
+                try:
+                    if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes():
+                        os.kill(int(proc.name), signal.SIGKILL)
+                        return
+                except OSError:
+                    continue
+            time.sleep(0.1)
 
     if kill_after is not None:
         threading.Thread(target=killer, daemon=True).start()
