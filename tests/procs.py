@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 
 def alive(marker: str) -> list[int]:
@@ -18,3 +19,12 @@ def alive(marker: str) -> list[int]:
         except OSError:
             continue
     return out
+
+
+def gone(marker: str, within_s: float = 10.0) -> list[int]:
+    """`alive` once no process holds ``marker`` or ``within_s`` has passed (a loaded machine
+    reaps a killed namespace in its own time): what is still alive then."""
+    deadline = time.monotonic() + within_s
+    while (left := alive(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
