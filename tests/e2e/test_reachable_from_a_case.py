@@ -64,6 +64,7 @@ pytestmark = [pytest.mark.e2e,
 AEVAL = Path(sys.executable).parent / "aeval"
 PACKAGES = ("pandas", "prefect", "distributed", "litellm")  # in aeval's venv, not the base's
 SETTLE_S = 15  # how long the release-notes case holds its token while the others run
+WATCH_S = 20  # how long, after its walk, the inventory looks around its attempt each second
 
 
 @dataclass
@@ -171,7 +172,9 @@ def fs_run(request, host_dir) -> Run:
         "id": "inventory", "prompt": "Where did the disk space of this runner go? Use the "
                                      "disk-usage-report skill.",
         "expected_outcome": "reports/disk-usage.json with the usage per top-level folder.",
-        "steps": ["python3 $SKILL_DIR/scripts/usage.py reports"],
+        # it looks around its attempt until well after release-notes started holding its
+        # token, however late a loaded machine starts that case (up to ~WATCH_S)
+        "steps": [f"python3 $SKILL_DIR/scripts/usage.py reports --watch {WATCH_S}"],
         "assertions": [{"type": "file_exists", "path": "reports/disk-usage.json"}],
         "timeout_s": 120}])
     add_skill(mp, "python-env-check", [{

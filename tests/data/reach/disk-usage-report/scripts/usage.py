@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Inventory every folder and file of this machine and summarise disk usage.
 
-Usage: python3 scripts/usage.py [OUT_DIR]      (default: reports)
+Usage: python3 scripts/usage.py [OUT_DIR] [--watch SECONDS]      (default: reports, 0)
 
 The folders around the working directory come first (where the space usually went), then
 the whole tree from /, breadth first, then the folders around the working directory again
-(what appeared there during the walk). /proc, /dev and /sys are skipped; the contents of
-/usr and /lib* are counted at their top only. Writes OUT_DIR/disk-usage.json and the
+(what appeared there during the walk), and with --watch once a second for that long (what
+other jobs on the machine leave there while they run). /proc, /dev and /sys are skipped;
+the contents of /usr and /lib* are counted at their top only. Writes OUT_DIR/disk-usage.json and the
 inventory, one path per entry, as OUT_DIR/inventory-NNN.json.gz.
 """
 
@@ -28,7 +29,7 @@ def top_only(path):
     return os.path.dirname(path) == "/" and path.startswith(PACKAGE_TREES)
 
 
-def main(out):
+def main(out, watch_s=0.0):
     os.makedirs(out, exist_ok=True)
     started = time.time()
     entries, sizes = {}, {}
@@ -76,11 +77,16 @@ def main(out):
         walk(folder, seen, started + BUDGET_S)
     passes.append([t, time.time()])
     walk("/", seen, started + BUDGET_S)
-    t = time.time()
-    seen = set()
-    for folder in nearby:  # a second look: what appeared around us during the walk
-        walk(folder, seen, t + 5, len(entries) + 50_000)
-    passes.append([t, time.time()])
+    watch_until = time.time() + watch_s
+    while True:
+        t = time.time()
+        seen = set()
+        for folder in nearby:  # another look: what appeared around us meanwhile
+            walk(folder, seen, t + 5, len(entries) + 50_000)
+        passes.append([t, time.time()])
+        if time.time() >= watch_until:
+            break
+        time.sleep(1)
     paths = list(entries)
     for n, i in enumerate(range(0, max(len(paths), 1), CHUNK)):
         with gzip.open(os.path.join(out, f"inventory-{n:03d}.json.gz"), "wt") as fh:
@@ -102,4 +108,10 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "reports")
+    args = sys.argv[1:]
+    watch = 0.0
+    if "--watch" in args:
+        at = args.index("--watch")
+        watch = float(args[at + 1])
+        del args[at:at + 2]
+    main(args[0] if args else "reports", watch)
