@@ -60,13 +60,20 @@ class Meddler(threading.Thread):
         self.at: float | None = None
         self.stop = threading.Event()
 
-    def running(self, client: httpx.Client) -> list[dict]:
+    @staticmethod
+    def ask(send) -> httpx.Response:
+        """``send()`` again while a busy SQLite server answers 429/503, as Prefect's client
+        does (20 tries, 0.25 s apart); the last answer."""
         for _ in range(20):
-            r = client.post(f"{self.api}/flow_runs/filter", json={
-                "flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}})
+            r = send()
             if r.status_code not in (429, 503):
                 break
             time.sleep(0.25)
+        return r
+
+    def running(self, client: httpx.Client) -> list[dict]:
+        r = self.ask(lambda: client.post(f"{self.api}/flow_runs/filter", json={
+            "flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}}))
         r.raise_for_status()
         return r.json()
 
@@ -78,16 +85,13 @@ class Meddler(threading.Thread):
                 return
             self.at = time.monotonic()
             for fr in self.running(client):
-                for _ in range(20):  # a busy SQLite server answers 503: retry, as Prefect does
-                    if self.action == "complete":
-                        r = client.post(f"{self.api}/flow_runs/{fr['id']}/set_state", json={
-                            "state": {"type": "COMPLETED", "message": "done, says someone"},
-                            "force": True})
-                    else:
-                        r = client.delete(f"{self.api}/flow_runs/{fr['id']}")
-                    if r.status_code not in (429, 503):
-                        break
-                    time.sleep(0.25)
+                url = f"{self.api}/flow_runs/{fr['id']}"
+                if self.action == "complete":
+                    r = self.ask(lambda url=url: client.post(f"{url}/set_state", json={
+                        "state": {"type": "COMPLETED", "message": "done, says someone"},
+                        "force": True}))
+                else:
+                    r = self.ask(lambda url=url: client.delete(url))
                 self.done.append((fr["name"], r.status_code))
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# the inner suite: a skip for a missing install, one for a missing install in the test's
+# body, one no install lifts, an expected failure and a pass (its skips are its subject)
 TESTS = '''
 import shutil
 import pytest
