@@ -81,6 +81,14 @@ UV_ENV = {"UV_PYTHON": str(base_python()), "UV_PYTHON_DOWNLOADS": "never"}
 """uv inside: the base interpreter (shown read-only; a script's environment made with it
 stays valid across runs), never a downloaded one."""
 
+NO_NETWORK_RETRIES = {"NPM_CONFIG_FETCH_RETRIES": "0", "PIP_RETRIES": "0",
+                      "UV_HTTP_RETRIES": "0"}
+"""In a case without network, the package managers try the registry once: npm (and pnpm,
+which reads npm's settings) otherwise retries an unreachable one with a 10 s then 60 s
+back-off, 71 s per `npx` before the same "getaddrinfo EAI_AGAIN" a first try gives; pip and
+uv back off too. Nothing can answer: the retries would only cost the run time. Defaults: the
+case's own environment still wins."""
+
 
 def sandbox_path(home: str, pybin: Path, shown: list[Path] = ()) -> str:
     """PATH inside: aeval's toolchain first, the folders of the host tools the case declares
@@ -200,7 +208,8 @@ class BwrapSandbox(DiskBounded):
         root = Path(self.policy.root).resolve()
         home = env.get("HOME") or str(root / "home")
         tools = toolchain()
-        return {**{k: v for k, v in env.items() if k != "PYTHONHOME"},
+        return {**({} if self.policy.network else NO_NETWORK_RETRIES),
+                **{k: v for k, v in env.items() if k != "PYTHONHOME"},
                 "PATH": sandbox_path(home, tools / "bin", self.policy.shown),
                 "VIRTUAL_ENV": str(tools), "PYTHONUSERBASE": f"{home}/.local",
                 "NPM_CONFIG_PREFIX": f"{home}/.npm-global", "TMPDIR": "/tmp",
@@ -254,8 +263,9 @@ class BwrapSandbox(DiskBounded):
         out += ["--chdir", str(Path(cwd).resolve())]
         inside = self.inside_env(env)
         for k in ("PATH", "VIRTUAL_ENV", "PYTHONUSERBASE", "NPM_CONFIG_PREFIX", "TMPDIR",
-                  *UV_ENV):
-            out += ["--setenv", k, inside[k]]
+                  *UV_ENV, *(k for k in NO_NETWORK_RETRIES if k not in env)):
+            if k in inside:
+                out += ["--setenv", k, inside[k]]
         out += ["--unsetenv", "PYTHONHOME"]
         # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact
         out = [BASH[0], "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"',

@@ -233,6 +233,26 @@ def test_the_network_is_private_and_outbound_only_on_request(attempt, http_serve
         assert "OUT 200" in r.stdout, r.combined()
 
 
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed here")
+def test_without_network_the_package_managers_try_the_registry_once(attempt):
+    """npm backs off 10 s then 60 s before it gives up on a registry it cannot resolve: 71 s
+    per `npx` in a case that has no network, for the same EAI_AGAIN. Inside such a case npm,
+    pip and uv try once; a case that declares network: true keeps their retries; a retry
+    count the case sets itself is kept."""
+    sb, ws, env, _, _ = attempt
+    ask = "npm config get fetch-retries; echo pip=$PIP_RETRIES uv=$UV_HTTP_RETRIES"
+    r = run(sb, ws, env, ask)
+    assert r.ok and r.stdout.split() == ["0", "pip=0", "uv=0"], r.combined()
+    r = run(sb, ws, {**env, "NPM_CONFIG_FETCH_RETRIES": "5"}, ask)
+    assert r.ok and r.stdout.split()[0] == "5", r.combined()
+    opened = BwrapSandbox(sb.policy.model_copy(update={"network": True}), sb.bwrap)
+    try:
+        r = run_command(ask, ws.path, env, 60, sandbox=opened)
+    finally:
+        opened.close()
+    assert r.ok and r.stdout.split() == ["2", "pip=", "uv="], r.combined()
+
+
 def test_memory_limit_stops_a_hog(attempt):
     sb, ws, env, _, _ = attempt
     small = BwrapSandbox(sb.policy.model_copy(update={"memory_bytes": 512 << 20}), sb.bwrap)
