@@ -235,10 +235,12 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
     found before anything starts (no server, no import of Prefect): an unknown runtime, an
     agent runtime without a model, a model (or grader model) whose provider key is not set —
     each was one environment error per case after retries (exit 3) — or an epoch count out
-    of range (an internal error). None when there is none."""
+    of range (an internal error), a --dask argument that is no way to run. None when there is
+    none."""
     import os
 
     from aeval.runtime.model_keys import config_problem
+    from aeval.tasks._engine.dask_address import dask_address_problem
 
     if not 1 <= args.epochs <= MAX_EPOCHS:
         return f"--epochs {args.epochs}: must be from 1 to {MAX_EPOCHS}"
@@ -246,6 +248,8 @@ def run_option_problem(args: argparse.Namespace, opts: Options) -> str | None:
         return f"--concurrency {args.concurrency}: must be at least 1"
     if opts.min_tested < 0:
         return f"--min-tested {opts.min_tested}: must be 0 or more"
+    if problem := dask_address_problem(args.dask, getattr(args, "dask_allow_insecure_tcp", False)):
+        return problem
     return config_problem(opts.runtimes, opts.model, opts.grader_model, opts.api_base,
                           os.environ)
 
@@ -359,6 +363,11 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
+        from aeval.tasks._engine.dask_address import dask_address_problem
+
+        if problem := dask_address_problem(args.dask, args.dask_allow_insecure_tcp):
+            print(f"aeval run: {problem}", file=sys.stderr)
+            return EXIT_USAGE
         prefect_env(args.verbose)
         progress_logging(args.quiet)
         start_prefect()

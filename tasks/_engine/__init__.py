@@ -3,6 +3,8 @@ compose) and out of the domain (which imports no Prefect). Private to aeval.
 
     runners     the task runners: a bounded thread pool, or Dask (mutual TLS, the workers'
                 preload hooks, the workers' preflight); the global model-call limit
+    dask_address  whether a --dask argument is a way to run (the argument alone, before
+                anything starts; no Prefect imported)
     failures    which exceptions are Prefect's API failing (refused, reset, timed out), not
                 aeval: a case's environment error, never an internal one
     limits      a runtime's case chains throttled in aeval's process (``runtime:<name>``)
@@ -24,8 +26,9 @@ import importlib
 from typing import Any
 
 _HOMES = {
-    "LOCAL": "runners", "task_runner": "runners", "dask_preflight": "runners",
-    "insecure_dask_warning": "runners", "ran_elsewhere": "runners",
+    "LOCAL": "dask_address", "dask_address_problem": "dask_address",
+    "insecure_dask_warning": "dask_address",
+    "task_runner": "runners", "dask_preflight": "runners", "ran_elsewhere": "runners",
     "start_embedded_server": "runners", "use_global_model_limit": "runners",
     "api_failure": "failures", "runtime_limits": "limits", "throttle": "limits",
     "chain_window": "schedule", "windowed": "schedule", "Conclusions": "schedule",

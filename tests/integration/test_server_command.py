@@ -129,3 +129,23 @@ def test_a_folder_without_a_skill_is_refused_before_anything_starts(tmp_path, ho
     assert "Prefect" not in out + err
     assert not (home / "aeval-server").exists(), "a server was started for nothing"
     assert not (tmp_path / "s").exists(), "a run was recorded for nothing"
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "{skill}", "--dask", "localhost:8786"],
+    ["run", "{skill}", "--dask", "tcp://127.0.0.1:9"],
+    ["sweep", "{marketplace}", "--dask-allow-insecure-tcp"],
+    ["run", "--resume", "20261207-000000-abcdef", "--dask", "local:8786"],
+], ids=["no-scheme", "plain-tcp", "insecure-without-dask", "resume"])
+def test_a_dask_argument_that_is_no_way_to_run_is_refused_before_anything_starts(
+        tmp_path, home, marketplace, argv):  # noqa: F811
+    """The address alone says it: one line naming --dask and exit 2, without a Prefect
+    server started (it took 5 s to say so after one) or a run recorded."""
+    argv = [a.format(skill=marketplace / "skills" / "hello-docs", marketplace=marketplace)
+            for a in argv]
+    code, out, err = aeval(env_for(home), *argv, "--out", str(tmp_path / "s"))
+    assert code == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1 and "--dask" in err, err
+    assert "Prefect" not in out + err
+    assert not (home / "aeval-server").exists(), "a server was started for nothing"
+    assert not (tmp_path / "s").exists(), "a run was recorded for nothing"
