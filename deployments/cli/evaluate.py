@@ -393,24 +393,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if nothing:
             print(nothing, file=sys.stderr)
             return EXIT_USAGE
-    prefect_env(args.verbose)
-    progress_logging(args.quiet)
-    start_prefect()  # the embedded Prefect server boots while the flows are imported
-
-    from aeval.run.store import RunStore, new_run_id
-
-    settings = opts.settings
+    # what can refuse or end the run on its own does so before anything starts: the sandbox
+    # it requires, the change it is asked about (a bad ref; no skill changed)
     sandbox = check_sandbox(opts.sandbox)
     if sandbox is None:
         return EXIT_USAGE
-    model, runtimes = opts.model, opts.runtimes
-    if not args.runtime:  # folded to the terminal like the rest (never wrapped when piped)
-        make_console().print(inert(
-            f"runtime: {runtimes[0]} "
-            + (f"(model {model})" if model else "(no model configured: running the cases' "
-               "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)")),
-            markup=False, highlight=False)
-    base = head = None
+    changes = None
     if args.changed_since:
         from aeval.adapters.git import GitError, changed_skills
 
@@ -419,12 +407,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         except GitError as exc:
             print(exc, file=sys.stderr)
             return EXIT_USAGE
+        if not changes.skills:  # a change that touches no skill: nothing to start either
+            for note in changes.notes():
+                print(note)
+            print(f"no skill changed since {args.changed_since}: nothing to evaluate")
+            return OK
+    prefect_env(args.verbose)
+    progress_logging(args.quiet)
+    start_prefect()  # the embedded Prefect server boots while the flows are imported
+
+    from aeval.run.store import RunStore, new_run_id
+
+    settings = opts.settings
+    model, runtimes = opts.model, opts.runtimes
+    if not args.runtime:  # folded to the terminal like the rest (never wrapped when piped)
+        make_console().print(inert(
+            f"runtime: {runtimes[0]} "
+            + (f"(model {model})" if model else "(no model configured: running the cases' "
+               "`steps` verbatim; pass --model or set AEVAL_MODEL for an agent)")),
+            markup=False, highlight=False)
+    base = head = None
+    if changes is not None:
         base, head = changes.base, changes.head
         for note in changes.notes():
             print(note)
-        if not changes.skills:
-            print(f"no skill changed since {args.changed_since}: nothing to evaluate")
-            return OK
         here = Path(args.paths[0]).resolve()
         shown = [str(s.relative_to(here)) if s.is_relative_to(here) else str(s)
                  for s in changes.skills]

@@ -149,3 +149,34 @@ def test_a_dask_argument_that_is_no_way_to_run_is_refused_before_anything_starts
     assert "Prefect" not in out + err
     assert not (home / "aeval-server").exists(), "a server was started for nothing"
     assert not (tmp_path / "s").exists(), "a run was recorded for nothing"
+
+
+@pytest.mark.parametrize("since", ["origin/main", "HEAD~1"],
+                         ids=["unknown-ref", "no-skill-changed"])
+def test_a_change_that_ends_the_run_ends_it_before_anything_starts(tmp_path, home,  # noqa: F811
+                                                                    marketplace, since):
+    """A merge request's CI job: a base the clone does not have is one line and exit 2; a
+    change that touches no skill (docs only) says so and exits 0. Neither starts a Prefect
+    server nor records a run."""
+    def git(*argv: str) -> None:
+        subprocess.run(["git", "-C", str(marketplace), *argv], check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x",
+                            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"})
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "skills")
+    (marketplace / "README.md").write_text("# Our skills\n\nNow with a table of contents.\n")
+    git("add", "-A")
+    git("commit", "-qm", "docs: a table of contents")
+    code, out, err = aeval(env_for(home), "run", str(marketplace), "--changed-since", since,
+                           "--out", str(tmp_path / "s"))
+    if since == "origin/main":
+        assert code == 2 and len(err.strip().splitlines()) == 1, (out, err)
+        assert "origin/main" in err, err
+    else:
+        assert code == 0 and "no skill changed since HEAD~1: nothing to evaluate" in out, \
+            (out, err)
+    assert "Prefect" not in out + err
+    assert not (home / "aeval-server").exists(), "a server was started for nothing"
+    assert not (tmp_path / "s").exists(), "a run was recorded for nothing"
