@@ -44,7 +44,7 @@ from tests.reach import (
     read_audit,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300),
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600),  # past its own 400-420 s waits
               pytest.mark.skipif(bwrap_problem() is not None,
                                  reason=f"bubblewrap: {bwrap_problem()}")]
 

@@ -25,7 +25,9 @@ TABLES = ("tcp", "tcp6", "udp", "udp6", "unix")
 GATEWAY = "10.0.2.2"
 INFLIGHT = 200
 PROBE_TIMEOUT_S = 1.0
-HOST_DEADLINE_S = 50.0  # a full scan takes seconds; on a machine under load, longer
+HOST_DEADLINE_S = 150.0  # a full scan takes seconds; under load (every host scanned at once,
+# one interpreter: one core), a minute and more. Only a slow scan waits for it; the case's
+# timeout (300 s) bounds it
 SAMPLE = 100  # open ports kept per host in the report
 
 
