@@ -237,8 +237,10 @@ def _aeval_on(address: str, store: Path, api: str, *extra: str) -> subprocess.Co
 
 
 def _refusal(proc: subprocess.CompletedProcess) -> str:
-    """The one `aeval:` line of a refused run (its other stderr lines are warnings)."""
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("aeval: ")]
+    """The one `aeval:` (or `aeval run:`, a usage error) line of a refused run (its other
+    stderr lines are warnings)."""
+    lines = [line for line in proc.stderr.splitlines()
+             if line.startswith(("aeval: ", "aeval run: "))]
     assert len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
     return lines[0]
 

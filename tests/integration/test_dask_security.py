@@ -273,7 +273,7 @@ def test_the_run_parser_takes_the_option_only_with_a_remote_tcp_scheduler(tmp_pa
         done = _aeval_run(dask, tmp_path / "store", "http://127.0.0.1:9/api",
                           "--dask-allow-insecure-tcp")
         assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
-        assert _refusal(done) == (f"aeval: --dask-allow-insecure-tcp only means something "
+        assert _refusal(done) == (f"aeval run: --dask-allow-insecure-tcp only means something "
                                   f"with a plain tcp:// scheduler, not --dask {dask} "
                                   "(encrypted and authenticated)"), done.stderr[-2000:]
 
