@@ -8,8 +8,8 @@ place. Into it go only:
 - **a minimal /etc**: `ETC_NAMES` (name service files, CA certificates, alternatives, the
   dynamic loader's cache, locale and time zone), each bound read-only when the host has it,
   and a ``resolv.conf`` of aeval's own that names the user-mode network's resolver;
-- a fresh ``/proc`` (the sandbox's PID namespace), a minimal ``/dev``, and private tmpfs at
-  ``/tmp`` and ``/dev/shm``;
+- a fresh ``/proc`` (the sandbox's PID namespace) whose kernel-wide files are read-only or
+  hidden (`proc_view`), a minimal ``/dev``, and private tmpfs at ``/tmp`` and ``/dev/shm``;
 - **the toolchain** (`aeval.adapters.sandbox._toolchain`: its folder and the base interpreter's
   prefix, read-only, where the interpreter's own site-packages shows pip alone:
   `python_view`);
@@ -77,6 +77,37 @@ def system_view() -> tuple[str, ...]:
                 out += ["--symlink", os.readlink(path), str(path)]
                 continue
         out += ["--ro-bind", str(path.resolve()), str(path)]
+    return tuple(out)
+
+
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "fs")
+"""What of the sandbox's /proc is the whole machine's, writable by root whatever its
+capabilities, and bound read-only: the sysctls (``kernel/core_pattern`` names a program the
+kernel starts on the host, as root, when any process crashes), the SysRq trigger (reboot),
+file systems' knobs. bubblewrap covers ``irq`` and ``bus`` itself, and would cover ``sys`` too
+but for a permission check that fails for root on that folder."""
+PROC_HIDDEN = ("keys", "timer_list", "sched_debug", "kcore", "latency_stats", "timer_stats",
+               "acpi", "scsi")
+"""What of /proc shows the machine's, not the sandbox's, and is covered (an empty file or a
+read-only empty folder): root's key rings, every process's timers (with their PIDs and
+names), the kernel's memory and hardware state. The list of a container's defaults."""
+
+
+@functools.lru_cache(maxsize=1)
+def proc_view() -> tuple[str, ...]:
+    """bubblewrap options, after ``--proc /proc``, for `PROC_READ_ONLY` and `PROC_HIDDEN`
+    (those the host has). The read-only ones come from the host's /proc: the same kernel
+    state, which a bind from the fresh /proc cannot name."""
+    out: list[str] = []
+    for name in PROC_READ_ONLY:
+        if os.path.exists(f"/proc/{name}"):
+            out += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    for name in PROC_HIDDEN:
+        path = f"/proc/{name}"
+        if os.path.isdir(path):
+            out += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            out += ["--ro-bind", "/dev/null", path]
     return tuple(out)
 
 

@@ -55,6 +55,7 @@ from aeval.adapters.sandbox._view import (
     RESOLV_CONF,
     SYSTEM_PATH,
     in_system_tree,
+    proc_view,
     python_view,
     shown_prefixes,
     system_view,
@@ -230,7 +231,7 @@ class BwrapSandbox(DiskBounded):
         root = Path(p.root).resolve()
         writable = [root, *(Path(w).resolve() for w in p.writable)]
         out = [*system_view(), "--ro-bind", self._resolv_conf(), "/etc/resolv.conf",
-               "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
+               "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", *proc_view(),
                *tmp_options(self.bwrap, p)]
         tools = str(toolchain())
         out += ["--ro-bind", tools, tools, *python_view()]
