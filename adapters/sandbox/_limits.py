@@ -14,6 +14,11 @@
   break node: V8 reserves ~10 GB of address space for one WebAssembly memory);
   RLIMIT_FSIZE bounds the size of any file written, sparse ones included; RLIMIT_NPROC is
   set but the kernel exempts root from it.
+- **the kernel's key rings** (a seccomp filter, `key_filter`): a case runs as root of the
+  machine's user namespace, where root's user and session key rings are one for every
+  process of the machine; ``add_key``, ``request_key`` and ``keyctl`` fail with EPERM inside
+  (a container's default), so a case can neither read the host's keys nor leave one for
+  another case or for later.
 - **cgroups, where one can be made** (cgroup v1 hierarchies or v2 with the controller
   enabled): one ``pids`` cgroup per attempt (``pids.max``: a fork bomb stops there) and one
   ``memory`` cgroup per attempt (``memory.limit_in_bytes`` / ``memory.max``: all the
@@ -26,7 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import signal
+import struct
 import time
 import uuid
 from pathlib import Path
@@ -46,6 +53,35 @@ def cap_options() -> list[str]:
     for cap in KEPT_CAPS:
         out += ["--cap-add", cap]
     return out
+
+
+# audit arch -> the numbers of add_key, request_key and keyctl there (asm/unistd*.h)
+_KEY_CALLS = {"x86_64": ((0xC000003E, (248, 249, 250)), (0x40000003, (286, 287, 288))),
+              "aarch64": ((0xC00000B7, (217, 218, 219)), (0x40000028, (309, 310, 311)))}
+_X32 = 0x40000000  # x86_64's x32 system calls: the same numbers with this bit
+
+
+def key_filter(machine: str | None = None) -> bytes | None:
+    """A seccomp program (classic BPF, as bubblewrap's ``--seccomp`` reads it) that makes the
+    key ring calls fail with EPERM, for the native and the compat (32-bit) system calls; every
+    other call is allowed. None on a machine whose numbers are not known here."""
+    arches = _KEY_CALLS.get(machine or platform.machine())
+    if arches is None:
+        return None
+    ld, jeq, and_, ret = 0x20, 0x15, 0x54, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, ALU|AND|K, RET|K
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    body: list[tuple[int, int, int, int]] = []
+    for arch, calls in arches:
+        block = [(ld, 0, 0, 0)]  # the call's number
+        if arch == 0xC000003E:
+            block.append((and_, 0, 0, 0xFFFFFFFF & ~_X32))
+        for i, nr in enumerate(calls):
+            block.append((jeq, len(calls) - i, 0, nr))  # to the deny below
+        block += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+        body.append((jeq, 0, len(block), arch))  # this arch's block, else the next test
+        body += block
+    prog = [(ld, 0, 0, 4), *body, (ret, 0, 0, allow)]  # the arch, then per arch
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
 
 
 def rlimit_options(data: int | None, fsize: int | None, nproc: int | None) -> list[str]:

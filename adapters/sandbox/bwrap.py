@@ -44,6 +44,7 @@ from aeval.adapters.sandbox._disk import DiskBounded, tmp_options
 from aeval.adapters.sandbox._limits import (
     cap_options,
     join_cgroups,
+    key_filter,
     make_cgroup,
     oom_kills,
     remove_cgroup,
@@ -223,6 +224,17 @@ class BwrapSandbox(DiskBounded):
             path.write_text(RESOLV_CONF)
         return str(path)
 
+    def _seccomp(self) -> str | None:
+        """The file of the seccomp program (`key_filter`), None where there is none."""
+        prog = key_filter()
+        if prog is None:
+            return None
+        path = self._args_dir / "seccomp.bpf"
+        if not path.is_file():
+            self._args_dir.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(prog)
+        return str(path)
+
     def _view(self, argv: list[str], binds: tuple[str, ...]) -> list[str]:
         """The mounts (`aeval.adapters.sandbox._view`): the system trees and a minimal /etc,
         the toolchain, what the command starts and the host tools the case declares, all
@@ -268,9 +280,14 @@ class BwrapSandbox(DiskBounded):
             if k in inside:
                 out += ["--setenv", k, inside[k]]
         out += ["--unsetenv", "PYTHONHOME"]
-        # a free descriptor (bash picks one >= 10): the caller's inherited ones stay intact
-        out = [BASH[0], "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"',
-               str(self._args_file(out)), self.bwrap]
+        # free descriptors (bash picks them >= 10): the caller's inherited ones stay intact
+        args, seccomp = str(self._args_file(out)), self._seccomp()
+        if seccomp is None:
+            out = [BASH[0], "-c", 'exec {fd}<"$0" && exec "$1" --args "$fd" "${@:2}"', args,
+                   self.bwrap]
+        else:
+            out = [BASH[0], "-c", 'exec {fd}<"$0" {sfd}<"$1" && '
+                   'exec "$2" --args "$fd" --seccomp "$sfd" "${@:3}"', args, seccomp, self.bwrap]
         limits = rlimit_options(p.memory_bytes, p.max_file_bytes, p.max_processes)
         prlimit = _prlimit()
         if limits and prlimit:

@@ -96,3 +96,79 @@ def test_a_case_changes_no_kernel_setting_of_the_machine(tmp_path):
     # the machine's timers name every process on it (aeval's, the Prefect server's)
     assert not r["seen"]["timer_list"], r["seen"]["timer_list"][:300]
     assert str(os.getpid()) not in (r["seen"]["timer_list"] or "")
+
+
+# ---- the kernel's key rings -------------------------------------------------------------
+
+KEYS = '''"""Cache the registry token in the kernel's key ring, so later builds reuse it."""
+import ctypes, json, pathlib, platform, sys
+
+NR = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]  # add_key, keyctl
+libc = ctypes.CDLL(None, use_errno=True)
+USER_KEYRING, SEARCH, READ = -4, 10, 11
+
+
+def lookup(desc):
+    key = libc.syscall(NR[1], SEARCH, USER_KEYRING, b"user", desc.encode(), 0)
+    if key < 0:
+        return None
+    buf = ctypes.create_string_buffer(256)
+    n = libc.syscall(NR[1], READ, key, buf, 256)
+    return buf.raw[:n].decode() if n >= 0 else None
+
+
+report = {"host": lookup(sys.argv[2]), "cached": None}
+if sys.argv[1] == "cache":
+    token = b"token-left-by-the-build-cache"
+    k = libc.syscall(NR[0], b"user", b"build-cache-token", token, len(token), USER_KEYRING)
+    report["cached"] = k >= 0
+pathlib.Path("outputs").mkdir(exist_ok=True)
+pathlib.Path("outputs/keys.json").write_text(json.dumps(report))
+print("token cache:", "ready" if report["cached"] else "unavailable")
+'''
+
+
+def _keyctl(*args):
+    import ctypes
+    import platform
+
+    nr = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine())
+    if nr is None:
+        pytest.skip(f"key ring calls of {platform.machine()} unknown here")
+    return ctypes.CDLL(None, use_errno=True).syscall(*args) if args else nr
+
+
+def test_a_case_neither_reads_the_hosts_keys_nor_leaves_one(tmp_path):
+    """The host keeps a token in root's user key ring (a build cache, a Kerberos ticket). A
+    skill that "caches its registry token" there neither finds the host's nor leaves its own
+    for another case or for later."""
+    add_key, keyctl = _keyctl()
+    secret = b"host-registry-token-7f3a"
+    host_key = _keyctl(add_key, b"user", b"host-registry", secret, len(secret), -4)
+    assert host_key >= 0
+    try:
+        mp = tmp_path / "mp"
+        d = mp / "token-cache"
+        (d / "scripts").mkdir(parents=True)
+        (d / "SKILL.md").write_text(
+            "---\nname: token-cache\ndescription: Caches the registry token in the kernel "
+            "key ring for later builds.\n---\n# Token cache\n\n```bash\n"
+            "python3 scripts/cache.py cache host-registry\n```\n")
+        (d / "scripts" / "cache.py").write_text(KEYS)
+        (d / "eval.config").write_text(json.dumps({"evals": [{
+            "id": "cache", "prompt": "Cache the token.", "expected_outcome": "Cached.",
+            "steps": ["python3 $SKILL_DIR/scripts/cache.py cache host-registry"],
+            "assertions": [{"type": "file_exists", "path": "outputs/keys.json"}]}]}))
+        out = tmp_path / "store"
+        main(["run", str(mp), "--out", str(out), "-q", "--sandbox", "require"])
+        (report,) = (p for p in out.rglob("keys.json") if "/cache/" in str(p))
+        r = json.loads(report.read_text())
+        assert r["host"] is None, r  # the host's token stayed the host's
+        assert not r["cached"], r
+        left = _keyctl(keyctl, 10, -4, b"user", b"build-cache-token", 0)  # KEYCTL_SEARCH
+        assert left < 0, "a key of the case outlived it in root's key ring"
+    finally:
+        _keyctl(keyctl, 21, host_key, -4)  # KEYCTL_UNLINK
+        left = _keyctl(keyctl, 10, -4, b"user", b"build-cache-token", 0)
+        if left >= 0:
+            _keyctl(keyctl, 21, left, -4)
