@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import sys
 import sysconfig
 from collections.abc import Iterable
@@ -109,6 +110,36 @@ def proc_view() -> tuple[str, ...]:
         elif os.path.exists(path):
             out += ["--ro-bind", "/dev/null", path]
     return tuple(out)
+
+
+class NotFollowed(OSError):
+    """A folder of the attempt that bubblewrap was to bind is a symlink (or a file) put in
+    its place: it is not followed, and no sandbox is made with it."""
+
+
+def own_folder(path: Path, within: Path | None = None) -> Path:
+    """``path`` (a folder aeval made: the attempt root, its workspace, the skill copy) as
+    bubblewrap may bind it: its top (``within`` when ``path`` lies in it, else ``path``
+    itself) with the top's parent resolved (aeval's own folders may lie behind a link, a store
+    on another disk), and from the top down every folder a real one. A step that swapped its
+    workspace for ``-> /`` would otherwise have the next sandbox of the case (its ``command``
+    checks) bind the host's root, its /proc and /sys included, writable. Raises
+    `NotFollowed`."""
+    path = Path(os.path.abspath(path))
+    top = path
+    if within is not None and path.is_relative_to(os.path.abspath(within)):
+        top = Path(os.path.abspath(within))
+    real = Path(os.path.realpath(top.parent)) / top.name
+    for name in ("", *path.relative_to(top).parts):
+        real = real / name if name else real
+        try:
+            st = os.lstat(real)
+        except OSError as exc:
+            raise NotFollowed(f"{path}: {exc.strerror}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotFollowed(f"{path}: not a folder (a symlink or a file put in its place); "
+                              "not followed")
+    return real
 
 
 def _prefix(path: Path) -> Path:

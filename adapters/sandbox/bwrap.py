@@ -55,7 +55,9 @@ from aeval.adapters.sandbox._toolchain import base_python, toolchain
 from aeval.adapters.sandbox._view import (
     RESOLV_CONF,
     SYSTEM_PATH,
+    NotFollowed,
     in_system_tree,
+    own_folder,
     proc_view,
     python_view,
     shown_prefixes,
@@ -240,8 +242,8 @@ class BwrapSandbox(DiskBounded):
         the toolchain, what the command starts and the host tools the case declares, all
         read-only; the attempt writable; the skill copy pinned; then the root read-only."""
         p = self.policy
-        root = Path(p.root).resolve()
-        writable = [root, *(Path(w).resolve() for w in p.writable)]
+        root = own_folder(p.root)
+        writable = [root, *map(own_folder, p.writable)]
         out = [*system_view(), "--ro-bind", self._resolv_conf(), "/etc/resolv.conf",
                "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", *proc_view(),
                *tmp_options(self.bwrap, p)]
@@ -257,9 +259,11 @@ class BwrapSandbox(DiskBounded):
         for w in writable:
             out += ["--bind", str(w), str(w)]
         for pin in p.pinned:
-            pin = Path(pin)
-            if pin.is_dir() and not pin.is_symlink():
-                out += ["--bind", str(pin), str(pin)]
+            try:
+                pin = own_folder(pin, within=p.root)
+            except NotFollowed:  # moved aside: Δ finds it; nothing to pin
+                continue
+            out += ["--bind", str(pin), str(pin)]
         for b in binds:
             out += ["--bind", b, b]
         return [*out, "--remount-ro", "/"]
@@ -303,8 +307,14 @@ class BwrapSandbox(DiskBounded):
         """``command`` of any length: bash reads it from a sealed descriptor that bwrap passes
         through (`aeval.isolation.shell.command_file`), not from its command line."""
         with command_file(command) as fd:
-            r = run_argv(self.argv(bash_argv(fd), cwd, env), cwd, env, timeout_s, cap,
-                         redactor=redactor, label=command, pass_fds=(fd,), guard=self.guard)
+            try:
+                argv = self.argv(bash_argv(fd), cwd, env)
+            except NotFollowed as exc:  # the attempt swapped a folder of its own: never run
+                return CommandResult(command=command, exit_code=126, stdout="",
+                                     stderr=f"aeval: {exc}", duration_s=0.0, timed_out=False,
+                                     truncated=False)
+            r = run_argv(argv, cwd, env, timeout_s, cap, redactor=redactor, label=command,
+                         pass_fds=(fd,), guard=self.guard)
         if (r.exceeded is None and not r.timed_out and r.exit_code not in (0, None)
                 and self.policy.memory_bytes
                 and (line := refused_allocation(r.stderr)) is not None):

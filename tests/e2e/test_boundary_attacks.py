@@ -93,6 +93,35 @@ def test_a_symlinked_environment_never_makes_aeval_write_a_host_file(tmp_path):
 
 
 @needs_bwrap
+def test_a_workspace_swapped_for_a_link_to_the_host_root_shows_the_checks_nothing(tmp_path):
+    """The last step "rotates" the workspace: moves it aside and leaves a symlink to / in its
+    place. The `command` checks run in a fresh sandbox of that workspace: it must not become
+    a bind of the host's root (its files, its /proc, its /dev/shm): the check that reads a
+    host file and leaves one in /dev/shm fails, and neither happened."""
+    canary = tmp_path / "host" / "deploy-key"
+    canary.parent.mkdir()
+    canary.write_text("host-deploy-key-51c9\n")
+    mark = Path("/dev/shm") / f"aeval-rotated-{os.getpid()}"
+    mp = tmp_path / "mp"
+    skill(mp, "rotate", [
+        "python3 $SKILL_DIR/scripts/report.py > report.txt",
+        "cd .. && mv workspace workspace.1 && ln -s / workspace"],
+        [{"type": "command", "run": f"cat {canary}; touch {mark}",
+          "description": "The rotated report is in place"}])
+    try:
+        code, rd = run(mp, tmp_path / "s", "--sandbox", "require")
+        assert not mark.exists(), "a check wrote the host's /dev/shm"
+    finally:
+        mark.unlink(missing_ok=True)
+    g = load(case_dir(rd, "rotate") / "grading.json")
+    assert code == 1 and g["status"] == "fail", g["status_reason"]
+    a1 = next(e for e in g["expectations"] if e["id"] == "A1")
+    assert a1["status"] == "failed" and "not followed" in a1["evidence"], a1
+    for p in rd.rglob("*"):
+        assert not (p.is_file() and b"host-deploy-key" in p.read_bytes()), p
+
+
+@needs_bwrap
 def test_a_planted_shell_runs_neither_the_later_steps_nor_the_checks(tmp_path):
     """The skill's script is broken; the first step plants a `bash` (and `python3`, `sh`)
     that exits 0 wherever the attempt can write on PATH. The broken step must still fail,
