@@ -33,8 +33,10 @@ measures a command's cost).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import pwd
 import shutil
 import stat
 import sys
@@ -168,12 +170,29 @@ def _interpreter(program: Path) -> Path | None:
     return Path(words[0])
 
 
+def homes() -> list[Path]:
+    """Every user's home folder (the password database's and ``HOME``), outside the system
+    trees (``bin``'s home is ``/bin``)."""
+    found = {os.path.expanduser("~")}
+    with contextlib.suppress(OSError, KeyError):
+        found |= {e.pw_dir for e in pwd.getpwall()}
+    out = []
+    for h in found:
+        path = Path(h).resolve() if h else None
+        if path is not None and len(path.parts) > 1 and path.is_dir() and not in_system_tree(path):
+            out.append(path)
+    return out
+
+
 def shown_prefixes(programs: Iterable[str], private: Iterable[Path]) -> list[str]:
     """Install prefixes to bind read-only so that ``programs`` (absolute paths: what the
     command line starts, the host tools a case declares) run inside: each program's and its
     ``#!`` interpreter's, for those outside the system trees. Never a folder that holds or
-    lies in a ``private`` path (the attempt: it is bound as the policy says), nor ``/``."""
+    lies in a ``private`` path (the attempt: it is bound as the policy says), nor ``/``; never
+    a home folder or one that holds it (a tool in ``~/bin`` shows ``~/bin``, not the home
+    with its keys): the program's own folder then, or the program alone."""
     private = [Path(p).resolve() for p in private]
+    home = homes()
     found: set[Path] = set()
     for c in programs:
         if not c.startswith("/"):
@@ -187,7 +206,8 @@ def shown_prefixes(programs: Iterable[str], private: Iterable[Path]) -> list[str
         for q in candidates:
             if not q.exists() or in_system_tree(q):
                 continue
-            prefix = _prefix(q)
+            prefix = next((f for f in (_prefix(q), q.parent, q)
+                           if not any(h.is_relative_to(f) for h in home)), q)
             if len(prefix.parts) < 2 or any(prefix.is_relative_to(x) or x.is_relative_to(prefix)
                                              for x in private):
                 continue

@@ -122,6 +122,32 @@ def test_a_workspace_swapped_for_a_link_to_the_host_root_shows_the_checks_nothin
 
 
 @needs_bwrap
+def test_a_host_tool_in_the_users_bin_shows_that_folder_not_the_home(tmp_path, monkeypatch):
+    """The user keeps a tool in ``~/bin`` (on PATH, as Debian's .profile puts it). A skill that
+    declares it as a host tool runs it, and does not see the rest of the home folder: an
+    install prefix is never a home (``~/bin``'s parent), nor a folder that holds one."""
+    home = tmp_path / "home" / "dev"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "fmt-report").write_text("#!/bin/sh\necho formatted\n")
+    (home / "bin" / "fmt-report").chmod(0o755)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("host-ssh-key-0b7e\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{home / 'bin'}:{os.environ['PATH']}")
+    mp = tmp_path / "mp"
+    skill(mp, "formatted", [
+        "fmt-report > report.txt", "set +e; cat ~/.ssh/id_ed25519 " + str(home / ".ssh" / "*")
+        + " >> report.txt 2>&1; python3 $SKILL_DIR/scripts/report.py >> report.txt"],
+        [{"type": "file_contains", "path": "report.txt", "pattern": "formatted"}],
+        host_tools=["fmt-report"])
+    _, rd = run(mp, tmp_path / "s", "--sandbox", "require")
+    g = load(case_dir(rd, "formatted") / "grading.json")
+    assert g["status"] == "pass", g["status_reason"]  # the declared tool ran
+    for p in rd.rglob("*"):
+        assert not (p.is_file() and b"host-ssh-key" in p.read_bytes()), p
+
+
+@needs_bwrap
 def test_a_planted_shell_runs_neither_the_later_steps_nor_the_checks(tmp_path):
     """The skill's script is broken; the first step plants a `bash` (and `python3`, `sh`)
     that exits 0 wherever the attempt can write on PATH. The broken step must still fail,
