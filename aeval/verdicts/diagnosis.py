@@ -275,11 +275,30 @@ def _illustration(rel: str) -> Diagnosis:
                                      "have: an illustration, not a command of the skill")
 
 
+def documented_exit(rel: str, exit_code: int, results: tuple[str, ...]) -> str | None:
+    """The sentence of SKILL.md (``results``: `aeval.skill.shell_blocks.result_exits`) that
+    gives ``exit_code`` as the answer of the skill's ``rel`` (``exits 1 when it finds
+    something``), or None. A sentence that names another file of the skill is about that
+    one; one that names no file is about whichever script it documents."""
+    name = PurePosixPath(rel).name
+    for sentence in results:
+        if not re.search(rf"\bexit\w*\s+(?:with\s+)?(?:(?:code|status)\s+)?"
+                         rf"(?:{exit_code}|{'non-?zero' if exit_code == 1 else '$^'})\b",
+                         sentence, re.I):
+            continue
+        files = {m.group(1) for m in re.finditer(r"([\w.-]+\.(?:[a-z]{1,4}))\b", sentence)
+                 if PurePosixPath(m.group(1)).suffix in SCRIPT_EXT}
+        if not files or name in files:
+            return sentence
+    return None
+
+
 def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None, output: str,
-                 skill_dir: Path, block: Effects, declared: frozenset[str] | set[str]
-                 ) -> Diagnosis | None:
+                 skill_dir: Path, block: Effects, declared: frozenset[str] | set[str],
+                 results: tuple[str, ...] = ()) -> Diagnosis | None:
     """The diagnosis when the failing command ran the skill's own file ``rel`` (None: let the
-    general rules decide)."""
+    general rules decide). ``results``: SKILL.md's sentences that give a non-zero exit as an
+    answer; a script that exits so, with no rejection or crash in its output, answered."""
     path = skill_dir / rel
     if not path.exists() and not path.is_symlink():
         if generic_example(rel):
@@ -341,6 +360,10 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     if block.uses:
         return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the block uses "
                                          f"${sorted(block.uses)[0]}, which the reader sets")
+    said = documented_exit(rel, exit_code, results)
+    if said is not None:  # a linter's or a scanner's finding, as SKILL.md says it exits
+        return Diagnosis("result", f"{rel} exited {exit_code}, its answer as SKILL.md "
+                                   f"documents it ({said!r})")
     shown = " ".join(args)[:120]
     return Diagnosis("defect", f"the skill's {rel} exited {exit_code} with the documented "
                                f"arguments `{shown}`: {_last_line(output)}", file=rel,
@@ -349,10 +372,10 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
 
 def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
              declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
-             names: tuple[str, ...] = ()) -> Diagnosis:
+             names: tuple[str, ...] = (), results: tuple[str, ...] = ()) -> Diagnosis:
     """Classify a failed block from its exit code and output (see `_diagnose`); ``at`` is the
     line of the command that failed when bash named it."""
-    d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names)
+    d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names, results)
     if d.kind == "missing_tool" and d.tool is not None and _pseudo_command(code, d.tool):
         d = Diagnosis("inconclusive", f"`{d.tool}` is no program: the block uses it as a word "
                                       "of prose (a pseudo-command), not a host tool to install")
@@ -365,7 +388,7 @@ def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
 
 def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
               declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
-              names: tuple[str, ...] = ()) -> Diagnosis:
+              names: tuple[str, ...] = (), results: tuple[str, ...] = ()) -> Diagnosis:
     """Classify a failed block from its exit code and output.
 
     ``failed``: the simple command that failed, as bash reported it (the doc test's ERR
@@ -403,7 +426,7 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
             return replace(misplaced, at=at)
         own = _own_command(cmd, skill_dir, names)
         if own is not None:
-            d = diagnose_own(*own, exit_code, output, skill_dir, block, declared)
+            d = diagnose_own(*own, exit_code, output, skill_dir, block, declared, results)
             if d is not None:
                 at = next((c.line for c in in_block if c.argv == cmd.argv), None)
                 return replace(d, at=at)
