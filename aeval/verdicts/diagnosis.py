@@ -193,6 +193,65 @@ def _own_command(cmd: Command, skill_dir: Path, names: tuple[str, ...]) -> tuple
     return rel, args, cmd.runs_directly()
 
 
+_MAKE = re.compile(r"^(?:g|gnu)?make$")
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+# GNU make and BSD make when the goal itself has no rule; a prerequisite without one is
+# "..., needed by 'x'" (an input the reader's tree lacks), not a target SKILL.md names
+_NO_RULE = re.compile(r"No rule to make target [`'‘\"]([^'’\"\n]+)['’\"]\.|"
+                      r"don't know how to make ([^\s.]+)\.?\s*Stop", re.I)
+
+
+def _make_goal(cmd: Command, output: str, skill_dir: Path, names: tuple[str, ...],
+               block: Effects) -> Diagnosis | None:
+    """A defect when ``cmd`` runs make on the skill's own makefile (``make -f
+    scripts/release.mk bundle``, ``make -C $SKILL_DIR bundle``, or a bare ``make bundle``
+    from the skill folder, whose makefile is the skill's) and make has no rule for a goal
+    SKILL.md wrote: the makefile is the skill's interface, the goal its subcommand."""
+    argv = cmd.target_argv()
+    if not argv or not _MAKE.match(PurePosixPath(argv[0]).name):
+        return None
+    makefile = folder = None
+    goals: list[str] = []
+    words = iter(argv[1:])
+    for w in words:
+        if w in ("-f", "--file", "--makefile", "-C", "--directory"):
+            value = next(words, "")
+            if w in ("-C", "--directory"):
+                folder = value
+            else:
+                makefile = value
+        elif w.startswith(("-f", "--file=", "--makefile=")) and len(w) > 2:
+            makefile = w.split("=", 1)[1] if w.startswith("--") else w[2:]
+        elif w.startswith(("-C", "--directory=")) and len(w) > 2:
+            folder = w.split("=", 1)[1] if w.startswith("--") else w[2:]
+        elif not w.startswith("-") and "=" not in w:
+            goals.append(w)
+    if folder is not None:
+        base = "." if folder.rstrip("/") in (".", "$SKILL_DIR", "${SKILL_DIR}") \
+            else own_file(folder, skill_dir, names)
+        if base is None or not (skill_dir / base).is_dir():
+            return None
+    elif block.cd is not None:
+        return None  # the reader's folder, whose makefile is not the skill's
+    else:
+        base = "."
+    if makefile is not None:
+        rel = own_file(makefile, skill_dir, names) if folder is None \
+            else norm(f"{base}/{makefile}")
+    else:
+        rel = next((norm(f"{base}/{n}") for n in _MAKEFILES if (skill_dir / base / n).is_file()),
+                   None)
+    if rel is None or not (skill_dir / rel).is_file():
+        return None
+    for m in _NO_RULE.finditer(output):
+        goal = m.group(1) or m.group(2)
+        if goal in goals and "$" not in goal:
+            return Diagnosis("defect", f"the skill's {rel} has no target {goal!r}, which "
+                                       f"SKILL.md runs: {m.group(0).strip()}", file=rel,
+                             own="usage")
+    return None
+
+
 def _in(path: str, folder: Path) -> bool:
     try:
         return Path(path).is_relative_to(folder) or Path(path).is_relative_to(folder.resolve())
@@ -424,6 +483,9 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
         if misplaced is not None:
             at = next((c.line for c in in_block if c.argv == cmd.argv), None)
             return replace(misplaced, at=at)
+        goal = _make_goal(cmd, output, skill_dir, names, block)
+        if goal is not None:
+            return replace(goal, at=next((c.line for c in in_block if c.argv == cmd.argv), None))
         own = _own_command(cmd, skill_dir, names)
         if own is not None:
             d = diagnose_own(*own, exit_code, output, skill_dir, block, declared, results)
