@@ -383,6 +383,9 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     if exit_code is None or exit_code > 128:
         return None  # killed (a timeout, a signal): not the skill's answer
     unparsed = _unparsed_or_missing(output, skill_dir, declared)
+    if unparsed is not None and unparsed.kind == "defect" and unparsed.file not in (None, rel):
+        # a helper module the documented script loads: name the script SKILL.md runs too
+        return replace(unparsed, reason=f"running {rel}: {unparsed.reason}")
     if unparsed is not None:
         return unparsed
     if frames_in_skill(output, skill_dir):
