@@ -301,6 +301,16 @@ def _documented_words(args: list[str]) -> list[str]:
     return words
 
 
+def _rejected_first(named: list[str], output: str) -> list[str]:
+    """``named`` (documented words the output repeats) with those a rejection line names
+    first (``unknown option -e``): a usage synopsis after it repeats every flag, the
+    accepted ones too (``usage: check_env.sh -r REQUIRED -e ENVFILE``)."""
+    said = [ln for ln in output.splitlines()
+            if _REJECTION.search(ln) and not re.match(r"\s*usage:", ln, re.I)]
+    return sorted(named, key=lambda w: not any(
+        re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", ln) for ln in said))
+
+
 def _unparsed_or_missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
                          ) -> Diagnosis | None:
     """What is read first from any failed block's output, before its traceback: a skill
@@ -402,7 +412,8 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
                              own="usage" if fixed else "rejected")
     words = _documented_words(args)
     rejection = _REJECTION.search(output)
-    named = [w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", output)]
+    named = _rejected_first([w for w in words
+                             if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", output)], output)
     if rejection and named:
         return Diagnosis("defect", f"the skill's {rel} rejects the documented {named[0]!r}: "
                                    f"{_last_line(output)}", file=rel, own="rejected")
