@@ -22,18 +22,24 @@ def main(argv):
     if unknown:
         print(f"summarize.py: unknown option {sorted(unknown)[0]}", file=sys.stderr)
         return 2
-    pr = json.load(sys.stdin if src == "-" else open(src, encoding="utf-8"))
+    if src == "-":
+        pr = json.load(sys.stdin)
+    else:
+        with open(src, encoding="utf-8") as fh:
+            pr = json.load(fh)
     depth = int(os.environ.get("PR_SUMMARY_DEPTH", "2"))
     if "--areas-only" in flags:
         for area, lines in areas(pr["files"], depth):
             print(f"{lines:6d}  {area}")
         return 0
     open_threads = [t["path"] for t in pr.get("reviewThreads", []) if not t["isResolved"]]
-    failing = [c["name"] for c in pr.get("statusCheckRollup", []) if c.get("conclusion") == "FAILURE"]
+    failing = [c["name"] for c in pr.get("statusCheckRollup", [])
+               if c.get("conclusion") == "FAILURE"]
     print(f"#{pr['number']} {pr['title']} by {pr['author']['login']}")
     print(f"+{pr['additions']} -{pr['deletions']} in {len(pr['files'])} files")
     print("areas: " + ", ".join(a for a, _ in areas(pr["files"], depth)))
-    print(f"unresolved threads: {len(open_threads)}" + (f" ({', '.join(open_threads)})" if open_threads else ""))
+    shown = f" ({', '.join(open_threads)})" if open_threads else ""
+    print(f"unresolved threads: {len(open_threads)}{shown}")
     print("failing checks: " + (", ".join(failing) or "none"))
     return 0
 
