@@ -232,7 +232,8 @@ class LiteralRuntime:
                     failed = follow_skill_dir(failed, names, after)[0].replace(
                         ROOT_REF, "$SKILL_DIR")
                 code = read
-                d = diagnose(code, r.exit_code, output, skill_dir, declared, failed, names)
+                d = diagnose(code, r.exit_code, output, skill_dir, declared, failed, names,
+                             blocks[i - 1].results)
                 if d.tool is not None and d.tool in declared:
                     recorder.end("failed", d.reason)
                     raise RuntimeUnavailable(f"{where}: host tool {d.tool} is missing although "
@@ -248,7 +249,9 @@ class LiteralRuntime:
                 rest = not_run(code, d.at, plan.line)
                 if rest is not None:  # bash -e stopped the block: say what it never reached
                     d = replace(d, reason=f"{d.reason}; {rest}")
-                outcome = BlockOutcome(line, d.kind, d.reason, d.tool,
+                # a status SKILL.md gives as the skill's answer: the block ran, if all of it did
+                kind = d.kind if d.kind != "result" else "inconclusive" if rest else "ok"
+                outcome = BlockOutcome(line, kind, d.reason, d.tool,
                                        evidence=output[-EVIDENCE_CAP:])
                 if d.kind == "defect":
                     why = discounted(plan, d, unclean, shipped)

@@ -129,7 +129,7 @@ def documented_blocks(skill: Skill) -> list[DocBlock]:
     """SKILL.md's shell blocks as the doc test gets them (each with its line and the prose
     before it): what `aeval.tasks.skill.doc_probe` runs and `template_config` sorts."""
     return doc_blocks(skill.fences(), [code.replace("\0", "") for _, code in
-                                       skill.shell_blocks()])
+                                       skill.shell_blocks()], skill.prose())
 
 
 def _todo_step(code: str, line: int, what: str) -> str:

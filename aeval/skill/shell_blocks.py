@@ -43,11 +43,13 @@ _BAD_COMMENT = re.compile(r"^[^\S\n]*#\s*(?:[❌✗✘🚫⛔]|(?:bad|wrong|inco
 @dataclass(frozen=True)
 class DocBlock:
     """A SKILL.md shell block as the doc test gets it: the SKILL.md line of its first line of
-    code (0: unknown), its code, and the prose before it."""
+    code (0: unknown), its code, the prose before it, and the sentences of SKILL.md that give
+    a non-zero exit status as an answer (`result_exits`)."""
 
     line: int
     code: str
     before: str = ""
+    results: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,22 +190,46 @@ def placeholder(code: str) -> str | None:
     return None
 
 
-def doc_blocks(fences: list, steps: list[str]) -> list[DocBlock]:
+def doc_blocks(fences: list, steps: list[str], prose: str = "") -> list[DocBlock]:
     """Each step with the SKILL.md block it came from (``fences``: `aeval.skill.markdown.Fence`s):
-    the first block not yet used with the same code; line 0 when a step is no block's."""
+    the first block not yet used with the same code; line 0 when a step is no block's.
+    ``prose``: SKILL.md without its blocks, for the exit statuses it documents."""
+    results = result_exits(prose)
     used: set[int] = set()
     out = []
     for code in steps:
         match = next((i for i, f in enumerate(fences) if i not in used and f.shell
                       and f.code.strip() == code.strip()), None)
         if match is None:
-            out.append(DocBlock(0, code))
+            out.append(DocBlock(0, code, results=results))
             continue
         used.add(match)
         f = fences[match]
         lead = len(f.code) - len(f.code.lstrip("\n"))  # blank lines the step lost
-        out.append(DocBlock(f.line + 1 + f.code[:lead].count("\n"), code, f.before))
+        out.append(DocBlock(f.line + 1 + f.code[:lead].count("\n"), code, f.before, results))
     return out
+
+
+# "exits 1 when it finds something", "Exit code 1 means a route failed", "`--strict`: exit 1
+# on warnings as well as errors": a non-zero status the skill gives as its answer
+_RESULT_EXIT = re.compile(
+    r"\bexit(?:s|ing|\s+(?:code|status))?\s+(?:with\s+)?(?:(?:code|status)\s+)?"
+    r"(?:[1-9]\d?|non-?zero)\b,?\s+(?:on|when|if|whenever|for|means|as soon as|to (?:signal|"
+    r"say|mark|flag))\b", re.I)
+# ... unless the answer is about the command line itself: then it is a rejection
+_ABOUT_ARGS = re.compile(r"\busage\b|invalid|unknown (?:option|flag|command|argument)|"
+                         r"bad (?:option|flag|argument)|missing (?:option|flag|argument)", re.I)
+
+
+def result_exits(prose: str) -> tuple[str, ...]:
+    """The sentences of ``prose`` that give a non-zero exit status as the skill's answer
+    (a finding, a failed check), not as a rejection of its command line."""
+    out = []
+    for para in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)", prose):
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(para.split())):
+            if _RESULT_EXIT.search(sentence) and not _ABOUT_ARGS.search(sentence):
+                out.append(sentence[:300])
+    return tuple(dict.fromkeys(out))
 
 
 def _block(b: DocBlock | tuple) -> DocBlock:

@@ -67,6 +67,10 @@ class Skill(BaseModel):
         SKILL.md line."""
         return markdown.parse(self.body, self.body_offset)[0]
 
+    def prose(self) -> str:
+        """The body without its fenced blocks: what SKILL.md says in words."""
+        return "\n".join(text for _, text in markdown.parse(self.body, self.body_offset)[1])
+
     def shell_blocks(self) -> list[tuple[int, str]]:
         """Fenced bash/sh/shell/zsh blocks of the body, with the SKILL.md line each starts
         on (the line of the opening fence)."""

@@ -193,6 +193,65 @@ def _own_command(cmd: Command, skill_dir: Path, names: tuple[str, ...]) -> tuple
     return rel, args, cmd.runs_directly()
 
 
+_MAKE = re.compile(r"^(?:g|gnu)?make$")
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+# GNU make and BSD make when the goal itself has no rule; a prerequisite without one is
+# "..., needed by 'x'" (an input the reader's tree lacks), not a target SKILL.md names
+_NO_RULE = re.compile(r"No rule to make target [`'‘\"]([^'’\"\n]+)['’\"]\.|"
+                      r"don't know how to make ([^\s.]+)\.?\s*Stop", re.I)
+
+
+def _make_goal(cmd: Command, output: str, skill_dir: Path, names: tuple[str, ...],
+               block: Effects) -> Diagnosis | None:
+    """A defect when ``cmd`` runs make on the skill's own makefile (``make -f
+    scripts/release.mk bundle``, ``make -C $SKILL_DIR bundle``, or a bare ``make bundle``
+    from the skill folder, whose makefile is the skill's) and make has no rule for a goal
+    SKILL.md wrote: the makefile is the skill's interface, the goal its subcommand."""
+    argv = cmd.target_argv()
+    if not argv or not _MAKE.match(PurePosixPath(argv[0]).name):
+        return None
+    makefile = folder = None
+    goals: list[str] = []
+    words = iter(argv[1:])
+    for w in words:
+        if w in ("-f", "--file", "--makefile", "-C", "--directory"):
+            value = next(words, "")
+            if w in ("-C", "--directory"):
+                folder = value
+            else:
+                makefile = value
+        elif w.startswith(("-f", "--file=", "--makefile=")) and len(w) > 2:
+            makefile = w.split("=", 1)[1] if w.startswith("--") else w[2:]
+        elif w.startswith(("-C", "--directory=")) and len(w) > 2:
+            folder = w.split("=", 1)[1] if w.startswith("--") else w[2:]
+        elif not w.startswith("-") and "=" not in w:
+            goals.append(w)
+    if folder is not None:
+        base = "." if folder.rstrip("/") in (".", "$SKILL_DIR", "${SKILL_DIR}") \
+            else own_file(folder, skill_dir, names)
+        if base is None or not (skill_dir / base).is_dir():
+            return None
+    elif block.cd is not None:
+        return None  # the reader's folder, whose makefile is not the skill's
+    else:
+        base = "."
+    if makefile is not None:
+        rel = own_file(makefile, skill_dir, names) if folder is None \
+            else norm(f"{base}/{makefile}")
+    else:
+        rel = next((norm(f"{base}/{n}") for n in _MAKEFILES if (skill_dir / base / n).is_file()),
+                   None)
+    if rel is None or not (skill_dir / rel).is_file():
+        return None
+    for m in _NO_RULE.finditer(output):
+        goal = m.group(1) or m.group(2)
+        if goal in goals and "$" not in goal:
+            return Diagnosis("defect", f"the skill's {rel} has no target {goal!r}, which "
+                                       f"SKILL.md runs: {m.group(0).strip()}", file=rel,
+                             own="usage")
+    return None
+
+
 def _in(path: str, folder: Path) -> bool:
     try:
         return Path(path).is_relative_to(folder) or Path(path).is_relative_to(folder.resolve())
@@ -242,6 +301,16 @@ def _documented_words(args: list[str]) -> list[str]:
     return words
 
 
+def _rejected_first(named: list[str], output: str) -> list[str]:
+    """``named`` (documented words the output repeats) with those a rejection line names
+    first (``unknown option -e``): a usage synopsis after it repeats every flag, the
+    accepted ones too (``usage: check_env.sh -r REQUIRED -e ENVFILE``)."""
+    said = [ln for ln in output.splitlines()
+            if _REJECTION.search(ln) and not re.match(r"\s*usage:", ln, re.I)]
+    return sorted(named, key=lambda w: not any(
+        re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", ln) for ln in said))
+
+
 def _unparsed_or_missing(output: str, skill_dir: Path, declared: frozenset[str] | set[str]
                          ) -> Diagnosis | None:
     """What is read first from any failed block's output, before its traceback: a skill
@@ -275,11 +344,30 @@ def _illustration(rel: str) -> Diagnosis:
                                      "have: an illustration, not a command of the skill")
 
 
+def documented_exit(rel: str, exit_code: int, results: tuple[str, ...]) -> str | None:
+    """The sentence of SKILL.md (``results``: `aeval.skill.shell_blocks.result_exits`) that
+    gives ``exit_code`` as the answer of the skill's ``rel`` (``exits 1 when it finds
+    something``), or None. A sentence that names another file of the skill is about that
+    one; one that names no file is about whichever script it documents."""
+    name = PurePosixPath(rel).name
+    for sentence in results:
+        if not re.search(rf"\bexit\w*\s+(?:with\s+)?(?:(?:code|status)\s+)?"
+                         rf"(?:{exit_code}|{'non-?zero' if exit_code == 1 else '$^'})\b",
+                         sentence, re.I):
+            continue
+        files = {m.group(1) for m in re.finditer(r"([\w.-]+\.(?:[a-z]{1,4}))\b", sentence)
+                 if PurePosixPath(m.group(1)).suffix in SCRIPT_EXT}
+        if not files or name in files:
+            return sentence
+    return None
+
+
 def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None, output: str,
-                 skill_dir: Path, block: Effects, declared: frozenset[str] | set[str]
-                 ) -> Diagnosis | None:
+                 skill_dir: Path, block: Effects, declared: frozenset[str] | set[str],
+                 results: tuple[str, ...] = ()) -> Diagnosis | None:
     """The diagnosis when the failing command ran the skill's own file ``rel`` (None: let the
-    general rules decide)."""
+    general rules decide). ``results``: SKILL.md's sentences that give a non-zero exit as an
+    answer; a script that exits so, with no rejection or crash in its output, answered."""
     path = skill_dir / rel
     if not path.exists() and not path.is_symlink():
         if generic_example(rel):
@@ -305,6 +393,9 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     if exit_code is None or exit_code > 128:
         return None  # killed (a timeout, a signal): not the skill's answer
     unparsed = _unparsed_or_missing(output, skill_dir, declared)
+    if unparsed is not None and unparsed.kind == "defect" and unparsed.file not in (None, rel):
+        # a helper module the documented script loads: name the script SKILL.md runs too
+        return replace(unparsed, reason=f"running {rel}: {unparsed.reason}")
     if unparsed is not None:
         return unparsed
     if frames_in_skill(output, skill_dir):
@@ -321,7 +412,8 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
                              own="usage" if fixed else "rejected")
     words = _documented_words(args)
     rejection = _REJECTION.search(output)
-    named = [w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", output)]
+    named = _rejected_first([w for w in words
+                             if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", output)], output)
     if rejection and named:
         return Diagnosis("defect", f"the skill's {rel} rejects the documented {named[0]!r}: "
                                    f"{_last_line(output)}", file=rel, own="rejected")
@@ -341,6 +433,10 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
     if block.uses:
         return Diagnosis("inconclusive", f"{rel} exited {exit_code}; the block uses "
                                          f"${sorted(block.uses)[0]}, which the reader sets")
+    said = documented_exit(rel, exit_code, results)
+    if said is not None:  # a linter's or a scanner's finding, as SKILL.md says it exits
+        return Diagnosis("result", f"{rel} exited {exit_code}, its answer as SKILL.md "
+                                   f"documents it ({said!r})")
     shown = " ".join(args)[:120]
     return Diagnosis("defect", f"the skill's {rel} exited {exit_code} with the documented "
                                f"arguments `{shown}`: {_last_line(output)}", file=rel,
@@ -349,10 +445,10 @@ def diagnose_own(rel: str, args: list[str], direct: bool, exit_code: int | None,
 
 def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
              declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
-             names: tuple[str, ...] = ()) -> Diagnosis:
+             names: tuple[str, ...] = (), results: tuple[str, ...] = ()) -> Diagnosis:
     """Classify a failed block from its exit code and output (see `_diagnose`); ``at`` is the
     line of the command that failed when bash named it."""
-    d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names)
+    d = _diagnose(code, exit_code, output, skill_dir, declared, failed, names, results)
     if d.kind == "missing_tool" and d.tool is not None and _pseudo_command(code, d.tool):
         d = Diagnosis("inconclusive", f"`{d.tool}` is no program: the block uses it as a word "
                                       "of prose (a pseudo-command), not a host tool to install")
@@ -365,7 +461,7 @@ def diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
 
 def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
               declared: frozenset[str] | set[str] = frozenset(), failed: str | None = None,
-              names: tuple[str, ...] = ()) -> Diagnosis:
+              names: tuple[str, ...] = (), results: tuple[str, ...] = ()) -> Diagnosis:
     """Classify a failed block from its exit code and output.
 
     ``failed``: the simple command that failed, as bash reported it (the doc test's ERR
@@ -401,9 +497,12 @@ def _diagnose(code: str, exit_code: int | None, output: str, skill_dir: Path,
         if misplaced is not None:
             at = next((c.line for c in in_block if c.argv == cmd.argv), None)
             return replace(misplaced, at=at)
+        goal = _make_goal(cmd, output, skill_dir, names, block)
+        if goal is not None:
+            return replace(goal, at=next((c.line for c in in_block if c.argv == cmd.argv), None))
         own = _own_command(cmd, skill_dir, names)
         if own is not None:
-            d = diagnose_own(*own, exit_code, output, skill_dir, block, declared)
+            d = diagnose_own(*own, exit_code, output, skill_dir, block, declared, results)
             if d is not None:
                 at = next((c.line for c in in_block if c.argv == cmd.argv), None)
                 return replace(d, at=at)

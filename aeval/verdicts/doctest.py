@@ -170,7 +170,8 @@ def _top(skill_dir: Path, files: bool = False) -> set[str]:
 
 # needs_context: the skill's script refused the reader's context (a git repository, the
 # reader's files, a credential, the network; `aeval.verdicts.context`): ``tool`` names it
-Kind = Literal["missing_tool", "needs_context", "defect", "inconclusive"]
+# result: the skill's script exited with a status SKILL.md gives as its answer (a finding)
+Kind = Literal["missing_tool", "needs_context", "defect", "inconclusive", "result"]
 Own = Literal["file", "rejected", "usage", "crash"]
 
 

@@ -210,7 +210,8 @@ class Attempt:
             skill_dir=ws.skill_dir, skill_installed=plan.run.install_skill,
             env=tool_env(plan, ws, credentials, self.extra_env), steps=plan.case.steps,
             doc_test=plan.case.doc_test, host_tools=plan.case.host_tools,
-            doc_blocks=doc_blocks(plan.skill.skill.fences(), plan.case.steps)
+            doc_blocks=doc_blocks(plan.skill.skill.fences(), plan.case.steps,
+                                  plan.skill.skill.prose())
             if plan.case.doc_test else [],
             model=plan.run.model, api_base=plan.run.api_base,
             limits=Limits(max_turns=plan.case.max_turns, timeout_s=plan.case.timeout_s,

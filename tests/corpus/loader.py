@@ -60,7 +60,17 @@ STYLES_45: dict[str, str] = {
 others (the corpus holds what it claims); test_recall_corpus.py asserts only the
 marketplaces of RECALL_ASSERTED (see there)."""
 
-ALL_STYLES: dict[str, str] = {**STYLES, **STYLES_45}
+STYLES_MONOREPO: dict[str, str] = {
+    "tidewater": "a data platform's monorepo: skills beside the code they serve "
+                 "(.claude/skills/<s>/, services/api/.claude/skills/<s>/, "
+                 "plugins/dbtools/skills/<s>/); argparse subparsers, a click program, "
+                 "sys.argv dispatch, getopts, a Makefile's targets, node .mjs and `npx tsx` "
+                 "TypeScript; DATABASE_URL, GITHUB_TOKEN and a running API the reader has; "
+                 "heredocs, env-var settings, a scanner and a linter that exit 1 on a finding",
+}
+"""A marketplace in a layout and mix of languages none of the nine shows."""
+
+ALL_STYLES: dict[str, str] = {**STYLES, **STYLES_45, **STYLES_MONOREPO}
 
 RECALL_ASSERTED: frozenset[str] = frozenset(ALL_STYLES)
 """The marketplaces tests/e2e/test_recall_corpus.py asserts (no false alarm, every plant

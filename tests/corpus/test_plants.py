@@ -73,7 +73,7 @@ def test_every_marketplace_claimed_is_there_with_its_least_number_of_skills():
     assert names == sorted(ALL_STYLES), names
     for name in names:
         assert len(skill_folders(name)) >= MIN_SKILLS[name], (name, skill_folders(name))
-    assert sorted(MIN_SKILLS.values()) == [6] * 6 + [10] * 3
+    assert sorted(MIN_SKILLS.values()) == [6] * 7 + [10] * 3
     # the layouts aeval must discover: dot-folders, .claude/skills, plugins, a collection folder
     found = {s for n in names for s in skill_folders(n)}
     assert any(s.startswith("skills/.curated/") for s in found)

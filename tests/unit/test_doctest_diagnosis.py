@@ -264,6 +264,9 @@ def test_only_the_last_200_characters_of_a_rejection_are_quoted(skill):
     (["fill", "-q"], "error: unknown option -q", "-q"),
     (["fill", "--mode", "turbo"], "usage: fill.py fill\nfill: --mode is not supported", "fill"),
     (["Export", "form.pdf"], "unknown command Export", "Export"),
+    # the usage synopsis after the rejection repeats the accepted -r: the rejected -e is named
+    (["-r", "env.required", "-e", "demo.env"],
+     "check_env.sh: unknown option -e\nusage: check_env.sh -r REQUIRED -e ENVFILE [-s]", "-e"),
 ])
 def test_a_rejection_names_the_documented_action_or_flag_it_mentions(skill, args, output,
                                                                      named):

@@ -51,3 +51,24 @@ def test_a_package_the_reader_installs_is_still_needed(skill, imports):
         pytest.skip(f"{imports.split()[1]} is installed here")
     d = diagnose(code, exit_code, output, skill)
     assert (d.kind, d.reason) == ("missing_tool", f"needs {imports.split()[1]}")
+
+
+def test_a_broken_import_in_a_helper_names_the_script_skill_md_runs(skill):
+    (skill / "scripts" / "renderlib.py").write_text(
+        "import tomlib\n\ndef load():\n    return tomlib.loads('')\n")
+    (skill / "scripts" / "render.py").write_text(
+        "import sys\nsys.path.insert(0, sys.path[0])\nfrom renderlib import load\nload()\n")
+    code = "python3 scripts/render.py --list-keys"
+    exit_code, output = run_block(code, skill)
+    d = diagnose(code, exit_code, output, skill)
+    assert (d.kind, d.file) == ("defect", "scripts/renderlib.py"), d
+    assert d.reason.startswith("running scripts/render.py: the skill's scripts/renderlib.py:1 "
+                               "imports tomlib, a module that exists nowhere"), d.reason
+
+
+def test_a_broken_import_in_the_script_itself_is_said_as_before(skill):
+    (skill / "scripts" / "render.py").write_text("import tomlib\nprint(tomlib.loads(''))\n")
+    code = "python3 scripts/render.py --list-keys"
+    exit_code, output = run_block(code, skill)
+    d = diagnose(code, exit_code, output, skill)
+    assert d.reason.startswith("the skill's scripts/render.py:1 imports tomlib"), d.reason
