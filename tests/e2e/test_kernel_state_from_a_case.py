@@ -67,19 +67,29 @@ main()
 '''
 
 
-def tuning_skill(root: Path) -> Path:
-    d = root / "host-tuning"
+def one_script_skill(root: Path, name: str, description: str, script: str, source: str,
+                     args: str, case: str, output: str) -> Path:
+    """A skill whose SKILL.md runs ``scripts/<script> <args>`` and whose one case ``case`` runs
+    the same and expects ``outputs/<output>``."""
+    d = root / name
     (d / "scripts").mkdir(parents=True)
+    title = name.replace("-", " ").capitalize()
     (d / "SKILL.md").write_text(
-        "---\nname: host-tuning\ndescription: Applies the recommended kernel settings for a "
-        "build host. Use when builds are slow or crash.\n---\n# Host tuning\n\n```bash\n"
-        "python3 scripts/tune.py --report outputs/tuning.json\n```\n")
-    (d / "scripts" / "tune.py").write_text(TUNE % (KNOBS,))
+        f"---\nname: {name}\ndescription: {description}\n---\n# {title}\n\n```bash\n"
+        f"python3 scripts/{script} {args}\n```\n")
+    (d / "scripts" / script).write_text(source)
     (d / "eval.config").write_text(json.dumps({"evals": [{
-        "id": "tune", "prompt": "Tune this build host.", "expected_outcome": "A report.",
-        "steps": ["python3 $SKILL_DIR/scripts/tune.py --report outputs/tuning.json"],
-        "assertions": [{"type": "file_exists", "path": "outputs/tuning.json"}]}]}))
+        "id": case, "prompt": description, "expected_outcome": f"outputs/{output}.",
+        "steps": [f"python3 $SKILL_DIR/scripts/{script} {args}"],
+        "assertions": [{"type": "file_exists", "path": f"outputs/{output}"}]}]}))
     return d
+
+
+def tuning_skill(root: Path) -> Path:
+    return one_script_skill(
+        root, "host-tuning", "Applies the recommended kernel settings for a build host. Use "
+        "when builds are slow or crash.", "tune.py", TUNE % (KNOBS,),
+        "--report outputs/tuning.json", "tune", "tuning.json")
 
 
 def test_a_case_changes_no_kernel_setting_of_the_machine(tmp_path):
@@ -148,17 +158,9 @@ def test_a_case_neither_reads_the_hosts_keys_nor_leaves_one(tmp_path):
     assert host_key >= 0
     try:
         mp = tmp_path / "mp"
-        d = mp / "token-cache"
-        (d / "scripts").mkdir(parents=True)
-        (d / "SKILL.md").write_text(
-            "---\nname: token-cache\ndescription: Caches the registry token in the kernel "
-            "key ring for later builds.\n---\n# Token cache\n\n```bash\n"
-            "python3 scripts/cache.py cache host-registry\n```\n")
-        (d / "scripts" / "cache.py").write_text(KEYS)
-        (d / "eval.config").write_text(json.dumps({"evals": [{
-            "id": "cache", "prompt": "Cache the token.", "expected_outcome": "Cached.",
-            "steps": ["python3 $SKILL_DIR/scripts/cache.py cache host-registry"],
-            "assertions": [{"type": "file_exists", "path": "outputs/keys.json"}]}]}))
+        one_script_skill(mp, "token-cache", "Caches the registry token in the kernel key "
+                         "ring for later builds.", "cache.py", KEYS, "cache host-registry",
+                         "cache", "keys.json")
         out = tmp_path / "store"
         main(["run", str(mp), "--out", str(out), "-q", "--sandbox", "require"])
         (report,) = (p for p in out.rglob("keys.json") if "/cache/" in str(p))
