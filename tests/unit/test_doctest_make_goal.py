@@ -16,7 +16,9 @@ import pytest
 from aeval.verdicts.diagnosis import diagnose
 from tests.unit.test_doctest import run_block
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+pytestmark = pytest.mark.skipif(
+    shutil.which("make") is None,
+    reason="make is not installed (apt-get install make; .ci/run installs it)")
 
 RELEASE = """\
 .PHONY: package clean
